@@ -1,0 +1,31 @@
+// Builds the Express app. No listening, no process concerns: api/server.ts and the tests
+// start it. Order matters: health first (no database-dependent middleware in front of it),
+// then request id, body, brand; each router applies authentication to its own paths.
+import express, { type Express } from 'express';
+import type { AppContext } from './context.ts';
+import { requireApiKey } from './http/auth.ts';
+import { brandResolver } from './http/brand.ts';
+import { jsonBody } from './http/body.ts';
+import { errorHandler, notFound } from './http/error-handler.ts';
+import { requestLog } from './http/request-log.ts';
+import { brandRoutes, healthCheck } from './v1/system.ts';
+
+export function createApp(ctx: AppContext): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', false);
+  app.set('query parser', 'simple');
+
+  app.get('/healthz', healthCheck(ctx));
+  app.use(requestLog);
+  app.use(jsonBody(ctx.config.BODY_LIMIT));
+  app.use(brandResolver(ctx.pool));
+
+  app.use(brandRoutes());
+  // Every other /v1 path needs a merchant: unauthenticated callers learn nothing about routes.
+  app.use('/v1', requireApiKey(ctx.pool));
+
+  app.use(notFound);
+  app.use(errorHandler(ctx.config.BODY_LIMIT));
+  return app;
+}

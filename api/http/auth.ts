@@ -1,0 +1,31 @@
+// X-API-Key authentication (spec 5.1). The key is looked up by its SHA-256 digest (a unique
+// index, so the lookup time says nothing about the key) and the digest is compared again in
+// constant time. A key sent in the query string is refused outright: URLs end up in logs.
+import type { NextFunction, Request, Response } from 'express';
+import { findMerchantByApiKey } from '../../db/merchants.ts';
+import type { Db } from '../../db/pool.ts';
+import { constantTimeEqual, hashApiKey } from '../../db/secrets.ts';
+import { ApiError } from './errors.ts';
+
+const API_KEY = /^[0-9a-fA-F]{64}$/;
+const QUERY_KEY_NAMES = ['api_key', 'apikey', 'apiKey', 'key', 'x-api-key', 'X-API-Key'];
+
+export function requireApiKey(db: Db) {
+  return async (req: Request, _res: Response, next: NextFunction) => {
+    const query = req.query as Record<string, unknown>;
+    if (QUERY_KEY_NAMES.some((name) => name in query)) {
+      throw new ApiError('UNAUTHORIZED', 'API keys are accepted only in the X-API-Key header');
+    }
+    const key = req.get('x-api-key');
+    if (!key || !API_KEY.test(key)) throw new ApiError('UNAUTHORIZED');
+    const merchant = await findMerchantByApiKey(db, key.toLowerCase());
+    if (!merchant || !constantTimeEqual(merchant.api_key_hash, hashApiKey(key.toLowerCase()))) {
+      throw new ApiError('UNAUTHORIZED');
+    }
+    // A key belongs to one brand; used on another brand's domain it is as good as unknown.
+    if (merchant.brand_id !== req.brand.id) throw new ApiError('UNAUTHORIZED');
+    if (merchant.status !== 'ACTIVE') throw new ApiError('MERCHANT_INACTIVE');
+    req.merchant = merchant;
+    next();
+  };
+}

@@ -1,0 +1,35 @@
+// Request bodies: the raw bytes are kept on req.rawBody because signatures (X-Signature HMAC,
+// legacy RSA over the body hash, vendor callbacks) are computed over exactly those bytes; the
+// JSON is parsed here once, whatever Content-Type says, so a wrong header cannot turn a
+// malformed body into an empty one. Multipart bodies are left for the upload routes.
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { ApiError } from './errors.ts';
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    rawBody?: Buffer;
+  }
+}
+
+export function jsonBody(limit: string) {
+  const raw = express.raw({
+    type: (req) => !String(req.headers['content-type'] ?? '').startsWith('multipart/'),
+    limit,
+  });
+  return [
+    raw,
+    (req: Request, _res: Response, next: NextFunction) => {
+      if (!Buffer.isBuffer(req.body)) return next();
+      const bytes: Buffer = req.body;
+      req.rawBody = bytes;
+      req.body = undefined;
+      if (bytes.length === 0) return next();
+      try {
+        req.body = JSON.parse(bytes.toString('utf8'));
+      } catch {
+        return next(new ApiError('INVALID_JSON'));
+      }
+      next();
+    },
+  ];
+}

@@ -1,0 +1,21 @@
+// V1 success envelopes (spec 2.1). Errors are written only by the error middleware.
+import type { Response } from 'express';
+
+export interface PageMeta {
+  page: number;
+  limit: number;
+  total: number;
+  total_pages: number;
+}
+
+export function sendData(res: Response, data: unknown, status = 200): void {
+  res.status(status).json({ success: true, data });
+}
+
+export function sendPage(res: Response, data: unknown[], meta: PageMeta): void {
+  res.status(200).json({ success: true, data, meta });
+}
+
+export function pageMeta(page: number, limit: number, total: number): PageMeta {
+  return { page, limit, total, total_pages: Math.ceil(total / limit) };
+}

@@ -1,0 +1,53 @@
+// The one place errors become responses. /api/* speaks the legacy envelope, everything else
+// the V1 envelope. Anything that is not an ApiError/LegacyError is a bug: the client gets a
+// generic 500 and the details go to the log only.
+import type { NextFunction, Request, Response } from 'express';
+import { logger } from '../../db/logger.ts';
+import { LegacyError, legacyMessages } from '../legacy/errors.ts';
+import { ApiError } from './errors.ts';
+
+interface HttpError {
+  type?: string;
+  status?: number;
+}
+
+function isLegacy(req: Request): boolean {
+  return req.path.startsWith('/api/');
+}
+
+/** Errors raised by body-parser and friends, mapped to the contract's codes. */
+function fromHttpError(err: HttpError, limit: string): ApiError | null {
+  if (err.type === 'entity.too.large') return new ApiError('INVALID_BODY', `Request body exceeds ${limit}`, 413);
+  if (err.type === 'entity.parse.failed') return new ApiError('INVALID_JSON');
+  if (typeof err.status === 'number' && err.status >= 400 && err.status < 500) {
+    return new ApiError('INVALID_BODY', 'Request body could not be read');
+  }
+  return null;
+}
+
+export function errorHandler(bodyLimit: string) {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const known = err instanceof ApiError || err instanceof LegacyError ? err : fromHttpError(err as HttpError, bodyLimit);
+    if (!known) logger.error({ err, requestId: req.requestId, path: req.path }, 'unhandled error');
+    if (res.headersSent) return;
+
+    if (isLegacy(req)) {
+      const legacy =
+        known instanceof LegacyError
+          ? known
+          : known instanceof ApiError && known.status < 500
+            ? new LegacyError(known.status === 404 ? 404 : known.status === 401 ? 401 : 400,
+                known.code === 'NOT_FOUND' ? 'Not Found' : legacyMessages.invalidParameters)
+            : new LegacyError(500, 'Internal Server Error');
+      res.status(legacy.code).json({ code: legacy.code, message: legacy.message, data: null });
+      return;
+    }
+
+    const api = known instanceof ApiError ? known : new ApiError('INTERNAL_ERROR');
+    res.status(api.status).json({ success: false, error: { code: api.code, message: api.message } });
+  };
+}
+
+export function notFound(req: Request, _res: Response, next: NextFunction): void {
+  next(new ApiError('NOT_FOUND', `No endpoint ${req.method} ${req.path}`));
+}

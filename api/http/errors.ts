@@ -1,0 +1,52 @@
+// The error catalogue: every V1 error code of the contract with its HTTP status and default
+// message. Services throw ApiError with a code; one middleware (api/http/error-handler.ts)
+// writes the envelope. Clients branch on `code`, so codes never change meaning.
+
+export const errorCatalogue = {
+  UNAUTHORIZED: [401, 'Missing or invalid API key'],
+  INVALID_SIGNATURE: [401, 'X-Signature does not match the request body'],
+  MERCHANT_INACTIVE: [403, 'Merchant is suspended or disabled'],
+  NOT_WALLET_MERCHANT: [403, 'Merchant settlement type is not WALLET'],
+  FORBIDDEN: [403, 'Your role does not allow this operation'],
+  INVALID_BODY: [400, 'Request body is invalid'],
+  INVALID_JSON: [400, 'Request body is not valid JSON'],
+  UNSUPPORTED_PAYMENT_METHOD: [400, 'Only QRIS is supported'],
+  IDEMPOTENCY_KEY_REUSED: [400, 'Idempotency-Key was used with a different request body'],
+  MERCHANT_ORDER_ID_REUSED: [400, 'merchant_order_id was used with a different amount'],
+  INVALID_ID: [400, 'Path parameter is not a valid UUID'],
+  BANK_NOT_FOUND: [400, 'bank_short_code matches no active bank'],
+  MISSING_BANK_INFO: [400, 'account_number and account_name are required for BANK'],
+  MISSING_EWALLET_INFO: [400, 'ewallet_provider and ewallet_phone are required for EWALLET'],
+  INVALID_FILE: [400, 'File could not be read'],
+  ORDER_NOT_FOUND: [404, 'Order not found'],
+  DISBURSEMENT_NOT_FOUND: [404, 'Disbursement not found'],
+  BENEFICIARY_NOT_FOUND: [404, 'Beneficiary not found'],
+  NOT_FOUND: [404, 'Not found'],
+  ORDER_PENDING_CONFIRMATION: [409, 'An earlier attempt is unresolved at the gateway; reconcile before retrying'],
+  DUPLICATE_IDEMPOTENCY_KEY: [409, 'A disbursement with this idempotency_key exists'],
+  INVALID_STATUS: [422, 'Operation not allowed in the current status'],
+  AMOUNT_EXCEEDS_ORDER: [422, 'Amount exceeds the remaining refundable amount'],
+  BANK_DISABLED: [422, 'Bank is not enabled for disbursement'],
+  INSUFFICIENT_BALANCE: [422, 'Balance is below amount plus fee'],
+  AMOUNT_EXCEEDS_LIMIT: [422, 'Amount is above the per-transaction limit'],
+  DAILY_LIMIT_EXCEEDED: [422, 'Daily disbursement limit would be exceeded'],
+  INTERNAL_ERROR: [500, 'Internal error'],
+  NO_VENDOR: [503, 'No gateway is configured for this payment method'],
+  VENDOR_ERROR: [503, 'All configured gateways failed'],
+  SERVICE_UNAVAILABLE: [503, 'Service temporarily unavailable'],
+} as const satisfies Record<string, readonly [number, string]>;
+
+export type ErrorCode = keyof typeof errorCatalogue;
+
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+
+  /** `status` overrides the catalogue only where HTTP needs a more precise status (413). */
+  constructor(code: ErrorCode, message?: string, status?: number) {
+    const [catalogued, fallback] = errorCatalogue[code];
+    super(message ?? fallback);
+    this.code = code;
+    this.status = status ?? catalogued;
+  }
+}

@@ -1,0 +1,40 @@
+// Process entry of the `web` Procfile line: config, pool, queue sender, HTTP server.
+// SIGTERM/SIGINT stop accepting connections, let in-flight requests finish, then close the
+// pool and pg-boss, so a rolling restart drops no request.
+import { createServer } from 'node:http';
+import { createApp } from './app.ts';
+import { loadConfig, publicBaseUrl } from '../db/config.ts';
+import { logger } from '../db/logger.ts';
+import { createPool } from '../db/pool.ts';
+import { startBoss } from '../db/queue.ts';
+import { createSealer } from '../db/secrets.ts';
+
+const config = loadConfig();
+const pool = await createPool(config.DATABASE_URL, { size: config.DB_POOL_SIZE, name: 'api' });
+const boss = await startBoss(config.DATABASE_URL, { role: 'sender' });
+const app = createApp({ config, pool, boss, sealer: createSealer(config.KASIR_MASTER_KEY) });
+
+const server = createServer(app);
+server.keepAliveTimeout = 65_000; // longer than common load balancer idle timeouts
+server.listen(config.PORT, config.HOST, () => {
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.PORT;
+  logger.info({ port, publicBaseUrl: publicBaseUrl(config) }, 'api listening');
+  process.send?.({ listening: true, port });
+});
+
+let stopping = false;
+async function stop(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, 'api stopping');
+  server.close();
+  server.closeIdleConnections();
+  await new Promise<void>((resolve) => server.once('close', resolve));
+  await boss.stop({ graceful: true });
+  await pool.end();
+  process.exit(0);
+}
+process.on('SIGTERM', () => void stop('SIGTERM'));
+process.on('SIGINT', () => void stop('SIGINT'));
+process.on('disconnect', () => void stop('parent gone'));

@@ -1,0 +1,71 @@
+// Process configuration: environment variables parsed once with zod at start-up. A bad value
+// stops the process with a message naming the variable, before anything touches the database.
+import { z } from 'zod';
+
+const ms = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
+
+const schedule = z
+  .string()
+  .regex(/^\d+(,\d+)*$/, 'a comma-separated list of whole seconds')
+  .transform((s) => s.split(',').map(Number));
+
+const masterKey = z
+  .string()
+  .regex(/^[0-9a-f]{64}$/i, '64 hex characters (32 bytes)');
+
+export const configSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'a postgres:// connection URL'),
+  KASIR_MASTER_KEY: masterKey,
+  PUBLIC_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20),
+  BODY_LIMIT: z.string().default('100kb'),
+  /** How long POST /v1/orders waits for the vendor worker before answering 409. */
+  ORDER_CREATE_DEADLINE_MS: ms(10_000),
+  /** Per-request timeout of calls to vendors. */
+  VENDOR_TIMEOUT_MS: ms(8_000),
+  /** Delay before order-reconcile asks the vendor about an unresolved create. */
+  ORDER_RECONCILE_DELAY_SECONDS: z.coerce.number().int().min(0).default(5),
+  /** Interval of the expiry sweep; must stay well under the 30 s the spec allows. */
+  EXPIRY_SWEEP_INTERVAL_MS: ms(5_000),
+  WEBHOOK_TIMEOUT_MS: ms(10_000),
+  /** Delay before each webhook retry, in seconds (Stripe-like, about three days in all). */
+  WEBHOOK_RETRY_SCHEDULE: schedule.default([5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]),
+  /** Hosts or CIDRs webhooks may reach although they resolve to private ranges. */
+  NOTIFY_URL_ALLOWLIST: z
+    .string()
+    .default('')
+    .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean)),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+export class ConfigError extends Error {}
+
+export function parseConfig(env: Record<string, string | undefined> = process.env): Config {
+  const result = configSchema.safeParse(env);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  return result.data;
+}
+
+/** Parses the configuration or exits with the message; for process entry points. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  try {
+    return parseConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(78);
+    }
+    throw err;
+  }
+}
+
+export function publicBaseUrl(config: Config): string {
+  return (config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`).replace(/\/$/, '');
+}

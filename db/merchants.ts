@@ -1,0 +1,131 @@
+// Merchants and their credentials. The API key leaves Kasir exactly once, in the result of
+// createMerchant / rotateApiKey; afterwards only its SHA-256 digest exists. Webhook and
+// legacy client secrets are sealed with the master key (db/secrets.ts).
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { sql, type Db } from './pool.ts';
+import {
+  hashApiKey,
+  newApiKey,
+  newLegacyClientSecret,
+  type Sealer,
+} from './secrets.ts';
+
+export const merchantStatus = z.enum(['ACTIVE', 'SUSPENDED', 'DISABLED']);
+export const settlementType = z.enum(['WALLET', 'MANUAL']);
+export type MerchantStatus = z.infer<typeof merchantStatus>;
+
+const merchantRow = z.object({
+  id: z.string(),
+  brand_id: z.string(),
+  name: z.string(),
+  status: merchantStatus,
+  settlement_type: settlementType,
+  api_key_hash: z.instanceof(Buffer),
+  webhook_secret_enc: z.instanceof(Buffer).nullable(),
+  notify_url: z.string().nullable(),
+  legacy_client_id: z.string(),
+  legacy_client_secret_enc: z.instanceof(Buffer),
+  legacy_public_key: z.string().nullable(),
+});
+export type MerchantRow = z.infer<typeof merchantRow>;
+
+const columns = sql.fragment`
+  id, brand_id, name, status, settlement_type, api_key_hash, webhook_secret_enc, notify_url,
+  legacy_client_id, legacy_client_secret_enc, legacy_public_key`;
+
+export class MerchantNotFound extends Error {
+  constructor(id: string) {
+    super(`no merchant with id ${id}`);
+  }
+}
+
+export interface NewMerchant {
+  name: string;
+  settlementType: z.infer<typeof settlementType>;
+  brandId: string;
+  webhookSecret: string | null;
+  notifyUrl: string | null;
+}
+
+export interface ProvisionedMerchant {
+  merchant_id: string;
+  api_key: string;
+  webhook_secret: string | null;
+  legacy_client_id: string;
+  legacy_client_secret: string;
+}
+
+export async function createMerchant(db: Db, sealer: Sealer, input: NewMerchant): Promise<ProvisionedMerchant> {
+  const apiKey = newApiKey();
+  const legacyClientId = `KSR${randomBytes(8).toString('hex').toUpperCase()}`;
+  const legacyClientSecret = newLegacyClientSecret();
+  const id = await db.oneFirst(sql.type(z.object({ id: z.string() }))`
+    insert into merchants (brand_id, name, settlement_type, api_key_hash, webhook_secret_enc, notify_url,
+                           legacy_client_id, legacy_client_secret_enc)
+    values (${input.brandId}, ${input.name}, ${input.settlementType}, ${sql.binary(hashApiKey(apiKey))},
+            ${input.webhookSecret === null ? null : sql.binary(sealer.seal(input.webhookSecret))},
+            ${input.notifyUrl}, ${legacyClientId}, ${sql.binary(sealer.seal(legacyClientSecret))})
+    returning id`);
+  return {
+    merchant_id: id,
+    api_key: apiKey,
+    webhook_secret: input.webhookSecret,
+    legacy_client_id: legacyClientId,
+    legacy_client_secret: legacyClientSecret,
+  };
+}
+
+export async function findMerchantByApiKey(db: Db, apiKey: string): Promise<MerchantRow | null> {
+  return db.maybeOne(sql.type(merchantRow)`
+    select ${columns} from merchants where api_key_hash = ${sql.binary(hashApiKey(apiKey))}`);
+}
+
+export async function findMerchantByLegacyClientId(db: Db, clientId: string): Promise<MerchantRow | null> {
+  return db.maybeOne(sql.type(merchantRow)`
+    select ${columns} from merchants where legacy_client_id = ${clientId}`);
+}
+
+export async function getMerchant(db: Db, id: string): Promise<MerchantRow> {
+  const row = await db.maybeOne(sql.type(merchantRow)`select ${columns} from merchants where id = ${id}`);
+  if (!row) throw new MerchantNotFound(id);
+  return row;
+}
+
+export async function setMerchantStatus(db: Db, id: string, status: MerchantStatus): Promise<void> {
+  const updated = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+    update merchants set status = ${status}, updated_at = now() where id = ${id} returning id`);
+  if (!updated) throw new MerchantNotFound(id);
+}
+
+/** Replaces the API key; the old one stops working at once. Returns the new key. */
+export async function rotateApiKey(db: Db, id: string): Promise<string> {
+  const apiKey = newApiKey();
+  const updated = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+    update merchants set api_key_hash = ${sql.binary(hashApiKey(apiKey))}, updated_at = now()
+    where id = ${id} returning id`);
+  if (!updated) throw new MerchantNotFound(id);
+  return apiKey;
+}
+
+export async function setWebhookSecret(db: Db, sealer: Sealer, id: string, secret: string | null): Promise<void> {
+  const updated = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+    update merchants
+    set webhook_secret_enc = ${secret === null ? null : sql.binary(sealer.seal(secret))}, updated_at = now()
+    where id = ${id} returning id`);
+  if (!updated) throw new MerchantNotFound(id);
+}
+
+export async function setLegacyPublicKey(db: Db, id: string, pem: string): Promise<void> {
+  const updated = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+    update merchants set legacy_public_key = ${pem}, updated_at = now() where id = ${id} returning id`);
+  if (!updated) throw new MerchantNotFound(id);
+}
+
+export function webhookSecretOf(sealer: Sealer, merchant: Pick<MerchantRow, 'webhook_secret_enc'>): string | null {
+  return merchant.webhook_secret_enc ? sealer.open(merchant.webhook_secret_enc) : null;
+}
+
+export function legacyClientSecretOf(sealer: Sealer, merchant: Pick<MerchantRow, 'legacy_client_secret_enc'>): string {
+  return sealer.open(merchant.legacy_client_secret_enc);
+}

@@ -1,0 +1,78 @@
+// The slonik pool every process uses, with type parsers that keep money exact:
+// int8 → number (refusing anything past 2^53 rather than rounding it), timestamptz → Date,
+// numeric left as text (Kasir never stores money as numeric).
+import {
+  createPool as createSlonikPool,
+  sql,
+  type DatabasePool,
+  type DatabaseTransactionConnection,
+  type CommonQueryMethods,
+  type Interceptor,
+  type QuerySqlToken,
+  SchemaValidationError,
+} from 'slonik';
+import { z } from 'zod';
+
+export { sql };
+export type Pool = DatabasePool;
+export type Tx = DatabaseTransactionConnection;
+/** Anything that runs queries: the pool or an open transaction. */
+export type Db = CommonQueryMethods;
+
+function parseInt8(value: string): number {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n)) throw new RangeError(`int8 value ${value} is outside the safe integer range`);
+  return n;
+}
+
+const typeParsers = [
+  { name: 'int8', parse: parseInt8 },
+  { name: 'timestamptz', parse: (v: string) => new Date(v) },
+  { name: 'timestamp', parse: (v: string) => new Date(`${v}Z`) },
+  { name: 'date', parse: (v: string) => v },
+  { name: 'numeric', parse: (v: string) => v },
+];
+
+type RowSchema = {
+  '~standard': { validate(v: unknown): { value?: unknown; issues?: readonly any[] } | Promise<unknown> };
+};
+
+// Rows are validated against the query's zod schema when it has one (sql.type(schema)):
+// a column renamed in a migration fails loudly at the query, not later as `undefined` in JSON.
+const validateRows: Interceptor = {
+  name: 'validate-rows',
+  transformRow: (context, query, row) => {
+    const parser = context.resultParser as RowSchema | undefined;
+    if (!parser) return row;
+    const result = parser['~standard'].validate(row);
+    if (result instanceof Promise) throw new TypeError('async row schemas are not supported');
+    if ('issues' in result && result.issues) throw new SchemaValidationError(query, row, result.issues);
+    return result.value as typeof row;
+  },
+};
+
+export async function createPool(url: string, options: { size?: number; name?: string } = {}): Promise<Pool> {
+  return createSlonikPool(url, {
+    maxPoolSize: options.size ?? 10,
+    poolName: options.name,
+    typeParsers,
+    interceptors: [validateRows],
+    captureStackTrace: false,
+    statementTimeout: 30_000,
+    idleTimeout: 60_000,
+    connectionTimeout: 10_000,
+  });
+}
+
+/**
+ * A query token from plain text and positional values, for code that speaks raw SQL
+ * (pg-boss's `executeSql` adapter). Everything Kasir writes itself goes through the `sql` tag.
+ */
+export function rawQuery(text: string, values: readonly unknown[] = []): QuerySqlToken {
+  return {
+    type: Symbol.for('SLONIK_TOKEN_QUERY'),
+    sql: text,
+    values: values as never,
+    parser: z.any(),
+  } as unknown as QuerySqlToken;
+}

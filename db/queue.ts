@@ -1,0 +1,97 @@
+// The job contracts: every pg-boss queue Kasir uses, with its payload schema and options.
+// Payloads carry ids only; a handler reloads and locks the row, so a stale or duplicated job
+// is harmless. Every queue has notify on, so an idle worker is woken by NOTIFY in
+// milliseconds instead of waiting out a polling interval.
+import { PgBoss, type Job, type QueueOptions, type SendOptions } from 'pg-boss';
+import { z } from 'zod';
+import { logger } from './logger.ts';
+import { rawQuery, type Db } from './pool.ts';
+
+const uuid = z.uuid();
+
+export const queues = {
+  /** Diagnostic: proves a job reaches a worker (ops jobs:ping, tests). */
+  ping: {
+    schema: z.object({ sent_at: z.number().int() }),
+    options: { retryLimit: 0, expireInSeconds: 60, deleteAfterSeconds: 3600 },
+  },
+  'order-create': {
+    schema: z.object({ order_id: uuid }),
+    options: { retryLimit: 5, retryDelay: 2, retryBackoff: true, expireInSeconds: 120 },
+  },
+  'order-reconcile': {
+    schema: z.object({ order_id: uuid }),
+    options: { retryLimit: 20, retryDelay: 5, retryBackoff: true, retryDelayMax: 600, expireInSeconds: 120 },
+  },
+  'webhook-deliver': {
+    schema: z.object({ delivery_id: uuid }),
+    // Webhook retries follow their own schedule (WEBHOOK_RETRY_SCHEDULE), recorded per attempt;
+    // pg-boss retries only cover a worker dying mid-delivery.
+    options: { retryLimit: 3, retryDelay: 5, expireInSeconds: 120 },
+  },
+} satisfies Record<string, { schema: z.ZodType; options: QueueOptions }>;
+
+export type QueueName = keyof typeof queues;
+export type Payload<Q extends QueueName> = z.infer<(typeof queues)[Q]['schema']>;
+
+export const queueNames = Object.keys(queues) as QueueName[];
+
+export interface BossOptions {
+  /** Workers need the LISTEN connection and supervision; a sender does not. */
+  role: 'worker' | 'sender';
+  poolSize?: number;
+}
+
+export async function startBoss(url: string, options: BossOptions): Promise<PgBoss> {
+  const worker = options.role === 'worker';
+  const boss = new PgBoss({
+    connectionString: url,
+    schema: 'pgboss',
+    max: options.poolSize ?? (worker ? 6 : 4),
+    useListenNotify: worker,
+    supervise: worker,
+    schedule: worker,
+    migrate: true,
+  });
+  boss.on('error', (err) => logger.error({ err }, 'pg-boss error'));
+  boss.on('warning', (warning) => logger.warn({ warning }, 'pg-boss warning'));
+  await boss.start();
+  await createQueues(boss);
+  return boss;
+}
+
+/** Creates every missing queue. Idempotent; run at every process start. */
+export async function createQueues(boss: PgBoss): Promise<void> {
+  const existing = new Set((await boss.getQueues()).map((q) => q.name));
+  for (const name of queueNames) {
+    const options = { ...queues[name].options, notify: true };
+    if (!existing.has(name)) await boss.createQueue(name, options);
+  }
+}
+
+/** Sends a job, validating its payload against the contract. */
+export async function sendJob<Q extends QueueName>(
+  boss: PgBoss,
+  name: Q,
+  payload: Payload<Q>,
+  options: SendOptions = {},
+): Promise<string | null> {
+  return boss.send(name, queues[name].schema.parse(payload) as object, options);
+}
+
+/**
+ * pg-boss's `db` option bound to an open slonik transaction: a job sent with it commits or
+ * rolls back together with the caller's rows (the transactional outbox, without a second table).
+ */
+export function inTransaction(tx: Db): SendOptions['db'] {
+  return {
+    executeSql: async (text: string, values?: unknown[]) => {
+      const result = await tx.query(rawQuery(text, values ?? []));
+      return { rows: result.rows as unknown[] as any[] };
+    },
+  };
+}
+
+export function parsePayload<Q extends QueueName>(name: Q, job: Job<unknown>): Payload<Q> {
+  return queues[name].schema.parse(job.data) as Payload<Q>;
+}

@@ -1,0 +1,110 @@
+// npm start: the whole of Kasir on one machine. Without DATABASE_URL it starts the embedded
+// Postgres kept under .data/, migrates, then runs every Procfile line as a child process (so
+// development runs exactly what production runs). Ctrl-C or SIGTERM stops the children first,
+// waits for them, then stops Postgres. If any child dies, everything stops (as foreman does):
+// a half-running stack hides bugs.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { parseConfig, publicBaseUrl, type Config } from '../db/config.ts';
+import { prepareDatabase } from '../db/migrate.ts';
+import { stopChild, type Cluster } from './lib/cluster.ts';
+import { clearRunning, localState, recordRunning, ROOT, startLocalCluster } from './lib/local.ts';
+
+const started = Date.now();
+let cluster: Cluster | null = null;
+const env: Record<string, string | undefined> = { ...process.env };
+
+if (!env.DATABASE_URL) {
+  const state = await localState();
+  const local = await startLocalCluster();
+  cluster = local.cluster;
+  env.DATABASE_URL = local.url;
+  env.KASIR_MASTER_KEY ??= state.master_key;
+  await recordRunning(local.url);
+}
+env.NOTIFY_URL_ALLOWLIST ??= '127.0.0.1,localhost';
+
+// Fail here, with the variable's name, rather than in seven children at once.
+let config: Config;
+try {
+  config = parseConfig(env);
+} catch (err) {
+  process.stderr.write(`${(err as Error).message}\n`);
+  await cluster?.stop();
+  await clearRunning();
+  process.exit(78);
+}
+
+const applied = await prepareDatabase(config.DATABASE_URL);
+if (applied.length) process.stdout.write(`migrations applied: ${applied.join(', ')}\n`);
+
+interface Line {
+  name: string;
+  argv: string[];
+}
+
+async function procfile(): Promise<Line[]> {
+  const text = await readFile(`${ROOT}Procfile`, 'utf8');
+  return text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith('#'))
+    .map((line) => {
+      const colon = line.indexOf(':');
+      return { name: line.slice(0, colon).trim(), argv: line.slice(colon + 1).trim().split(/\s+/) };
+    })
+    // A line whose entry file is not in this checkout yet is skipped, not fatal.
+    .filter((line) => existsSync(`${ROOT}${line.argv[1]}`));
+}
+
+const children = new Map<string, ChildProcess>();
+let stopping = false;
+
+async function stopAll(code: number) {
+  if (stopping) return;
+  stopping = true;
+  process.stdout.write('stopping kasir...\n');
+  await Promise.all([...children.values()].map((child) => stopChild(child)));
+  await cluster?.stop();
+  if (cluster) await clearRunning();
+  process.exit(code);
+}
+
+for (const line of await procfile()) {
+  const [command, ...args] = line.argv;
+  const child = spawn(`${ROOT}${command}`, args, {
+    cwd: ROOT,
+    env: { ...env, KASIR_PROCESS: line.name },
+    // Own process group: a terminal Ctrl-C reaches only this supervisor, which stops the
+    // children in order. The IPC channel lets each child notice if the supervisor is killed.
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    detached: true,
+  });
+  children.set(line.name, child);
+  child.on('exit', (code, signal) => {
+    if (stopping) return;
+    process.stderr.write(`${line.name} exited (${signal ?? code}); stopping everything\n`);
+    void stopAll(1);
+  });
+}
+
+process.on('SIGINT', () => void stopAll(0));
+process.on('SIGTERM', () => void stopAll(0));
+
+// Wait for the API to listen before announcing it.
+const web = children.get('web');
+if (web) await new Promise<void>((resolve) => web.on('message', (m: { listening?: boolean }) => m.listening && resolve()));
+
+const url = publicBaseUrl(config);
+process.stdout.write(`
+Kasir is running at ${url}  (started in ${Date.now() - started} ms; ${children.size} processes: ${[...children.keys()].join(', ')})
+Database: ${cluster ? 'embedded Postgres in .data/pg' : 'DATABASE_URL'}
+
+Create a first merchant:
+  npm run --silent ops -- merchant:create --name "Toko Contoh" --settlement WALLET --json
+Then call the API with the api_key it prints:
+  curl -H "X-API-Key: <api_key>" ${url}/v1/orders
+
+Press Ctrl-C to stop.
+`);

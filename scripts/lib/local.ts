@@ -1,0 +1,70 @@
+// Local development state under .data/ (git-ignored):
+//   .data/kasir.json    generated once: the embedded cluster's password and the dev master key
+//   .data/pg/           the embedded cluster's data directory
+//   .data/running.json  written by a running `npm start`: its database URL and pid, so the ops
+//                       CLI talks to that cluster instead of starting another on the same data
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { newMasterKey } from '../../db/secrets.ts';
+import { ensureDatabase, newPassword, startCluster, type Cluster } from './cluster.ts';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const DATA_DIR = `${ROOT}.data`;
+const STATE_FILE = `${DATA_DIR}/kasir.json`;
+const RUNNING_FILE = `${DATA_DIR}/running.json`;
+
+interface LocalState {
+  postgres_password: string;
+  master_key: string;
+}
+
+export async function localState(): Promise<LocalState> {
+  if (existsSync(STATE_FILE)) return JSON.parse(await readFile(STATE_FILE, 'utf8')) as LocalState;
+  await mkdir(DATA_DIR, { recursive: true });
+  // The postgres user (when running as root) must traverse .data to reach .data/pg.
+  await chmod(DATA_DIR, 0o755);
+  const state = { postgres_password: newPassword(), master_key: newMasterKey() };
+  await writeFile(STATE_FILE, JSON.stringify(state, null, 2), { mode: 0o600 });
+  return state;
+}
+
+/** Starts the local cluster and makes sure its `kasir` database exists. */
+export async function startLocalCluster(): Promise<{ cluster: Cluster; url: string }> {
+  const state = await localState();
+  const cluster = await startCluster({ dataDir: `${DATA_DIR}/pg`, password: state.postgres_password });
+  return { cluster, url: await ensureDatabase(cluster, 'kasir') };
+}
+
+export async function recordRunning(databaseUrl: string): Promise<void> {
+  await writeFile(RUNNING_FILE, JSON.stringify({ database_url: databaseUrl, pid: process.pid }), { mode: 0o600 });
+}
+
+export async function clearRunning(): Promise<void> {
+  await rm(RUNNING_FILE, { force: true });
+}
+
+async function runningUrl(): Promise<string | null> {
+  if (!existsSync(RUNNING_FILE)) return null;
+  const running = JSON.parse(await readFile(RUNNING_FILE, 'utf8')) as { database_url: string; pid: number };
+  try {
+    process.kill(running.pid, 0);
+    return running.database_url;
+  } catch {
+    return null; // stale file from a killed `npm start`
+  }
+}
+
+/**
+ * The database a script should use: DATABASE_URL when set; else the cluster of a running
+ * `npm start`; else the local cluster, started for the duration of the script.
+ */
+export async function resolveDatabase(): Promise<{ url: string; masterKey: string | undefined; release(): Promise<void> }> {
+  const masterKey = process.env.KASIR_MASTER_KEY;
+  if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL, masterKey, release: async () => {} };
+  const state = await localState();
+  const running = await runningUrl();
+  if (running) return { url: running, masterKey: masterKey ?? state.master_key, release: async () => {} };
+  const { cluster, url } = await startLocalCluster();
+  return { url, masterKey: masterKey ?? state.master_key, release: () => cluster.stop() };
+}

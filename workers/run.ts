@@ -1,0 +1,37 @@
+// Process entry of every worker Procfile line: `node workers/run.ts <group>`.
+// On SIGTERM/SIGINT pg-boss stops fetching and waits for in-flight jobs; a job cut off by a
+// SIGKILL is retried after its expiry by another worker, and handlers are idempotent.
+import { loadConfig } from '../db/config.ts';
+import { logger } from '../db/logger.ts';
+import { createPool } from '../db/pool.ts';
+import { startBoss } from '../db/queue.ts';
+import { createSealer } from '../db/secrets.ts';
+import { groupNames, groups } from './groups.ts';
+
+const name = process.argv[2] ?? '';
+const group = groups[name];
+if (!group) {
+  process.stderr.write(`usage: node workers/run.ts <group>  (groups: ${groupNames.join(', ')})\n`);
+  process.exit(64);
+}
+
+const config = loadConfig();
+const pool = await createPool(config.DATABASE_URL, { size: config.DB_POOL_SIZE, name: `worker-${name}` });
+const boss = await startBoss(config.DATABASE_URL, { role: 'worker' });
+await group.start({ config, pool, boss, sealer: createSealer(config.KASIR_MASTER_KEY) });
+logger.info({ group: name }, 'worker group started');
+process.send?.({ ready: true, group: name });
+
+let stopping = false;
+async function stop(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ group: name, signal }, 'worker group stopping');
+  await group!.stop?.();
+  await boss.stop({ graceful: true, timeout: 20_000 });
+  await pool.end();
+  process.exit(0);
+}
+process.on('SIGTERM', () => void stop('SIGTERM'));
+process.on('SIGINT', () => void stop('SIGINT'));
+process.on('disconnect', () => void stop('parent gone'));

@@ -1,0 +1,105 @@
+// What Kasir asks of an upstream payment gateway ("vendor"), whatever its wire protocol.
+//
+// Every call answers with an Outcome, and callers decide failover on it:
+//   ok      — the vendor did it; value holds what it said.
+//   failed  — the vendor surely did nothing (connection refused before sending, 4xx, explicit
+//             rejection). Safe to try the next vendor.
+//   unknown — the request may have been acted on (timeout after sending, 5xx, garbled answer).
+//             Never retried elsewhere: the caller reconciles by querying this same vendor.
+
+export type Outcome<T> =
+  | { kind: 'ok'; value: T }
+  | { kind: 'failed'; reason: string }
+  | { kind: 'unknown'; reason: string };
+
+export interface VendorRecord {
+  code: string;
+  kind: string;
+  baseUrl: string;
+  /** Decrypted credentials; shape depends on kind. */
+  credentials: Record<string, string>;
+}
+
+export interface CreateQrisInput {
+  /** Kasir's order ref_code; the vendor echoes it as the bill number and in callbacks. */
+  reference: string;
+  amount: number;
+  expiresAt: Date | null;
+  merchantName: string;
+  merchantCity: string;
+  /** Where the vendor posts payment callbacks for this order. */
+  callbackUrl: string;
+}
+
+export interface QrisCreated {
+  vendorOrderId: string;
+  qrisString: string;
+}
+
+export interface QrisStatus {
+  /** NOT_FOUND: the vendor never accepted this reference (so a create that timed out did nothing). */
+  status: 'PENDING' | 'PAID' | 'EXPIRED' | 'NOT_FOUND';
+  vendorOrderId: string | null;
+  qrisString: string | null;
+  paidAt: Date | null;
+  rrn: string | null;
+}
+
+export interface RefundInput {
+  reference: string;
+  vendorOrderId: string;
+  refundReference: string;
+  amount: number;
+}
+
+export interface RefundResult {
+  vendorRefundId: string;
+  status: 'SUCCEEDED' | 'PENDING' | 'FAILED';
+}
+
+export interface DisburseInput {
+  reference: string;
+  channel: 'BANK' | 'EWALLET';
+  bankCode: string | null;
+  ewalletCode: string | null;
+  accountNumber: string;
+  accountName: string | null;
+  amount: number;
+  callbackUrl: string;
+}
+
+export interface DisbursementStatus {
+  status: 'PROCESSING' | 'SUCCESS' | 'FAILED' | 'NOT_FOUND';
+  vendorDisbursementId: string | null;
+  failureReason: string | null;
+}
+
+export interface AccountInquiryInput {
+  channel: 'BANK' | 'EWALLET';
+  bankCode: string | null;
+  ewalletCode: string | null;
+  accountNumber: string;
+}
+
+export interface AccountHolder {
+  accountName: string;
+}
+
+/** A verified vendor callback, translated into Kasir's terms. */
+export type CallbackEvent =
+  | { type: 'qris.paid'; eventId: string; reference: string; vendorOrderId: string; amount: number; paidAt: Date; rrn: string }
+  | { type: 'disbursement.updated'; eventId: string; reference: string; vendorDisbursementId: string; status: 'SUCCESS' | 'FAILED'; failureReason: string | null };
+
+export interface Gateway {
+  createQris(input: CreateQrisInput): Promise<Outcome<QrisCreated>>;
+  queryQris(reference: string): Promise<Outcome<QrisStatus>>;
+  refund(input: RefundInput): Promise<Outcome<RefundResult>>;
+  disburse(input: DisburseInput): Promise<Outcome<{ vendorDisbursementId: string }>>;
+  queryDisbursement(reference: string): Promise<Outcome<DisbursementStatus>>;
+  inquireAccount(input: AccountInquiryInput): Promise<Outcome<AccountHolder>>;
+  /**
+   * Authenticates and parses a callback. Returns null when the signature is missing or wrong
+   * or the body is not a callback this vendor sends.
+   */
+  parseCallback(headers: Record<string, string | string[] | undefined>, rawBody: Buffer): CallbackEvent | null;
+}
