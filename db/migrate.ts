@@ -17,11 +17,11 @@ export interface Migration {
   checksum: string;
 }
 
-export async function readMigrations(): Promise<Migration[]> {
-  const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{3}_[a-z0-9_]+\.sql$/.test(f)).sort();
+export async function readMigrations(dir: URL = MIGRATIONS_DIR): Promise<Migration[]> {
+  const files = (await readdir(dir)).filter((f) => /^\d{3}_[a-z0-9_]+\.sql$/.test(f)).sort();
   return Promise.all(
     files.map(async (file) => {
-      const text = await readFile(new URL(file, MIGRATIONS_DIR), 'utf8');
+      const text = await readFile(new URL(file, dir), 'utf8');
       return {
         id: Number(file.slice(0, 3)),
         name: file.slice(4, -4),
@@ -33,8 +33,8 @@ export async function readMigrations(): Promise<Migration[]> {
 }
 
 /** Applies pending migrations; returns the names applied by this call. */
-export async function migrate(url: string): Promise<string[]> {
-  const migrations = await readMigrations();
+export async function migrate(url: string, dir: URL = MIGRATIONS_DIR): Promise<string[]> {
+  const migrations = await readMigrations(dir);
   // A plain pg client: migration files hold many statements, which slonik refuses by design.
   const client = new pg.Client({ connectionString: url });
   await client.connect();

@@ -1,0 +1,98 @@
+// The operator CLI: `npm run --silent ops -- <command> [flags] [--json]`.
+// Human text by default, one JSON object with --json; bad input exits non-zero with a message
+// naming the flag. With DATABASE_URL unset it uses the embedded cluster of a running
+// `npm start`, or starts that cluster for the duration of the command.
+import { parseArgs } from 'node:util';
+import type { PgBoss } from 'pg-boss';
+import { createPool, type Pool } from '../db/pool.ts';
+import { startBoss } from '../db/queue.ts';
+import { createSealer, type Sealer } from '../db/secrets.ts';
+import { MerchantNotFound } from '../db/merchants.ts';
+import { OpsError, type Command, type OpsContext } from './ops/command.ts';
+import { jobsList, jobsPing, jobsRerun } from './ops/jobs.ts';
+import {
+  brandCreate,
+  merchantCreate,
+  merchantRotateKey,
+  merchantSetPublicKey,
+  merchantSetStatus,
+  merchantSetWebhookSecret,
+} from './ops/merchants.ts';
+import { resolveDatabase } from './lib/local.ts';
+
+const commands: Command[] = [
+  merchantCreate,
+  brandCreate,
+  merchantSetStatus,
+  merchantRotateKey,
+  merchantSetPublicKey,
+  merchantSetWebhookSecret,
+  jobsList,
+  jobsRerun,
+  jobsPing,
+] as Command[];
+
+function help(): string {
+  return ['usage: npm run --silent ops -- <command> [flags] [--json]', '', ...commands.map((c) => `  ${c.usage}\n      ${c.summary}`)].join('\n');
+}
+
+function fail(message: string, json: boolean, code = 1): never {
+  if (json) process.stdout.write(`${JSON.stringify({ error: message })}\n`);
+  else process.stderr.write(`error: ${message}\n`);
+  process.exit(code);
+}
+
+const [name, ...rest] = process.argv.slice(2);
+const json = rest.includes('--json');
+if (!name || name === 'help' || name === '--help') {
+  process.stdout.write(`${help()}\n`);
+  process.exit(name ? 0 : 64);
+}
+const cmd = commands.find((c) => c.name === name);
+if (!cmd) fail(`unknown command ${name}\n${help()}`, json, 64);
+
+let values: Record<string, unknown>;
+try {
+  values = parseArgs({ args: rest, options: { ...cmd.flags, json: { type: 'boolean' } }, strict: true, allowPositionals: false }).values;
+} catch (err) {
+  fail(`${(err as Error).message}\nusage: ${cmd.usage}`, json, 64);
+}
+delete values.json;
+const parsed = cmd.input.safeParse(values);
+if (!parsed.success) {
+  const issue = parsed.error.issues[0];
+  const flag = issue.path.length ? `--${issue.path.join('.')}: ` : '';
+  fail(`${flag}${issue.message}\nusage: ${cmd.usage}`, json, 64);
+}
+
+const database = await resolveDatabase();
+let pool: Pool | null = null;
+let boss: PgBoss | null = null;
+const ctx: OpsContext = {
+  databaseUrl: database.url,
+  pool: async () => (pool ??= await createPool(database.url, { size: 2, name: 'ops' })),
+  boss: async () => (boss ??= await startBoss(database.url, { role: 'sender', poolSize: 2 })),
+  sealer: (): Sealer => {
+    if (!database.masterKey) fail('KASIR_MASTER_KEY is required with DATABASE_URL to read or write secrets', json);
+    return createSealer(database.masterKey);
+  },
+};
+
+let exitCode = 0;
+try {
+  const result = await cmd.run(ctx, parsed.data);
+  process.stdout.write(json ? `${JSON.stringify(result.json)}\n` : `${result.text}\n`);
+} catch (err) {
+  if (err instanceof OpsError || err instanceof MerchantNotFound) {
+    if (json) process.stdout.write(`${JSON.stringify({ error: err.message })}\n`);
+    else process.stderr.write(`error: ${err.message}\n`);
+  } else {
+    process.stderr.write(`error: ${(err as Error).stack ?? err}\n`);
+  }
+  exitCode = 1;
+} finally {
+  await (boss as PgBoss | null)?.stop({ graceful: false });
+  await (pool as Pool | null)?.end();
+  await database.release();
+}
+process.exit(exitCode);

@@ -1,0 +1,161 @@
+// Merchant and brand provisioning. The API key is printed once, here, and stored hashed.
+import { readFile } from 'node:fs/promises';
+import { createPublicKey } from 'node:crypto';
+import { z } from 'zod';
+import { createBrand, defaultBrand, findBrandByDomain } from '../../db/brands.ts';
+import {
+  createMerchant,
+  merchantStatus,
+  rotateApiKey,
+  setLegacyPublicKey,
+  setMerchantStatus,
+  setWebhookSecret,
+  settlementType,
+} from '../../db/merchants.ts';
+import { newWebhookSecret } from '../../db/secrets.ts';
+import { command, OpsError } from './command.ts';
+
+const httpUrl = z.url({ protocol: /^https?$/ });
+
+export const merchantCreate = command({
+  name: 'merchant:create',
+  summary: 'Provision a merchant and print its credentials (shown only once)',
+  usage:
+    'merchant:create --name NAME --settlement WALLET|MANUAL [--webhook-secret S | --generate-webhook-secret] [--notify-url URL] [--brand-domain D] [--json]',
+  flags: {
+    name: { type: 'string' },
+    settlement: { type: 'string' },
+    'webhook-secret': { type: 'string' },
+    'generate-webhook-secret': { type: 'boolean' },
+    'notify-url': { type: 'string' },
+    'brand-domain': { type: 'string' },
+  },
+  input: z
+    .object({
+      name: z.string().trim().min(1, '--name is required').max(200),
+      settlement: settlementType,
+      'webhook-secret': z.string().min(16, '--webhook-secret must be at least 16 characters').optional(),
+      'generate-webhook-secret': z.boolean().optional(),
+      'notify-url': httpUrl.optional(),
+      'brand-domain': z.string().min(1).optional(),
+    })
+    .refine((v) => !(v['webhook-secret'] && v['generate-webhook-secret']), {
+      message: 'give --webhook-secret or --generate-webhook-secret, not both',
+    }),
+  async run(ctx, input) {
+    const pool = await ctx.pool();
+    const brand = input['brand-domain'] ? await findBrandByDomain(pool, input['brand-domain']) : await defaultBrand(pool);
+    if (!brand) throw new OpsError(`no brand with domain ${input['brand-domain']} (create it with brand:create)`);
+    const webhookSecret = input['webhook-secret'] ?? (input['generate-webhook-secret'] ? newWebhookSecret() : null);
+    const created = await createMerchant(pool, ctx.sealer(), {
+      name: input.name,
+      settlementType: input.settlement,
+      brandId: brand.id,
+      webhookSecret,
+      notifyUrl: input['notify-url'] ?? null,
+    });
+    return {
+      json: created,
+      text: [
+        `merchant ${created.merchant_id} created (${input.settlement}, brand ${brand.domain})`,
+        `api_key:              ${created.api_key}   (shown only now; stored hashed)`,
+        `webhook_secret:       ${created.webhook_secret ?? '(none: requests and webhooks are unsigned)'}`,
+        `legacy_client_id:     ${created.legacy_client_id}`,
+        `legacy_client_secret: ${created.legacy_client_secret}`,
+      ].join('\n'),
+    };
+  },
+});
+
+export const brandCreate = command({
+  name: 'brand:create',
+  summary: 'Add a brand served on its own API domain',
+  usage: 'brand:create --domain D --name N [--logo-url U] [--support-email E] [--json]',
+  flags: {
+    domain: { type: 'string' },
+    name: { type: 'string' },
+    'logo-url': { type: 'string' },
+    'support-email': { type: 'string' },
+  },
+  input: z.object({
+    domain: z.string().regex(/^[a-z0-9.-]+$/i, '--domain must be a host name'),
+    name: z.string().trim().min(1, '--name is required'),
+    'logo-url': httpUrl.optional(),
+    'support-email': z.email().optional(),
+  }),
+  async run(ctx, input) {
+    const pool = await ctx.pool();
+    if (await findBrandByDomain(pool, input.domain)) throw new OpsError(`brand ${input.domain} already exists`);
+    const brand = await createBrand(pool, {
+      domain: input.domain,
+      name: input.name,
+      logoUrl: input['logo-url'] ?? null,
+      supportEmail: input['support-email'] ?? null,
+    });
+    return { json: { brand_id: brand.id, domain: brand.domain, name: brand.name }, text: `brand ${brand.domain} created (${brand.id})` };
+  },
+});
+
+const merchantId = z.uuid('--merchant must be a merchant UUID');
+
+export const merchantSetStatus = command({
+  name: 'merchant:set-status',
+  summary: 'Activate, suspend or disable a merchant',
+  usage: 'merchant:set-status --merchant ID --status ACTIVE|SUSPENDED|DISABLED [--json]',
+  flags: { merchant: { type: 'string' }, status: { type: 'string' } },
+  input: z.object({ merchant: merchantId, status: merchantStatus }),
+  async run(ctx, input) {
+    await setMerchantStatus(await ctx.pool(), input.merchant, input.status);
+    return { json: { merchant_id: input.merchant, status: input.status }, text: `merchant ${input.merchant} is now ${input.status}` };
+  },
+});
+
+export const merchantRotateKey = command({
+  name: 'merchant:rotate-key',
+  summary: 'Replace the API key (the old key stops working at once)',
+  usage: 'merchant:rotate-key --merchant ID [--json]',
+  flags: { merchant: { type: 'string' } },
+  input: z.object({ merchant: merchantId }),
+  async run(ctx, input) {
+    const apiKey = await rotateApiKey(await ctx.pool(), input.merchant);
+    return { json: { merchant_id: input.merchant, api_key: apiKey }, text: `new api_key: ${apiKey}   (shown only now)` };
+  },
+});
+
+export const merchantSetPublicKey = command({
+  name: 'merchant:set-public-key',
+  summary: "Store the merchant's RSA public key for legacy disbursement signatures",
+  usage: 'merchant:set-public-key --merchant ID --file PEM [--json]',
+  flags: { merchant: { type: 'string' }, file: { type: 'string' } },
+  input: z.object({ merchant: merchantId, file: z.string().min(1, '--file is required') }),
+  async run(ctx, input) {
+    const pem = await readFile(input.file, 'utf8').catch(() => {
+      throw new OpsError(`cannot read ${input.file}`);
+    });
+    let key;
+    try {
+      key = createPublicKey(pem);
+    } catch {
+      throw new OpsError(`${input.file} is not a PEM public key`);
+    }
+    if (key.asymmetricKeyType !== 'rsa') throw new OpsError(`${input.file} is a ${key.asymmetricKeyType} key; an RSA key is required`);
+    const normalised = key.export({ type: 'spki', format: 'pem' }).toString();
+    await setLegacyPublicKey(await ctx.pool(), input.merchant, normalised);
+    return { json: { merchant_id: input.merchant, public_key_set: true }, text: `public key stored for merchant ${input.merchant}` };
+  },
+});
+
+export const merchantSetWebhookSecret = command({
+  name: 'merchant:set-webhook-secret',
+  summary: 'Set the secret that signs order requests and webhooks',
+  usage: 'merchant:set-webhook-secret --merchant ID (--secret S | --generate) [--json]',
+  flags: { merchant: { type: 'string' }, secret: { type: 'string' }, generate: { type: 'boolean' } },
+  input: z
+    .object({ merchant: merchantId, secret: z.string().min(16, '--secret must be at least 16 characters').optional(), generate: z.boolean().optional() })
+    .refine((v) => Boolean(v.secret) !== Boolean(v.generate), { message: 'give exactly one of --secret or --generate' }),
+  async run(ctx, input) {
+    const secret = input.secret ?? newWebhookSecret();
+    await setWebhookSecret(await ctx.pool(), ctx.sealer(), input.merchant, secret);
+    return { json: { merchant_id: input.merchant, webhook_secret: secret }, text: `webhook secret set: ${secret}` };
+  },
+});

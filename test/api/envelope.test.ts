@@ -1,0 +1,61 @@
+import t from 'tap';
+import { call } from '../helpers/http.ts';
+import { startApi } from '../helpers/api.ts';
+import { testConfig } from '../helpers/config.ts';
+import { testDatabase } from '../helpers/db.ts';
+import { makeMerchant } from '../helpers/factories.ts';
+
+const api = await startApi(t, testConfig(await testDatabase(t), { BODY_LIMIT: '1kb' }));
+const merchant = await makeMerchant(api.ctx);
+const auth = { 'x-api-key': merchant.api_key };
+
+t.test('malformed JSON is 400 INVALID_JSON in the V1 envelope', async (t) => {
+  const res = await call(api.url, { path: '/v1/orders', headers: auth, body: '{"amount": 1,' });
+  t.equal(res.status, 400);
+  t.same(res.json, { success: false, error: { code: 'INVALID_JSON', message: res.json.error.message } });
+  t.equal(res.json.error.code, 'INVALID_JSON');
+});
+
+t.test('malformed JSON is refused whatever the Content-Type says', async (t) => {
+  const res = await call(api.url, { path: '/v1/orders', headers: { ...auth, 'content-type': 'text/plain' }, body: 'not json' });
+  t.equal(res.status, 400);
+  t.equal(res.json.error.code, 'INVALID_JSON');
+});
+
+t.test('an unknown route is 404 with the envelope', async (t) => {
+  const res = await call(api.url, { path: '/v1/no-such-thing', headers: auth });
+  t.equal(res.status, 404);
+  t.equal(res.json.success, false);
+  t.equal(res.json.error.code, 'NOT_FOUND');
+  t.match(res.json.error.message, /GET \/v1\/no-such-thing/);
+});
+
+t.test('an unknown non-v1 route is 404 with the envelope', async (t) => {
+  const res = await call(api.url, { path: '/nowhere' });
+  t.equal(res.status, 404);
+  t.equal(res.json.error.code, 'NOT_FOUND');
+});
+
+t.test('an oversize body is refused with 413 before it is parsed', async (t) => {
+  const res = await call(api.url, { path: '/v1/orders', headers: auth, body: { pad: 'x'.repeat(2048) } });
+  t.equal(res.status, 413);
+  t.equal(res.json.success, false);
+  t.equal(res.json.error.code, 'INVALID_BODY');
+  t.match(res.json.error.message, /1kb/);
+});
+
+t.test('legacy paths answer in the legacy envelope', async (t) => {
+  const bad = await call(api.url, { path: '/api/order/create', body: '{nope' });
+  t.equal(bad.status, 400);
+  t.same(bad.json, { code: 400, message: 'Invalid request parameters', data: null });
+  const missing = await call(api.url, { path: '/api/nothing-here', method: 'POST', body: {} });
+  t.equal(missing.status, 404);
+  t.equal(missing.json.code, 404);
+});
+
+t.test('every response carries a request id, and a sane caller id is echoed', async (t) => {
+  const fresh = await call(api.url, { path: '/v1/brand' });
+  t.match(fresh.headers['x-request-id'], /^[0-9a-f-]{36}$/);
+  const given = await call(api.url, { path: '/v1/brand', headers: { 'x-request-id': 'trace-123' } });
+  t.equal(given.headers['x-request-id'], 'trace-123');
+});

@@ -1,0 +1,52 @@
+import t from 'tap';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { ConfigError, parseConfig } from '../../db/config.ts';
+
+const base = { DATABASE_URL: 'postgres://u:p@127.0.0.1:5432/kasir', KASIR_MASTER_KEY: 'ab'.repeat(32) };
+
+t.test('defaults fill in what is unset', async (t) => {
+  const config = parseConfig(base);
+  t.equal(config.PORT, 3000);
+  t.equal(config.ORDER_CREATE_DEADLINE_MS, 10_000);
+  t.same(config.WEBHOOK_RETRY_SCHEDULE, [5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]);
+  t.same(config.NOTIFY_URL_ALLOWLIST, []);
+});
+
+t.test('durations and lists parse from text', async (t) => {
+  const config = parseConfig({ ...base, WEBHOOK_RETRY_SCHEDULE: '1,2,3', EXPIRY_SWEEP_INTERVAL_MS: '250', NOTIFY_URL_ALLOWLIST: 'hooks.local, 10.0.0.0/8' });
+  t.same(config.WEBHOOK_RETRY_SCHEDULE, [1, 2, 3]);
+  t.equal(config.EXPIRY_SWEEP_INTERVAL_MS, 250);
+  t.same(config.NOTIFY_URL_ALLOWLIST, ['hooks.local', '10.0.0.0/8']);
+});
+
+t.test('a bad value is rejected with the variable named', async (t) => {
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ PORT: 'eighty' }, /PORT/],
+    [{ PORT: '70000' }, /PORT/],
+    [{ KASIR_MASTER_KEY: 'short' }, /KASIR_MASTER_KEY/],
+    [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL/],
+    [{ PUBLIC_BASE_URL: 'ftp://files' }, /PUBLIC_BASE_URL/],
+    [{ WEBHOOK_RETRY_SCHEDULE: '5,soon' }, /WEBHOOK_RETRY_SCHEDULE/],
+    [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL/],
+    [{ ORDER_CREATE_DEADLINE_MS: '-1' }, /ORDER_CREATE_DEADLINE_MS/],
+  ];
+  for (const [override, pattern] of cases) {
+    let caught: unknown;
+    try {
+      parseConfig({ ...base, ...override });
+    } catch (err) {
+      caught = err;
+    }
+    t.ok(caught instanceof ConfigError, `${JSON.stringify(override)} is a ConfigError`);
+    t.match((caught as Error)?.message, pattern, 'names the variable');
+  }
+  t.throws(() => parseConfig({ KASIR_MASTER_KEY: base.KASIR_MASTER_KEY }), /DATABASE_URL/, 'missing is named too');
+});
+
+t.test('a process with a bad value stops before doing anything, naming the variable', async (t) => {
+  const entry = fileURLToPath(new URL('../../api/server.ts', import.meta.url));
+  const result = spawnSync(process.execPath, [entry], { env: { ...process.env, ...base, PORT: 'x' }, encoding: 'utf8', timeout: 20_000 });
+  t.equal(result.status, 78);
+  t.match(result.stderr, /invalid configuration:[\s\S]*PORT/);
+});

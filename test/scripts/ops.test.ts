@@ -1,0 +1,105 @@
+import t from 'tap';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { generateKeyPairSync } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { call } from '../helpers/http.ts';
+import { startApi } from '../helpers/api.ts';
+import { testConfig, testEnv } from '../helpers/config.ts';
+import { testDatabase } from '../helpers/db.ts';
+import { getMerchant } from '../../db/merchants.ts';
+import { startWorkerGroup } from '../helpers/processes.ts';
+
+const run = promisify(execFile);
+const OPS = fileURLToPath(new URL('../../scripts/ops.ts', import.meta.url));
+const databaseUrl = await testDatabase(t);
+const env = testEnv(databaseUrl);
+const api = await startApi(t, testConfig(databaseUrl));
+
+async function ops(...args: string[]) {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [OPS, ...args], { env: { ...process.env, ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+t.test('merchant:create prints credentials; the printed key authenticates', async (t) => {
+  const res = await ops('merchant:create', '--name', 'Toko Ops', '--settlement', 'WALLET', '--generate-webhook-secret', '--json');
+  t.equal(res.code, 0, res.stderr);
+  const out = JSON.parse(res.stdout);
+  t.match(out, { merchant_id: /^[0-9a-f-]{36}$/, api_key: /^[0-9a-f]{64}$/, webhook_secret: /^whsec_/, legacy_client_id: String, legacy_client_secret: String });
+  const authed = await call(api.url, { path: '/v1/probe', headers: { 'x-api-key': out.api_key } });
+  t.equal(authed.status, 404, 'past authentication');
+  const row = await getMerchant(api.ctx.pool, out.merchant_id);
+  t.notOk(row.api_key_hash.toString('hex').includes(out.api_key), 'only the digest is stored');
+  t.notOk(row.webhook_secret_enc!.toString('utf8').includes(out.webhook_secret.slice(6)), 'webhook secret is sealed');
+});
+
+t.test('merchant:create without a secret prints webhook_secret null', async (t) => {
+  const res = await ops('merchant:create', '--name', 'Toko Tanpa', '--settlement', 'MANUAL', '--json');
+  t.equal(res.code, 0);
+  t.equal(JSON.parse(res.stdout).webhook_secret, null);
+});
+
+t.test('bad input exits non-zero naming the flag', async (t) => {
+  const bad = await ops('merchant:create', '--name', 'X', '--settlement', 'CASH');
+  t.not(bad.code, 0);
+  t.match(bad.stderr, /--settlement/);
+  const unknown = await ops('merchant:create', '--nme', 'X');
+  t.not(unknown.code, 0);
+  t.match(unknown.stderr, /nme/);
+  const missing = await ops('merchant:set-status', '--merchant', '00000000-0000-4000-8000-000000000000', '--status', 'ACTIVE', '--json');
+  t.equal(missing.code, 1);
+  t.match(JSON.parse(missing.stdout).error, /no merchant/);
+});
+
+t.test('set-status, rotate-key and brand domains act on the live API', async (t) => {
+  const created = JSON.parse((await ops('merchant:create', '--name', 'Toko Rot', '--settlement', 'WALLET', '--json')).stdout);
+  const suspend = await ops('merchant:set-status', '--merchant', created.merchant_id, '--status', 'SUSPENDED');
+  t.equal(suspend.code, 0);
+  t.equal((await call(api.url, { path: '/v1/probe', headers: { 'x-api-key': created.api_key } })).status, 403);
+  await ops('merchant:set-status', '--merchant', created.merchant_id, '--status', 'ACTIVE');
+  const rotated = JSON.parse((await ops('merchant:rotate-key', '--merchant', created.merchant_id, '--json')).stdout);
+  t.not(rotated.api_key, created.api_key);
+  t.equal((await call(api.url, { path: '/v1/probe', headers: { 'x-api-key': created.api_key } })).status, 401, 'old key dead');
+  t.equal((await call(api.url, { path: '/v1/probe', headers: { 'x-api-key': rotated.api_key } })).status, 404, 'new key works');
+
+  t.equal((await ops('brand:create', '--domain', 'pay.ops.test', '--name', 'Ops Pay')).code, 0);
+  const branded = JSON.parse((await ops('merchant:create', '--name', 'B', '--settlement', 'WALLET', '--brand-domain', 'pay.ops.test', '--json')).stdout);
+  const res = await call(api.url, { path: '/v1/probe', headers: { 'x-api-key': branded.api_key, host: 'pay.ops.test' } });
+  t.equal(res.status, 404);
+});
+
+t.test('merchant:set-public-key accepts an RSA PEM and refuses anything else', async (t) => {
+  const created = JSON.parse((await ops('merchant:create', '--name', 'Legacy', '--settlement', 'WALLET', '--json')).stdout);
+  const dir = t.testdir({});
+  const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({ type: 'spki', format: 'pem' });
+  const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ type: 'spki', format: 'pem' });
+  writeFileSync(`${dir}/rsa.pem`, rsa);
+  writeFileSync(`${dir}/ec.pem`, ec);
+  writeFileSync(`${dir}/junk.pem`, 'hello');
+  t.equal((await ops('merchant:set-public-key', '--merchant', created.merchant_id, '--file', `${dir}/rsa.pem`)).code, 0);
+  t.match((await getMerchant(api.ctx.pool, created.merchant_id)).legacy_public_key, /BEGIN PUBLIC KEY/);
+  const ecRes = await ops('merchant:set-public-key', '--merchant', created.merchant_id, '--file', `${dir}/ec.pem`);
+  t.equal(ecRes.code, 1);
+  t.match(ecRes.stderr, /RSA key is required/);
+  t.equal((await ops('merchant:set-public-key', '--merchant', created.merchant_id, '--file', `${dir}/junk.pem`)).code, 1);
+});
+
+t.test('a queued job reaches a worker process, and jobs:list/rerun see jobs', async (t) => {
+  await startWorkerGroup(t, 'scheduler', env);
+  const ping = await ops('jobs:ping', '--json');
+  t.equal(ping.code, 0, ping.stderr);
+  const out = JSON.parse(ping.stdout);
+  t.ok(out.pickup_ms >= 0 && out.pickup_ms < 2000, `picked up in ${out.pickup_ms} ms, well under a polling interval`);
+  t.not(out.worker_pid, process.pid, 'by another process');
+  const listed = JSON.parse((await ops('jobs:list', '--queue', 'ping', '--json')).stdout);
+  t.ok(listed.jobs.some((j: { id: string; state: string }) => j.id === out.job_id && j.state === 'completed'));
+  const rerunCompleted = await ops('jobs:rerun', '--id', out.job_id);
+  t.equal(rerunCompleted.code, 1, 'a completed job is not rerun');
+  t.match(rerunCompleted.stderr, /only failed/);
+});
