@@ -1,0 +1,103 @@
+// Fault injection: rules set through /admin/faults, or one fault per request in X-Sim-Fault.
+// A rule matches by operation and mode; the first matching rule whose `rate` roll passes is
+// applied, and a rule with `count` is removed once it has been applied that many times.
+import { z } from 'zod';
+
+export const REQUEST_OPS = ['createQris', 'queryQris', 'refund', 'disburse', 'queryDisbursement', 'inquireAccount'] as const;
+export type RequestOp = (typeof REQUEST_OPS)[number];
+export type Op = RequestOp | 'callback';
+
+const REQUEST_MODES: readonly string[] = ['latency', 'error', 'timeout', 'reject', 'bad_qris'];
+const CALLBACK_MODES: readonly string[] = ['latency', 'duplicate_callback', 'out_of_order_callback', 'drop_callback'];
+const MODES = ['latency', 'error', 'timeout', 'reject', 'bad_qris', 'duplicate_callback', 'out_of_order_callback', 'drop_callback'] as const;
+export type Mode = (typeof MODES)[number];
+
+export interface Fault {
+  mode: Mode;
+  latencyMs?: number;
+  status?: number;
+}
+
+/** Whether a mode means anything for an operation; '*' rules only fire where it does. */
+export function applies(mode: Mode, op: Op): boolean {
+  if (op === 'callback') return CALLBACK_MODES.includes(mode);
+  if (mode === 'bad_qris') return op === 'createQris' || op === 'queryQris';
+  return REQUEST_MODES.includes(mode);
+}
+
+export function isCallbackMode(mode: Mode): boolean {
+  return CALLBACK_MODES.includes(mode) && mode !== 'latency';
+}
+
+export const faultRuleSchema = z
+  .object({
+    op: z.enum([...REQUEST_OPS, 'callback', '*']),
+    mode: z.enum(MODES),
+    latency_ms: z.number().int().min(0).max(600_000).optional(),
+    status: z.number().int().min(400).max(599).optional(),
+    rate: z.number().min(0).max(1).default(1),
+    count: z.number().int().min(1).optional(),
+  })
+  .superRefine((rule, ctx) => {
+    if (rule.op !== '*' && !applies(rule.mode, rule.op)) {
+      ctx.addIssue({ code: 'custom', path: ['mode'], message: `mode ${rule.mode} does not apply to op ${rule.op}` });
+    }
+    if (rule.status === undefined) return;
+    // error means "maybe done" (5xx) and reject "surely not done" (4xx): a status crossing
+    // over would make the fault lie about what it simulates.
+    if (rule.mode === 'error' && rule.status < 500) ctx.addIssue({ code: 'custom', path: ['status'], message: 'an error fault answers 5xx' });
+    else if (rule.mode === 'reject' && rule.status >= 500) ctx.addIssue({ code: 'custom', path: ['status'], message: 'a reject fault answers 4xx' });
+    else if (rule.mode !== 'error' && rule.mode !== 'reject') ctx.addIssue({ code: 'custom', path: ['status'], message: 'status applies to error and reject only' });
+  });
+
+export type FaultRule = z.output<typeof faultRuleSchema> & { id: string };
+
+const toFault = (rule: { mode: Mode; latency_ms?: number; status?: number }): Fault => ({
+  mode: rule.mode,
+  latencyMs: rule.latency_ms,
+  status: rule.status,
+});
+
+/** Parses `X-Sim-Fault: <mode>[;latency_ms=..;status=..]`. */
+export function parseFaultHeader(value: string): { ok: true; fault: Fault } | { ok: false; error: string } {
+  const [mode, ...params] = value.split(';').map((part) => part.trim());
+  const raw: Record<string, unknown> = { op: '*', mode };
+  for (const param of params) {
+    const [key, number] = param.split('=');
+    if (key !== 'latency_ms' && key !== 'status') return { ok: false, error: `X-Sim-Fault: unknown parameter ${key}` };
+    raw[key] = Number(number);
+  }
+  const parsed = faultRuleSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return { ok: false, error: `X-Sim-Fault: ${issue.path.join('.')}: ${issue.message}` };
+  }
+  return { ok: true, fault: toFault(parsed.data) };
+}
+
+export function createFaults() {
+  let rules: FaultRule[] = [];
+  let seq = 0;
+  return {
+    add(input: z.output<typeof faultRuleSchema>): FaultRule {
+      const rule = { id: `flt_${++seq}`, ...input };
+      rules.push(rule);
+      return rule;
+    },
+    list: (): readonly FaultRule[] => rules,
+    clear() {
+      rules = [];
+    },
+    take(op: Op): Fault | null {
+      for (const rule of rules) {
+        if ((rule.op !== op && rule.op !== '*') || !applies(rule.mode, op)) continue;
+        if (Math.random() >= rule.rate) continue;
+        if (rule.count !== undefined && --rule.count === 0) rules = rules.filter((other) => other !== rule);
+        return toFault(rule);
+      }
+      return null;
+    },
+  };
+}
+
+export type Faults = ReturnType<typeof createFaults>;
