@@ -9,6 +9,10 @@ import { jsonBody } from './http/body.ts';
 import { errorHandler, notFound } from './http/error-handler.ts';
 import { requestLog } from './http/request-log.ts';
 import { brandRoutes, healthCheck } from './v1/system.ts';
+import { orderRoutes } from './v1/orders.ts';
+import { legacyOrderRoutes } from './legacy/orders.ts';
+import { callbackRoutes } from './callbacks.ts';
+import { qrRoutes } from './qr.ts';
 
 export function createApp(ctx: AppContext): Express {
   const app = express();
@@ -22,8 +26,12 @@ export function createApp(ctx: AppContext): Express {
   app.use(brandResolver(ctx.pool));
 
   app.use(brandRoutes());
+  app.use(qrRoutes(ctx));
+  app.use(callbackRoutes(ctx));
   // Every other /v1 path needs a merchant: unauthenticated callers learn nothing about routes.
   app.use('/v1', requireApiKey(ctx.pool));
+  app.use(orderRoutes(ctx));
+  app.use(legacyOrderRoutes(ctx));
 
   app.use(notFound);
   app.use(errorHandler(ctx.config.BODY_LIMIT));

@@ -1,16 +1,21 @@
 // What the API's handlers share: built once per process by api/server.ts (or by a test).
 import type { PgBoss } from 'pg-boss';
 import type { Config } from '../db/config.ts';
-import type { Pool } from '../db/pool.ts';
-import type { Sealer } from '../db/secrets.ts';
+import { ORDER_OUTCOME_CHANNEL } from '../db/orders.ts';
+import { createPool, type Pool } from '../db/pool.ts';
+import { startBoss } from '../db/queue.ts';
+import { createSealer, type Sealer } from '../db/secrets.ts';
 import type { BrandRow } from '../db/brands.ts';
 import type { MerchantRow } from '../db/merchants.ts';
+import { startOutcomeWaiter, type OutcomeWaiter } from './http/outcome-waiter.ts';
 
 export interface AppContext {
   config: Config;
   pool: Pool;
   sealer: Sealer;
   boss: PgBoss;
+  /** Wakes requests waiting on a worker's outcome (order creation, fetch-status). */
+  waiter: OutcomeWaiter;
 }
 
 declare module 'express-serve-static-core' {
@@ -19,4 +24,20 @@ declare module 'express-serve-static-core' {
     merchant: MerchantRow;
     requestId: string;
   }
+}
+
+/** Opens what an API process needs; `close` releases it in reverse order. */
+export async function openContext(config: Config, options: { poolSize?: number; bossPoolSize?: number } = {}) {
+  const pool = await createPool(config.DATABASE_URL, { size: options.poolSize ?? config.DB_POOL_SIZE, name: 'api' });
+  const boss = await startBoss(config.DATABASE_URL, { role: 'sender', poolSize: options.bossPoolSize });
+  const waiter = await startOutcomeWaiter(config.DATABASE_URL, ORDER_OUTCOME_CHANNEL);
+  const ctx: AppContext = { config, pool, boss, waiter, sealer: createSealer(config.KASIR_MASTER_KEY) };
+  return {
+    ctx,
+    async close() {
+      await waiter.close();
+      await boss.stop({ graceful: false });
+      await pool.end();
+    },
+  };
 }

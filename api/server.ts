@@ -5,14 +5,12 @@ import { createServer } from 'node:http';
 import { createApp } from './app.ts';
 import { loadConfig, publicBaseUrl } from '../db/config.ts';
 import { logger } from '../db/logger.ts';
-import { createPool } from '../db/pool.ts';
-import { startBoss } from '../db/queue.ts';
-import { createSealer } from '../db/secrets.ts';
+import { openContext } from './context.ts';
 
 const config = loadConfig();
-const pool = await createPool(config.DATABASE_URL, { size: config.DB_POOL_SIZE, name: 'api' });
-const boss = await startBoss(config.DATABASE_URL, { role: 'sender' });
-const app = createApp({ config, pool, boss, sealer: createSealer(config.KASIR_MASTER_KEY) });
+logger.level = config.LOG_LEVEL;
+const { ctx, close } = await openContext(config);
+const app = createApp(ctx);
 
 const server = createServer(app);
 server.keepAliveTimeout = 65_000; // longer than common load balancer idle timeouts
@@ -31,8 +29,7 @@ async function stop(signal: string) {
   server.close();
   server.closeIdleConnections();
   await new Promise<void>((resolve) => server.once('close', resolve));
-  await boss.stop({ graceful: true });
-  await pool.end();
+  await close();
   process.exit(0);
 }
 process.on('SIGTERM', () => void stop('SIGTERM'));

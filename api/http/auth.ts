@@ -5,7 +5,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { findMerchantByApiKey } from '../../db/merchants.ts';
 import type { Db } from '../../db/pool.ts';
 import { constantTimeEqual, hashApiKey } from '../../db/secrets.ts';
-import { ApiError } from './errors.ts';
+import { ApiError } from '../../db/errors.ts';
 
 const API_KEY = /^[0-9a-fA-F]{64}$/;
 const QUERY_KEY_NAMES = ['api_key', 'apikey', 'apiKey', 'key', 'x-api-key', 'X-API-Key'];

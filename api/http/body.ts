@@ -3,7 +3,7 @@
 // JSON is parsed here once, whatever Content-Type says, so a wrong header cannot turn a
 // malformed body into an empty one. Multipart bodies are left for the upload routes.
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { ApiError } from './errors.ts';
+import { ApiError } from '../../db/errors.ts';
 
 declare module 'express-serve-static-core' {
   interface Request {

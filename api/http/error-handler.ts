@@ -4,7 +4,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { logger } from '../../db/logger.ts';
 import { LegacyError, legacyMessages } from '../legacy/errors.ts';
-import { ApiError } from './errors.ts';
+import { ApiError } from '../../db/errors.ts';
 
 interface HttpError {
   type?: string;

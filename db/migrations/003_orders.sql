@@ -67,7 +67,8 @@ create table idempotency_keys (
   key text not null
     constraint idempotency_keys_key_length check (char_length(key) between 1 and 255),
   request_hash bytea not null,
-  order_id uuid not null references orders (id),
+  -- Deferred: the key is claimed first in the create transaction, before the order row exists.
+  order_id uuid not null references orders (id) deferrable initially deferred,
   response_status integer,
   response_body text,
   created_at timestamptz not null default now(),

@@ -1,0 +1,52 @@
+// Vendor callbacks: POST /callbacks/<vendor_code>. Verify the vendor's signature, record the
+// event by its id (a repeated callback is recognised and changes nothing twice), apply it in
+// the same transaction, answer at once. The vendor retries anything but a 2xx, so an unknown
+// order or a mismatched amount is still acknowledged: retrying would not change the answer,
+// and the event row keeps what was reported.
+import { Router } from 'express';
+import type { AppContext } from './context.ts';
+import { ApiError } from '../db/errors.ts';
+import { logger } from '../db/logger.ts';
+import { applyPayment } from '../db/orders.ts';
+import { getVendor, recordCallback } from '../db/vendors.ts';
+import { gatewayFor } from '../workers/vendors/registry.ts';
+import { sendData } from './http/envelope.ts';
+import { orderWebhookBody } from './present/orders.ts';
+
+export function callbackRoutes(ctx: AppContext): Router {
+  const router = Router();
+
+  router.post('/callbacks/:vendor', async (req, res) => {
+    const vendor = await getVendor(ctx.pool, ctx.sealer, String(req.params.vendor));
+    if (!vendor) throw new ApiError('NOT_FOUND', 'Unknown vendor');
+    const event = gatewayFor(vendor).parseCallback(req.headers, req.rawBody ?? Buffer.alloc(0));
+    if (!event) throw new ApiError('INVALID_SIGNATURE', 'Callback signature is missing or wrong');
+
+    const result = await ctx.pool.transaction(async (tx) => {
+      const fresh = await recordCallback(tx, {
+        vendorCode: vendor.code,
+        eventId: event.eventId,
+        type: event.type,
+        reference: event.reference,
+        payload: { ...event },
+      });
+      if (!fresh) return 'duplicate';
+      if (event.type === 'qris.paid') {
+        return applyPayment(
+          tx,
+          ctx.boss,
+          { refCode: event.reference, amount: event.amount, paidAt: event.paidAt, rrn: event.rrn, vendorOrderId: event.vendorOrderId },
+          `callback:${vendor.code}`,
+          orderWebhookBody,
+        );
+      }
+      return 'recorded';
+    });
+    if (result === 'unknown_order' || result === 'amount_mismatch') {
+      logger.warn({ vendor: vendor.code, eventId: event.eventId, reference: event.reference, result }, 'callback not applied');
+    }
+    sendData(res, { received: true, result });
+  });
+
+  return router;
+}

@@ -1,0 +1,72 @@
+// Orders as the contract shows them: V1 (spec 2.2 plus the decided extras), legacy (2.8), and
+// the webhook bodies of each (spec 6). Pure functions of a row; workers use them too, because
+// a webhook body is as much a contract as a response.
+import type { OrderRow } from '../../db/orders.sql.ts';
+import { iso, wib } from './time.ts';
+
+export function qrUrl(baseUrl: string, order: Pick<OrderRow, 'qr_token'>): string {
+  return `${baseUrl}/qr/${order.qr_token}.png`;
+}
+
+export function presentOrder(order: OrderRow, baseUrl: string) {
+  return {
+    id: order.id,
+    ref_code: order.ref_code,
+    merchant_order_id: order.merchant_order_id,
+    amount: order.amount,
+    status: order.status,
+    qris_string: order.qris_string,
+    qr_url: qrUrl(baseUrl, order),
+    expires_at: iso(order.expires_at),
+    paid_at: iso(order.paid_at),
+    is_settled: order.is_settled,
+    vendor_rrn: order.vendor_rrn,
+    customer_name: order.customer_name,
+    customer_email: order.customer_email,
+    customer_phone: order.customer_phone,
+    notify_url: order.notify_url,
+    return_url: order.return_url,
+    metadata: order.metadata ?? null,
+    created_at: iso(order.created_at),
+  };
+}
+
+export function presentLegacyOrder(order: OrderRow) {
+  return {
+    refCode: order.ref_code,
+    transactionTime: wib(order.created_at),
+    orderId: order.merchant_order_id,
+    totalAmount: order.amount,
+    customerName: order.customer_name,
+    customerEmail: order.customer_email,
+    customerPhone: order.customer_phone,
+    notifyUrl: order.notify_url,
+    returnUrl: order.return_url,
+    status: order.status,
+    paidAt: wib(order.paid_at),
+    qrString: order.qris_string,
+  };
+}
+
+export type OrderEvent = 'order.paid' | 'order.expired' | 'order.refunded';
+
+/** The webhook body for an order event, shaped by the API that created the order. */
+export function orderWebhookBody(order: OrderRow, event: OrderEvent): Record<string, unknown> {
+  if (order.api === 'LEGACY') {
+    return {
+      refCode: order.ref_code,
+      orderId: order.merchant_order_id,
+      totalAmount: order.amount,
+      status: order.status,
+      paidAt: wib(order.paid_at),
+    };
+  }
+  return {
+    ref_code: order.ref_code,
+    merchant_order_id: order.merchant_order_id,
+    amount: order.amount,
+    status: order.status,
+    event,
+    paid_at: iso(order.paid_at),
+  };
+}

@@ -1,0 +1,186 @@
+// V1 orders (spec 4.2). POST runs: signature → validation → createOrder (one transaction:
+// idempotency key + CREATING attempt + order-create job) → wait for the vendor worker's
+// outcome (LISTEN/NOTIFY, deadline ORDER_CREATE_DEADLINE_MS) → answer from the row.
+import { randomUUID } from 'node:crypto';
+import { Router, type Request, type Response } from 'express';
+import { z } from 'zod';
+import type { AppContext } from '../context.ts';
+import { ApiError } from '../../db/errors.ts';
+import { publicBaseUrl } from '../../db/config.ts';
+import { webhookSecretOf } from '../../db/merchants.ts';
+import { createOrder, type CreateOutcome } from '../../db/orders.ts';
+import {
+  findIdempotencyKey,
+  findMerchantOrder,
+  findOrderById,
+  listMerchantOrders,
+  listOrderEvents,
+  type OrderRow,
+} from '../../db/orders.sql.ts';
+import { sendJob } from '../../db/queue.ts';
+import { checkNotifyUrl } from '../../db/notify-url.ts';
+import { sendData, sendPage, pageMeta } from '../http/envelope.ts';
+import { pagination } from '../http/pagination.ts';
+import { normalizePhone } from '../http/phone.ts';
+import { verifyBodySignature } from '../http/signature.ts';
+import type { Expectation } from '../http/outcome-waiter.ts';
+import { parseBody } from '../http/validate.ts';
+import { presentOrder } from '../present/orders.ts';
+import { iso } from '../present/time.ts';
+
+const MAX_AMOUNT = 9_999_999_999_999; // 13 digits: what QRIS tag 54 can carry
+
+const createBody = z.object({
+  merchant_order_id: z.string().min(1, 'is required').max(255, 'must be at most 255 characters'),
+  amount: z.number('must be an integer').int('must be an integer').min(1, 'must be at least 1').max(MAX_AMOUNT, 'is too large'),
+  payment_method: z.string('is required'),
+  customer_name: z.string().max(255).nullish(),
+  customer_email: z.email('must be an e-mail address').max(254).nullish(),
+  customer_phone: z.string().nullish(),
+  notify_url: z.string().max(2048).nullish(),
+  return_url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048).nullish(),
+  expire_minutes: z.number('must be an integer').int('must be an integer').min(0).max(10_080).optional(),
+  metadata: z.record(z.string(), z.unknown(), 'must be an object').nullish(),
+});
+
+const idempotencyKey = z.string().min(1).max(255).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
+
+export function orderRoutes(ctx: AppContext): Router {
+  const router = Router();
+  const baseUrl = publicBaseUrl(ctx.config);
+  const render = (order: OrderRow) => JSON.stringify({ success: true, data: presentOrder(order, baseUrl) });
+
+  router.post('/v1/orders', async (req, res) => {
+    const merchant = req.merchant;
+    const secret = webhookSecretOf(ctx.sealer, merchant);
+    if (secret && !verifyBodySignature(secret, req.rawBody ?? Buffer.alloc(0), req.get('x-signature'))) {
+      throw new ApiError('INVALID_SIGNATURE');
+    }
+    const body = parseBody(createBody, req.body);
+    if (body.payment_method !== 'QRIS') throw new ApiError('UNSUPPORTED_PAYMENT_METHOD');
+    let phone: string | null = null;
+    if (body.customer_phone) {
+      phone = normalizePhone(body.customer_phone);
+      if (!phone) throw new ApiError('INVALID_BODY', 'customer_phone: must be an Indonesian phone number');
+    }
+    if (body.notify_url) {
+      const problem = checkNotifyUrl(body.notify_url, ctx.config.NOTIFY_URL_ALLOWLIST);
+      if (problem) throw new ApiError('INVALID_BODY', `notify_url: ${problem}`);
+    }
+    const keyHeader = req.get('idempotency-key');
+    if (keyHeader !== undefined && !idempotencyKey.safeParse(keyHeader).success) {
+      throw new ApiError('INVALID_BODY', 'Idempotency-Key: must be 1-255 printable characters');
+    }
+
+    const orderId = randomUUID();
+    // Listen before the job can possibly finish, so its notification cannot be missed.
+    const wait = ctx.waiter.expect(orderId, ctx.config.ORDER_CREATE_DEADLINE_MS);
+    let outcome: CreateOutcome;
+    try {
+      outcome = await createOrder(
+        ctx.pool,
+        ctx.boss,
+        {
+          orderId,
+          merchantId: merchant.id,
+          merchantOrderId: body.merchant_order_id,
+          api: 'V1',
+          amount: body.amount,
+          customerName: body.customer_name ?? null,
+          customerEmail: body.customer_email ?? null,
+          customerPhone: phone,
+          notifyUrl: body.notify_url ?? null,
+          returnUrl: body.return_url ?? null,
+          metadata: body.metadata ?? null,
+          expireMinutes: body.expire_minutes ?? 60,
+          idempotency: keyHeader === undefined ? null : { key: keyHeader, rawBody: req.rawBody ?? Buffer.alloc(0) },
+        },
+        render,
+      );
+    } catch (err) {
+      wait.cancel();
+      throw err;
+    }
+    if (outcome.kind !== 'attempt') wait.cancel();
+    if (outcome.kind === 'replay') return sendRaw(res, outcome.status, outcome.body, true);
+    if (outcome.kind === 'existing') return sendRaw(res, 200, outcome.body, false);
+    const order = await awaitOutcome(ctx, outcome.kind === 'attempt' ? wait : null, outcome.orderId);
+    if (order.status === 'CREATING') throw new ApiError('ORDER_PENDING_CONFIRMATION');
+    if (order.status === 'FAILED') throw new ApiError(order.failure_code === 'NO_VENDOR' ? 'NO_VENDOR' : 'VENDOR_ERROR');
+    if (keyHeader !== undefined) {
+      // The transaction that confirmed the order stored its answer: send exactly those bytes.
+      const stored = await findIdempotencyKey(ctx.pool, merchant.id, keyHeader);
+      if (stored?.response_body && stored.response_status) return sendRaw(res, stored.response_status, stored.response_body, false);
+    }
+    sendRaw(res, 201, render(order), false);
+  });
+
+  router.get('/v1/orders', async (req, res) => {
+    const { page, limit } = pagination(req);
+    const filter = req.query.merchant_order_id;
+    if (filter !== undefined && typeof filter !== 'string') throw new ApiError('INVALID_BODY', 'merchant_order_id must be a string');
+    const [rows, total] = await listMerchantOrders(ctx.pool, req.merchant.id, { merchantOrderId: filter }, page, limit);
+    sendPage(res, rows.map((row) => presentOrder(row, baseUrl)), pageMeta(page, limit, total));
+  });
+
+  router.get('/v1/orders/:ref_code', async (req, res) => {
+    sendData(res, presentOrder(await merchantOrder(ctx, req), baseUrl));
+  });
+
+  router.get('/v1/orders/:ref_code/events', async (req, res) => {
+    const order = await merchantOrder(ctx, req);
+    const events = await listOrderEvents(ctx.pool, order.id);
+    sendData(res, events.map((e) => ({ status: e.status, event: e.event, source: e.source, created_at: iso(e.created_at) })));
+  });
+
+  router.post('/v1/orders/:ref_code/fetch-status', async (req, res) => {
+    const order = await merchantOrder(ctx, req);
+    // The vendor is asked by the vendor worker (vendor I/O lives there); this request waits
+    // for its answer, and answers with the current row either way.
+    const wait = ctx.waiter.expect(order.id, ctx.config.ORDER_CREATE_DEADLINE_MS);
+    try {
+      await sendJob(ctx.boss, 'order-reconcile', { order_id: order.id });
+      await wait.done;
+    } finally {
+      wait.cancel();
+    }
+    const current = await findOrderById(ctx.pool, order.id);
+    sendData(res, presentOrder(current ?? order, baseUrl));
+  });
+
+  return router;
+}
+
+async function merchantOrder(ctx: AppContext, req: Request): Promise<OrderRow> {
+  const ref = String(req.params.ref_code);
+  const order = ref.length <= 64 ? await findMerchantOrder(ctx.pool, req.merchant.id, ref) : null;
+  if (!order) throw new ApiError('ORDER_NOT_FOUND');
+  return order;
+}
+
+function sendRaw(res: Response, status: number, body: string, replayed: boolean) {
+  if (replayed) res.setHeader('Idempotent-Replayed', 'true');
+  res.status(status).type('application/json').send(body);
+}
+
+/**
+ * Waits for the worker to resolve an attempt, then reads the row. Any notification is a
+ * resolution (confirmed, failed, or "outcome unknown at the vendor"); at the deadline the row
+ * is read as it is, and a still-CREATING attempt becomes 409 ORDER_PENDING_CONFIRMATION.
+ */
+async function awaitOutcome(ctx: AppContext, registered: Expectation | null, orderId: string): Promise<OrderRow> {
+  const wait = registered ?? ctx.waiter.expect(orderId, ctx.config.ORDER_CREATE_DEADLINE_MS);
+  try {
+    if (!registered) {
+      // Joining another request's attempt: it may have resolved before we started listening.
+      const now = await findOrderById(ctx.pool, orderId);
+      if (now && now.status !== 'CREATING') return now;
+    }
+    await wait.done;
+  } finally {
+    wait.cancel();
+  }
+  const order = await findOrderById(ctx.pool, orderId);
+  if (!order) throw new Error(`order ${orderId} vanished`);
+  return order;
+}

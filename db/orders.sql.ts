@@ -1,0 +1,242 @@
+// One function per statement on the orders aggregate (orders, order_events, idempotency_keys).
+import { z } from 'zod';
+import { sql, type Db } from './pool.ts';
+
+export const orderStatus = z.enum(['CREATING', 'PENDING', 'PAID', 'EXPIRED', 'REFUNDED', 'FAILED']);
+export type OrderStatus = z.infer<typeof orderStatus>;
+
+export const orderRow = z.object({
+  id: z.string(),
+  merchant_id: z.string(),
+  ref_code: z.string(),
+  merchant_order_id: z.string(),
+  api: z.enum(['V1', 'LEGACY']),
+  amount: z.number(),
+  payment_method: z.string(),
+  status: orderStatus,
+  customer_name: z.string().nullable(),
+  customer_email: z.string().nullable(),
+  customer_phone: z.string().nullable(),
+  notify_url: z.string().nullable(),
+  return_url: z.string().nullable(),
+  metadata: z.unknown(),
+  expires_at: z.date().nullable(),
+  qris_string: z.string().nullable(),
+  qr_token: z.string(),
+  vendor_code: z.string().nullable(),
+  vendor_order_id: z.string().nullable(),
+  vendor_rrn: z.string().nullable(),
+  pending_vendor: z.string().nullable(),
+  vendors_tried: z.array(z.string()),
+  failure_code: z.string().nullable(),
+  paid_at: z.date().nullable(),
+  is_late_payment: z.boolean(),
+  is_settled: z.boolean(),
+  created_at: z.date(),
+  updated_at: z.date(),
+});
+export type OrderRow = z.infer<typeof orderRow>;
+
+const columns = sql.fragment`
+  id, merchant_id, ref_code, merchant_order_id, api, amount, payment_method, status, customer_name,
+  customer_email, customer_phone, notify_url, return_url, metadata, expires_at, qris_string, qr_token,
+  vendor_code, vendor_order_id, vendor_rrn, pending_vendor, vendors_tried, failure_code, paid_at,
+  is_late_payment, is_settled, created_at, updated_at`;
+
+export interface NewOrder {
+  id: string;
+  merchantId: string;
+  refCode: string;
+  merchantOrderId: string;
+  api: 'V1' | 'LEGACY';
+  amount: number;
+  customerName: string | null;
+  customerEmail: string | null;
+  customerPhone: string | null;
+  notifyUrl: string | null;
+  returnUrl: string | null;
+  metadata: unknown;
+  expireMinutes: number;
+  qrToken: string;
+}
+
+/** Inserts a CREATING attempt; null when a live order already holds the merchant_order_id. */
+export function insertOrder(db: Db, o: NewOrder) {
+  return db.maybeOne(sql.type(orderRow)`
+    insert into orders (id, merchant_id, ref_code, merchant_order_id, api, amount, status, customer_name,
+                        customer_email, customer_phone, notify_url, return_url, metadata, expires_at, qr_token)
+    values (${o.id}, ${o.merchantId}, ${o.refCode}, ${o.merchantOrderId}, ${o.api}, ${o.amount}, 'CREATING',
+            ${o.customerName}, ${o.customerEmail}, ${o.customerPhone}, ${o.notifyUrl}, ${o.returnUrl},
+            ${o.metadata === undefined || o.metadata === null ? null : sql.jsonb(o.metadata as never)},
+            ${o.expireMinutes === 0 ? null : sql.fragment`now() + make_interval(mins => ${o.expireMinutes})`},
+            ${o.qrToken})
+    on conflict (merchant_id, merchant_order_id) where status <> 'FAILED' do nothing
+    returning ${columns}`);
+}
+
+export function findLiveOrderByMerchantOrderId(db: Db, merchantId: string, merchantOrderId: string) {
+  return db.maybeOne(sql.type(orderRow)`
+    select ${columns} from orders
+    where merchant_id = ${merchantId} and merchant_order_id = ${merchantOrderId} and status <> 'FAILED'`);
+}
+
+export function findOrderById(db: Db, id: string) {
+  return db.maybeOne(sql.type(orderRow)`select ${columns} from orders where id = ${id}`);
+}
+
+/** Row-locks the order: every state change reads it this way first, so changes serialise. */
+export function lockOrder(db: Db, id: string) {
+  return db.maybeOne(sql.type(orderRow)`select ${columns} from orders where id = ${id} for update`);
+}
+
+export function lockOrderByRef(db: Db, refCode: string) {
+  return db.maybeOne(sql.type(orderRow)`select ${columns} from orders where ref_code = ${refCode} for update`);
+}
+
+/** A merchant's visible order by ref_code (CREATING and FAILED attempts are internal). */
+export function findMerchantOrder(db: Db, merchantId: string, refCode: string) {
+  return db.maybeOne(sql.type(orderRow)`
+    select ${columns} from orders
+    where ref_code = ${refCode} and merchant_id = ${merchantId} and status not in ('CREATING', 'FAILED')`);
+}
+
+export function findOrderByQrToken(db: Db, token: string) {
+  return db.maybeOne(sql.type(z.object({ qris_string: z.string().nullable(), status: orderStatus }))`
+    select qris_string, status from orders where qr_token = ${token}`);
+}
+
+export function listMerchantOrders(db: Db, merchantId: string, filter: { merchantOrderId?: string }, page: number, limit: number) {
+  const where = sql.fragment`merchant_id = ${merchantId} and status not in ('CREATING', 'FAILED')
+    ${filter.merchantOrderId === undefined ? sql.fragment`` : sql.fragment`and merchant_order_id = ${filter.merchantOrderId}`}`;
+  return Promise.all([
+    db.any(sql.type(orderRow)`
+      select ${columns} from orders where ${where}
+      order by created_at desc, id desc
+      limit ${limit} offset ${(page - 1) * limit}`),
+    db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from orders where ${where}`),
+  ]);
+}
+
+export function markVendorPending(db: Db, id: string, vendorCode: string) {
+  return db.query(sql.unsafe`
+    update orders
+    set pending_vendor = ${vendorCode}, vendors_tried = array_append(vendors_tried, ${vendorCode}), updated_at = now()
+    where id = ${id}`);
+}
+
+export function clearVendorPending(db: Db, id: string) {
+  return db.query(sql.unsafe`update orders set pending_vendor = null, updated_at = now() where id = ${id}`);
+}
+
+export function setOrderConfirmed(db: Db, id: string, v: { vendorCode: string; vendorOrderId: string; qrisString: string }) {
+  return db.one(sql.type(orderRow)`
+    update orders
+    set status = 'PENDING', vendor_code = ${v.vendorCode}, vendor_order_id = ${v.vendorOrderId},
+        qris_string = ${v.qrisString}, pending_vendor = null, updated_at = now()
+    where id = ${id}
+    returning ${columns}`);
+}
+
+export function setOrderFailed(db: Db, id: string, failureCode: 'NO_VENDOR' | 'VENDOR_ERROR') {
+  return db.one(sql.type(orderRow)`
+    update orders set status = 'FAILED', failure_code = ${failureCode}, pending_vendor = null, updated_at = now()
+    where id = ${id}
+    returning ${columns}`);
+}
+
+export function setOrderPaid(db: Db, id: string, p: { paidAt: Date; rrn: string; vendorOrderId: string | null; late: boolean }) {
+  return db.one(sql.type(orderRow)`
+    update orders
+    set status = 'PAID', paid_at = ${p.paidAt.toISOString()}, vendor_rrn = ${p.rrn},
+        vendor_order_id = coalesce(vendor_order_id, ${p.vendorOrderId}), is_late_payment = ${p.late},
+        pending_vendor = null, updated_at = now()
+    where id = ${id}
+    returning ${columns}`);
+}
+
+/** Expires up to `limit` overdue PENDING orders; SKIP LOCKED lets several sweepers share work. */
+export function expireDueOrders(db: Db, limit: number) {
+  return db.any(sql.type(orderRow)`
+    with due as (
+      select id from orders
+      where status = 'PENDING' and expires_at <= now()
+      order by expires_at
+      limit ${limit}
+      for update skip locked
+    )
+    update orders o set status = 'EXPIRED', updated_at = now()
+    from due where o.id = due.id
+    returning o.*`);
+}
+
+/** CREATING attempts nobody has touched for a while: their create job was lost or is stuck. */
+export function findStaleCreating(db: Db, olderThanSeconds: number, limit: number) {
+  return db.anyFirst(sql.type(z.object({ id: z.string() }))`
+    select id from orders
+    where status = 'CREATING' and updated_at < now() - make_interval(secs => ${olderThanSeconds})
+    order by updated_at limit ${limit}`);
+}
+
+export const orderEventRow = z.object({
+  status: z.string(),
+  event: z.string(),
+  source: z.string(),
+  created_at: z.date(),
+});
+
+export function insertOrderEvent(db: Db, e: { orderId: string; status: OrderStatus; event: string; source: string; detail?: unknown }) {
+  return db.query(sql.unsafe`
+    insert into order_events (order_id, status, event, source, detail)
+    values (${e.orderId}, ${e.status}, ${e.event}, ${e.source}, ${e.detail === undefined ? null : sql.jsonb(e.detail as never)})`);
+}
+
+export function insertOrderEvents(db: Db, events: { orderId: string; status: OrderStatus; event: string; source: string }[]) {
+  if (events.length === 0) return Promise.resolve();
+  return db.query(sql.unsafe`
+    insert into order_events (order_id, status, event, source)
+    select * from ${sql.unnest(events.map((e) => [e.orderId, e.status, e.event, e.source]), ['uuid', 'text', 'text', 'text'])}`);
+}
+
+export function listOrderEvents(db: Db, orderId: string) {
+  return db.any(sql.type(orderEventRow)`
+    select status, event, source, created_at from order_events where order_id = ${orderId} order by id`);
+}
+
+export const idempotencyRow = z.object({
+  request_hash: z.instanceof(Buffer),
+  order_id: z.string(),
+  response_status: z.number().nullable(),
+  response_body: z.string().nullable(),
+});
+
+/** Claims a key for this request; null when the key is already held. */
+export function insertIdempotencyKey(db: Db, k: { merchantId: string; key: string; requestHash: Buffer; orderId: string }) {
+  return db.maybeOne(sql.type(idempotencyRow)`
+    insert into idempotency_keys (merchant_id, key, request_hash, order_id)
+    values (${k.merchantId}, ${k.key}, ${sql.binary(k.requestHash)}, ${k.orderId})
+    on conflict do nothing
+    returning request_hash, order_id, response_status, response_body`);
+}
+
+export function findIdempotencyKey(db: Db, merchantId: string, key: string) {
+  return db.maybeOne(sql.type(idempotencyRow)`
+    select request_hash, order_id, response_status, response_body
+    from idempotency_keys where merchant_id = ${merchantId} and key = ${key}`);
+}
+
+/** Points a key at a new attempt after its previous attempt failed (spec 4.2 rule 8 retries). */
+export function repointIdempotencyKey(db: Db, merchantId: string, key: string, orderId: string) {
+  return db.query(sql.unsafe`
+    update idempotency_keys set order_id = ${orderId}, response_status = null, response_body = null
+    where merchant_id = ${merchantId} and key = ${key}`);
+}
+
+export function storeIdempotentResponse(db: Db, where: { orderId: string } | { merchantId: string; key: string }, status: number, body: string) {
+  const match =
+    'orderId' in where
+      ? sql.fragment`order_id = ${where.orderId}`
+      : sql.fragment`merchant_id = ${where.merchantId} and key = ${where.key}`;
+  return db.query(sql.unsafe`
+    update idempotency_keys set response_status = ${status}, response_body = ${body}
+    where ${match} and response_body is null`);
+}

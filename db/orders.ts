@@ -1,0 +1,221 @@
+// The order aggregate: creating attempts, confirming them with a vendor's QR, payment, expiry.
+//
+// Invariants and why they hold:
+// - One live order per (merchant, merchant_order_id): a partial unique index; FAILED attempts
+//   step out of it so the id can be retried (spec 4.2 rule 8).
+// - One vendor QR per order: only the order-create job calls a vendor's create, and it records
+//   the vendor it is about to call (pending_vendor) in a committed row first; a retry of the job
+//   asks that vendor (query) before anything else, and vendors are idempotent on our ref_code.
+// - An Idempotency-Key maps to one order attempt and one final response; responses are stored
+//   only once they are final (201 confirmed / 200 existing), by whichever transaction makes them
+//   final, so a replay is byte-identical whatever process answered the first request.
+// - Every status change appends an order event and, where the merchant is told, a webhook
+//   outbox row, in the transaction of the change itself.
+import { createHash } from 'node:crypto';
+import type { PgBoss } from 'pg-boss';
+import { ApiError } from './errors.ts';
+import type { Db, Pool } from './pool.ts';
+import { sql } from './pool.ts';
+import { inTransaction, sendJob } from './queue.ts';
+import { newQrToken, newRefCode } from './ref-codes.ts';
+import { constantTimeEqual } from './secrets.ts';
+import {
+  expireDueOrders,
+  findIdempotencyKey,
+  findOrderById,
+  insertIdempotencyKey,
+  insertOrder,
+  insertOrderEvent,
+  insertOrderEvents,
+  findLiveOrderByMerchantOrderId,
+  lockOrder,
+  lockOrderByRef,
+  repointIdempotencyKey,
+  setOrderConfirmed,
+  setOrderFailed,
+  setOrderPaid,
+  storeIdempotentResponse,
+  type NewOrder,
+  type OrderRow,
+} from './orders.sql.ts';
+import { enqueueWebhooks } from './webhooks.ts';
+
+export const ORDER_OUTCOME_CHANNEL = 'kasir_order_outcome';
+
+/** Webhook bodies are API contracts (api/present); callers pass the presenter in. */
+export type WebhookBody = (order: OrderRow, event: 'order.paid' | 'order.expired' | 'order.refunded') => Record<string, unknown>;
+
+export interface CreateOrderInput extends Omit<NewOrder, 'id' | 'refCode' | 'qrToken'> {
+  /** Chosen by the caller, so it can listen for the outcome before the job exists. */
+  orderId: string;
+  idempotency: { key: string; rawBody: Buffer } | null;
+}
+
+export type CreateOutcome =
+  /** A new attempt was queued for the vendor worker: wait for its outcome. */
+  | { kind: 'attempt'; orderId: string }
+  /** A confirmed order already holds this merchant_order_id (spec 4.2 rule 3: 200). */
+  | { kind: 'existing'; order: OrderRow; body: string }
+  /** The key's stored final response (rule 1). */
+  | { kind: 'replay'; status: number; body: string }
+  /** The same key's attempt is still unresolved: wait for it like the first request does. */
+  | { kind: 'in_flight'; orderId: string };
+
+export function requestHash(rawBody: Buffer): Buffer {
+  return createHash('sha256').update(rawBody).digest();
+}
+
+/**
+ * Starts an order attempt, or tells the caller what to answer instead. One transaction:
+ * claim the idempotency key, insert the CREATING order, queue `order-create`.
+ * `render` turns a confirmed order into the response body stored for the key (200 case).
+ */
+export async function createOrder(
+  pool: Pool,
+  boss: PgBoss,
+  input: CreateOrderInput,
+  render: (order: OrderRow) => string,
+): Promise<CreateOutcome> {
+  const { orderId } = input;
+  const key = input.idempotency;
+  const hash = key ? requestHash(key.rawBody) : null;
+
+  return pool.transaction(async (tx) => {
+    let repoint = false;
+    if (key && hash) {
+      const claimed = await insertIdempotencyKey(tx, { merchantId: input.merchantId, key: key.key, requestHash: hash, orderId });
+      if (!claimed) {
+        const held = await findIdempotencyKey(tx, input.merchantId, key.key);
+        if (!held) throw new ApiError('ORDER_PENDING_CONFIRMATION'); // claimed and rolled back meanwhile: retry
+        if (!constantTimeEqual(held.request_hash, hash)) throw new ApiError('IDEMPOTENCY_KEY_REUSED');
+        if (held.response_body !== null && held.response_status !== null) {
+          return { kind: 'replay', status: held.response_status, body: held.response_body };
+        }
+        const previous = await findOrderById(tx, held.order_id);
+        if (previous?.status === 'CREATING') return { kind: 'in_flight', orderId: previous.id };
+        if (previous && previous.status !== 'FAILED') {
+          // Confirmed, but its response was never stored (it was answered 409 meanwhile).
+          const body = render(previous);
+          await storeIdempotentResponse(tx, { merchantId: input.merchantId, key: key.key }, 201, body);
+          return { kind: 'replay', status: 201, body };
+        }
+        repoint = true; // the previous attempt failed: this request retries it (rule 8)
+      }
+    }
+
+    const inserted = await insertOrder(tx, { ...input, id: orderId, refCode: newRefCode('ORD'), qrToken: newQrToken() });
+    if (!inserted) {
+      const live = await findLiveOrderByMerchantOrderId(tx, input.merchantId, input.merchantOrderId);
+      if (!live) throw new ApiError('ORDER_PENDING_CONFIRMATION'); // it failed an instant ago: retry
+      if (live.amount !== input.amount) throw new ApiError('MERCHANT_ORDER_ID_REUSED');
+      if (live.status === 'CREATING') throw new ApiError('ORDER_PENDING_CONFIRMATION');
+      const body = render(live);
+      if (key) {
+        await repointIdempotencyKey(tx, input.merchantId, key.key, live.id);
+        await storeIdempotentResponse(tx, { merchantId: input.merchantId, key: key.key }, 200, body);
+      }
+      return { kind: 'existing', order: live, body };
+    }
+    if (key && repoint) await repointIdempotencyKey(tx, input.merchantId, key.key, orderId);
+    await sendJob(boss, 'order-create', { order_id: orderId }, { db: inTransaction(tx) });
+    return { kind: 'attempt', orderId };
+  });
+}
+
+async function notifyOutcome(tx: Db, orderId: string) {
+  // Delivered at commit: the waiting API request re-reads the order then.
+  await tx.query(sql.unsafe`select pg_notify(${ORDER_OUTCOME_CHANNEL}, ${orderId})`);
+}
+
+/** The vendor produced a usable QR: the attempt becomes a PENDING order. */
+export async function confirmOrder(
+  pool: Pool,
+  orderId: string,
+  vendor: { vendorCode: string; vendorOrderId: string; qrisString: string },
+  source: string,
+  render: (order: OrderRow) => string,
+): Promise<OrderRow | null> {
+  return pool.transaction(async (tx) => {
+    const order = await lockOrder(tx, orderId);
+    if (!order || order.status !== 'CREATING') return order; // already resolved: a duplicate job
+    const confirmed = await setOrderConfirmed(tx, orderId, vendor);
+    await insertOrderEvent(tx, { orderId, status: 'PENDING', event: 'order.created', source, detail: { vendor: vendor.vendorCode } });
+    await storeIdempotentResponse(tx, { orderId }, 201, render(confirmed));
+    await notifyOutcome(tx, orderId);
+    return confirmed;
+  });
+}
+
+/** No vendor produced a QR (or none is routed): the attempt fails and frees its id. */
+export async function failOrder(pool: Pool, orderId: string, code: 'NO_VENDOR' | 'VENDOR_ERROR', detail: unknown): Promise<void> {
+  await pool.transaction(async (tx) => {
+    const order = await lockOrder(tx, orderId);
+    if (!order || order.status !== 'CREATING') return;
+    await setOrderFailed(tx, orderId, code);
+    await insertOrderEvent(tx, { orderId, status: 'FAILED', event: 'order.failed', source: 'vendor-worker', detail });
+    await notifyOutcome(tx, orderId);
+  });
+}
+
+/** Tells a waiting request that the attempt is unresolved (unknown outcome): it answers 409. */
+export async function announceUnresolved(pool: Pool, orderId: string): Promise<void> {
+  await pool.transaction((tx) => notifyOutcome(tx, orderId));
+}
+
+export interface Payment {
+  refCode: string;
+  amount: number;
+  paidAt: Date;
+  rrn: string;
+  vendorOrderId: string | null;
+}
+
+export type PaymentResult = 'paid' | 'paid_late' | 'already_paid' | 'unknown_order' | 'amount_mismatch';
+
+/**
+ * Applies a payment the vendor reported (callback or reconciliation). PENDING → PAID; a payment
+ * on an EXPIRED order is money received, so it is recorded as PAID and flagged late, never
+ * dropped. A repeated report changes nothing.
+ */
+export async function applyPayment(tx: Db, boss: PgBoss, payment: Payment, source: string, webhookBody: WebhookBody): Promise<PaymentResult> {
+  const order = await lockOrderByRef(tx, payment.refCode);
+  if (!order) return 'unknown_order';
+  if (order.status === 'PAID' || order.status === 'REFUNDED') return 'already_paid';
+  if (payment.amount !== order.amount) {
+    await insertOrderEvent(tx, {
+      orderId: order.id,
+      status: order.status,
+      event: 'payment.amount_mismatch',
+      source,
+      detail: { reported: payment.amount, expected: order.amount, rrn: payment.rrn },
+    });
+    return 'amount_mismatch';
+  }
+  const late = order.status === 'EXPIRED';
+  if (order.status === 'CREATING') {
+    // Paid before our create call returned (possible with instant payers): the QR exists.
+    await insertOrderEvent(tx, { orderId: order.id, status: 'PENDING', event: 'order.created', source });
+  }
+  const paid = await setOrderPaid(tx, order.id, { paidAt: payment.paidAt, rrn: payment.rrn, vendorOrderId: payment.vendorOrderId, late });
+  await insertOrderEvent(tx, { orderId: order.id, status: 'PAID', event: 'order.paid', source, detail: late ? { late: true } : undefined });
+  // The wallet ledger posting (credit amount − MDR for WALLET merchants) joins this transaction.
+  await enqueueWebhooks(tx, boss, [
+    { merchantId: order.merchant_id, orderId: order.id, event: 'order.paid', url: order.notify_url, body: webhookBody(paid, 'order.paid') },
+  ]);
+  if (order.status === 'CREATING') await notifyOutcome(tx, order.id);
+  return late ? 'paid_late' : 'paid';
+}
+
+/** Expires one batch of overdue PENDING orders; returns how many. */
+export async function expireBatch(pool: Pool, boss: PgBoss, batchSize: number, webhookBody: WebhookBody): Promise<number> {
+  return pool.transaction(async (tx) => {
+    const expired = await expireDueOrders(tx, batchSize);
+    await insertOrderEvents(tx, expired.map((o) => ({ orderId: o.id, status: 'EXPIRED' as const, event: 'order.expired', source: 'scheduler' })));
+    await enqueueWebhooks(
+      tx,
+      boss,
+      expired.map((o) => ({ merchantId: o.merchant_id, orderId: o.id, event: 'order.expired', url: o.notify_url, body: webhookBody(o, 'order.expired') })),
+    );
+    return expired.length;
+  });
+}

@@ -1,0 +1,26 @@
+// Reference codes: ORD-<unix seconds>-<suffix>, 25 characters in all, because vendors carry
+// the code as the QRIS bill number (tag 62 sub-tag 01, at most 25). The suffix is 10 characters
+// of Crockford base32 (50 random bits): unguessable, uppercase alphanumeric, no look-alikes.
+import { randomBytes } from 'node:crypto';
+
+const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+export function randomSuffix(length = 10): string {
+  const bytes = randomBytes(length);
+  let out = '';
+  for (let i = 0; i < length; i++) out += ALPHABET[bytes[i] & 31];
+  return out;
+}
+
+function stamp(now: Date): string {
+  return String(Math.floor(now.getTime() / 1000));
+}
+
+export function newRefCode(prefix: 'ORD' | 'DSB' | 'RFD', now = new Date()): string {
+  return `${prefix}-${stamp(now)}-${randomSuffix()}`;
+}
+
+/** Token in qr_url: shown to payers without an API key, so it must not be guessable. */
+export function newQrToken(): string {
+  return randomBytes(18).toString('base64url');
+}

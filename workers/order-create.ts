@@ -1,0 +1,106 @@
+// order-create: turns a CREATING attempt into a PENDING order with a vendor's QR.
+//
+// Vendors are tried in route order. Before each call the vendor is recorded as pending in a
+// committed row, so a crash mid-call is recoverable: the retried job first asks that vendor
+// (query by our ref_code) what it did. Only a definite failure moves on to the next vendor; an
+// unknown outcome (timeout, 5xx) is never retried elsewhere, because the first vendor may have
+// issued a QR the payer could still pay. It is left to order-reconcile, and the waiting API
+// request is told at once so it can answer 409 ORDER_PENDING_CONFIRMATION.
+import { publicBaseUrl } from '../db/config.ts';
+import { logger } from '../db/logger.ts';
+import { getMerchant } from '../db/merchants.ts';
+import { announceUnresolved, confirmOrder, failOrder } from '../db/orders.ts';
+import { clearVendorPending, findOrderById, markVendorPending, type OrderRow } from '../db/orders.sql.ts';
+import { sendJob } from '../db/queue.ts';
+import { getVendor, routeVendors } from '../db/vendors.ts';
+import { presentOrder } from '../api/present/orders.ts';
+import type { WorkerContext } from './context.ts';
+import type { Gateway, QrisStatus } from './vendors/gateway.ts';
+import { gatewayFor } from './vendors/registry.ts';
+import { validateVendorQris } from './vendors/qris.ts';
+
+export function renderCreated(ctx: WorkerContext) {
+  const baseUrl = publicBaseUrl(ctx.config);
+  return (order: OrderRow) => JSON.stringify({ success: true, data: presentOrder(order, baseUrl) });
+}
+
+export function gatewayOf(ctx: WorkerContext, vendor: Parameters<typeof gatewayFor>[0]): Gateway {
+  return gatewayFor(vendor, { timeoutMs: ctx.config.VENDOR_TIMEOUT_MS });
+}
+
+export async function scheduleReconcile(ctx: WorkerContext, orderId: string): Promise<void> {
+  await sendJob(ctx.boss, 'order-reconcile', { order_id: orderId }, { startAfter: ctx.config.ORDER_RECONCILE_DELAY_SECONDS });
+}
+
+/**
+ * What a vendor's answer to a query means for a CREATING attempt: confirmed (it has our QR),
+ * absent (it never accepted the create), or still unknown.
+ */
+export async function resolveWithVendor(ctx: WorkerContext, order: OrderRow, vendorCode: string): Promise<'confirmed' | 'absent' | 'unknown'> {
+  const vendor = await getVendor(ctx.pool, ctx.sealer, vendorCode);
+  if (!vendor) return 'absent';
+  const answer = await gatewayOf(ctx, vendor).queryQris(order.ref_code);
+  if (answer.kind !== 'ok') return 'unknown';
+  const status: QrisStatus = answer.value;
+  if (status.status === 'NOT_FOUND') return 'absent';
+  const problem = status.qrisString ? validateVendorQris(status.qrisString, order.amount) : 'no QRIS string';
+  if (problem || !status.qrisString) return 'absent';
+  await confirmOrder(ctx.pool, order.id, { vendorCode, vendorOrderId: status.vendorOrderId ?? order.ref_code, qrisString: status.qrisString }, 'reconcile', renderCreated(ctx));
+  return 'confirmed';
+}
+
+export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id: string }) {
+  let order = await findOrderById(ctx.pool, payload.order_id);
+  if (!order || order.status !== 'CREATING') return { skipped: order?.status ?? 'missing' };
+
+  if (order.pending_vendor) {
+    const resolved = await resolveWithVendor(ctx, order, order.pending_vendor);
+    if (resolved === 'confirmed') return { resolved: order.pending_vendor };
+    if (resolved === 'unknown') {
+      await scheduleReconcile(ctx, order.id);
+      await announceUnresolved(ctx.pool, order.id);
+      return { unresolved: order.pending_vendor };
+    }
+    await clearVendorPending(ctx.pool, order.id);
+  }
+
+  const vendors = await routeVendors(ctx.pool, ctx.sealer, order.merchant_id, 'QRIS');
+  if (vendors.length === 0) {
+    await failOrder(ctx.pool, order.id, 'NO_VENDOR', { reason: 'no QRIS vendor is routed for this merchant' });
+    return { failed: 'NO_VENDOR' };
+  }
+
+  const merchant = await getMerchant(ctx.pool, order.merchant_id);
+  const failures: Record<string, string> = {};
+  for (const vendor of vendors.filter((v) => !order!.vendors_tried.includes(v.code))) {
+    await markVendorPending(ctx.pool, order.id, vendor.code);
+    const result = await gatewayOf(ctx, vendor).createQris({
+      reference: order.ref_code,
+      amount: order.amount,
+      expiresAt: order.expires_at,
+      merchantName: merchant.name,
+      merchantCity: 'JAKARTA',
+      callbackUrl: `${publicBaseUrl(ctx.config)}/callbacks/${vendor.code}`,
+    });
+    if (result.kind === 'ok') {
+      const problem = validateVendorQris(result.value.qrisString, order.amount);
+      if (!problem) {
+        await confirmOrder(ctx.pool, order.id, { vendorCode: vendor.code, ...result.value }, 'vendor-worker', renderCreated(ctx));
+        return { confirmed: vendor.code };
+      }
+      failures[vendor.code] = `unusable QRIS: ${problem}`;
+    } else if (result.kind === 'failed') {
+      failures[vendor.code] = result.reason;
+    } else {
+      logger.warn({ order: order.ref_code, vendor: vendor.code, reason: result.reason }, 'vendor outcome unknown; reconciling');
+      await scheduleReconcile(ctx, order.id);
+      await announceUnresolved(ctx.pool, order.id);
+      return { unresolved: vendor.code };
+    }
+    logger.warn({ order: order.ref_code, vendor: vendor.code, reason: failures[vendor.code] }, 'vendor failed; trying the next');
+    await clearVendorPending(ctx.pool, order.id);
+    order = { ...order, vendors_tried: [...order.vendors_tried, vendor.code] };
+  }
+  await failOrder(ctx.pool, order.id, 'VENDOR_ERROR', { failures });
+  return { failed: 'VENDOR_ERROR', failures };
+}
