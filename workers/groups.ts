@@ -2,7 +2,11 @@
 // handlers share a resource profile: vendor I/O, disbursement I/O, webhook I/O, periodic
 // sweeps, CSV work. Every group also answers `ping`.
 import type { WorkerContext } from './context.ts';
+import { handleOrderCreate } from './order-create.ts';
+import { startExpirySweep } from './order-expire.ts';
+import { handleOrderReconcile } from './order-reconcile.ts';
 import { handlePing } from './ping.ts';
+import { handleWebhookDeliver } from './webhook-deliver.ts';
 import { workQueue } from './work.ts';
 
 export interface Group {
@@ -16,11 +20,35 @@ async function ping(ctx: WorkerContext) {
   await workQueue(ctx.boss, 'ping', { batchSize: 20 }, handlePing);
 }
 
+// Vendor and webhook handlers wait on remote HTTP, so a process keeps many jobs in flight
+// (batchSize) across a few fetch loops; the figures bound one process's load on vendors.
+const VENDOR_BATCH = 50;
+const WEBHOOK_BATCH = 50;
+
+let sweep: { stop(): Promise<void> } | null = null;
+
 export const groups: Record<string, Group> = {
-  vendor: { start: ping },
+  vendor: {
+    async start(ctx) {
+      await ping(ctx);
+      await workQueue(ctx.boss, 'order-create', { batchSize: VENDOR_BATCH, loops: 2 }, (p) => handleOrderCreate(ctx, p));
+      await workQueue(ctx.boss, 'order-reconcile', { batchSize: VENDOR_BATCH }, (p) => handleOrderReconcile(ctx, p));
+    },
+  },
   disbursement: { start: ping },
-  webhook: { start: ping },
-  scheduler: { start: ping },
+  webhook: {
+    async start(ctx) {
+      await ping(ctx);
+      await workQueue(ctx.boss, 'webhook-deliver', { batchSize: WEBHOOK_BATCH, loops: 2 }, (p) => handleWebhookDeliver(ctx, p));
+    },
+  },
+  scheduler: {
+    async start(ctx) {
+      await ping(ctx);
+      sweep = startExpirySweep(ctx);
+    },
+    stop: async () => sweep?.stop(),
+  },
   csv: { start: ping },
 };
 

@@ -16,6 +16,7 @@ if (!group) {
 }
 
 const config = loadConfig();
+logger.level = config.LOG_LEVEL;
 const pool = await createPool(config.DATABASE_URL, { size: config.DB_POOL_SIZE, name: `worker-${name}` });
 const boss = await startBoss(config.DATABASE_URL, { role: 'worker' });
 await group.start({ config, pool, boss, sealer: createSealer(config.KASIR_MASTER_KEY) });

@@ -1,0 +1,70 @@
+// The expiry sweep (scheduler group): every EXPIRY_SWEEP_INTERVAL_MS, PENDING orders past
+// expires_at become EXPIRED, in batches, each batch one transaction with its events and
+// webhooks. A sweep over an index beats a delayed job per order: millions of deferred jobs
+// would slow every queue fetch. SKIP LOCKED lets several scheduler processes share the work,
+// and a restarted process simply finds the overdue rows on its next pass, well within the
+// 30 seconds the contract allows.
+//
+// The same loop re-queues create attempts left CREATING for longer than a create job can take
+// (jobs that exhausted their retries): the create handler asks the pending vendor first.
+import { logger } from '../db/logger.ts';
+import { expireBatch } from '../db/orders.ts';
+import { findStaleCreating } from '../db/orders.sql.ts';
+import { sendJob } from '../db/queue.ts';
+import { orderWebhookBody } from '../api/present/orders.ts';
+import type { WorkerContext } from './context.ts';
+
+const BATCH = 500;
+const STALE_CREATING_SECONDS = 300;
+
+export async function sweepExpiredOrders(ctx: WorkerContext): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const expired = await expireBatch(ctx.pool, ctx.boss, BATCH, orderWebhookBody);
+    total += expired;
+    if (expired < BATCH) return total;
+  }
+}
+
+async function requeueStaleCreating(ctx: WorkerContext): Promise<number> {
+  const stale = await findStaleCreating(ctx.pool, STALE_CREATING_SECONDS, 100);
+  for (const id of stale) await sendJob(ctx.boss, 'order-create', { order_id: id });
+  return stale.length;
+}
+
+/** Runs the sweep forever (until stopped); one pass at a time, never overlapping. */
+export function startExpirySweep(ctx: WorkerContext): { stop(): Promise<void> } {
+  let stopped = false;
+  let timer: NodeJS.Timeout | null = null;
+  let running: Promise<void> = Promise.resolve();
+  let lastStaleCheck = 0;
+
+  const pass = async () => {
+    try {
+      const expired = await sweepExpiredOrders(ctx);
+      if (expired) logger.info({ expired }, 'orders expired');
+      if (Date.now() - lastStaleCheck > 60_000) {
+        lastStaleCheck = Date.now();
+        const requeued = await requeueStaleCreating(ctx);
+        if (requeued) logger.warn({ requeued }, 'stale create attempts re-queued');
+      }
+    } catch (err) {
+      logger.error({ err }, 'expiry sweep failed; will retry next interval');
+    }
+  };
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      running = pass().finally(schedule);
+    }, ctx.config.EXPIRY_SWEEP_INTERVAL_MS);
+  };
+  running = pass().finally(schedule);
+
+  return {
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await running;
+    },
+  };
+}
