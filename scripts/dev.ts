@@ -9,6 +9,10 @@ import { existsSync } from 'node:fs';
 import { parseConfig, publicBaseUrl, type Config } from '../db/config.ts';
 import { prepareDatabase } from '../db/migrate.ts';
 import { stopChild, type Cluster } from './lib/cluster.ts';
+import { createPool } from '../db/pool.ts';
+import { createSealer } from '../db/secrets.ts';
+import { getVendor, setRoute, upsertVendor } from '../db/vendors.ts';
+import { DEV_SECRET } from '../workers/simulator/config.ts';
 import { clearRunning, localState, recordRunning, ROOT, startLocalCluster } from './lib/local.ts';
 
 const started = Date.now();
@@ -38,6 +42,13 @@ try {
 
 const applied = await prepareDatabase(config.DATABASE_URL);
 if (applied.length) process.stdout.write(`migrations applied: ${applied.join(', ')}\n`);
+
+// The built-in simulator is the default vendor of a development stack, so a merchant made with
+// merchant:create takes orders at once. Registered once: later operator changes (vendor:disable,
+// route:set) are not undone by the next start.
+env.SIMULATOR_PORT ??= '4010';
+env.SIMULATOR_SECRET ??= DEV_SECRET;
+await registerSimulator(config, `http://127.0.0.1:${env.SIMULATOR_PORT}`, env.SIMULATOR_SECRET);
 
 interface Line {
   name: string;
@@ -108,3 +119,18 @@ Then call the API with the api_key it prints:
 
 Press Ctrl-C to stop.
 `);
+
+async function registerSimulator(config: Config, baseUrl: string, secret: string) {
+  const pool = await createPool(config.DATABASE_URL, { size: 1, name: 'dev' });
+  try {
+    const sealer = createSealer(config.KASIR_MASTER_KEY);
+    if (await getVendor(pool, sealer, 'sim')) return;
+    await upsertVendor(pool, sealer, { code: 'sim', kind: 'simulator', baseUrl, credentials: { secret } });
+    for (const method of ['QRIS', 'BANK', 'EWALLET'] as const) {
+      await setRoute(pool, { merchantId: null, method, vendorCode: 'sim', priority: 100 });
+    }
+    process.stdout.write(`registered the built-in simulator (${baseUrl}) as the default vendor\n`);
+  } finally {
+    await pool.end();
+  }
+}

@@ -19,6 +19,8 @@ import {
   merchantSetWebhookSecret,
 } from './ops/merchants.ts';
 import { resolveDatabase } from './lib/local.ts';
+import { routeList, routeSet, vendorAdd, vendorDisable, vendorList } from './ops/vendors.ts';
+import { simulatePay, webhooksList, webhooksResend } from './ops/orders.ts';
 
 const commands: Command[] = [
   merchantCreate,
@@ -27,6 +29,14 @@ const commands: Command[] = [
   merchantRotateKey,
   merchantSetPublicKey,
   merchantSetWebhookSecret,
+  vendorAdd,
+  vendorList,
+  vendorDisable,
+  routeSet,
+  routeList,
+  simulatePay,
+  webhooksList,
+  webhooksResend,
   jobsList,
   jobsRerun,
   jobsPing,

@@ -1,0 +1,87 @@
+// Order support tools: pay an order at the simulator, inspect and resend webhooks.
+import got from 'got';
+import { z } from 'zod';
+import { sql, type Pool } from '../../db/pool.ts';
+import { sendJob } from '../../db/queue.ts';
+import { getVendor } from '../../db/vendors.ts';
+import { findDelivery, listAttempts, listOrderDeliveries, reopenDelivery } from '../../db/webhooks.ts';
+import { command, OpsError } from './command.ts';
+
+const refCode = z.string().regex(/^ORD-\d+-[0-9A-Z]+$/, '--ref must be an ORD- reference code');
+
+async function orderByRef(pool: Pool, ref: string) {
+  const order = await pool.maybeOne(sql.type(z.object({ id: z.string(), status: z.string(), vendor_code: z.string().nullable() }))`
+    select id, status, vendor_code from orders where ref_code = ${ref}`);
+  if (!order) throw new OpsError(`no order ${ref}`);
+  return order;
+}
+
+export const simulatePay = command({
+  name: 'simulate:pay',
+  summary: "Pay an order's QR at the simulator gateway (as a payer's phone would)",
+  usage: 'simulate:pay --ref ORD-... [--force] [--json]',
+  flags: { ref: { type: 'string' }, force: { type: 'boolean' } },
+  input: z.object({ ref: refCode, force: z.boolean().optional() }),
+  async run(ctx, input) {
+    const pool = await ctx.pool();
+    const order = await orderByRef(pool, input.ref);
+    if (!order.vendor_code) throw new OpsError(`order ${input.ref} has no QR yet (status ${order.status})`);
+    const vendor = await getVendor(pool, ctx.sealer(), order.vendor_code);
+    if (!vendor || vendor.kind !== 'simulator') throw new OpsError(`order ${input.ref} is at vendor ${order.vendor_code}, not a simulator`);
+    const response = await got.post(`${vendor.baseUrl}/simulate/pay`, {
+      json: { reference: input.ref, ...(input.force ? { force: true } : {}) },
+      throwHttpErrors: false,
+      retry: { limit: 0 },
+      timeout: { request: 10_000 },
+    });
+    const body = JSON.parse(response.body || '{}');
+    if (response.statusCode !== 200) {
+      throw new OpsError(`simulator refused the payment (${response.statusCode}): ${body?.error?.message ?? response.body}`);
+    }
+    return { json: body, text: `paid ${input.ref} at ${vendor.code} (rrn ${body.rrn}); the callback is on its way to Kasir` };
+  },
+});
+
+export const webhooksList = command({
+  name: 'webhooks:list',
+  summary: "List an order's webhook deliveries and their attempts",
+  usage: 'webhooks:list --ref ORD-... [--json]',
+  flags: { ref: { type: 'string' } },
+  input: z.object({ ref: refCode }),
+  async run(ctx, input) {
+    const pool = await ctx.pool();
+    const order = await orderByRef(pool, input.ref);
+    const deliveries = await Promise.all(
+      (await listOrderDeliveries(pool, order.id)).map(async (d) => ({
+        id: d.id,
+        event: d.event,
+        url: d.url,
+        status: d.status,
+        attempts: (await listAttempts(pool, d.id)).map((a) => ({ ...a, created_at: a.created_at.toISOString() })),
+        next_attempt_at: d.next_attempt_at?.toISOString() ?? null,
+        created_at: d.created_at.toISOString(),
+      })),
+    );
+    const text = deliveries.length
+      ? deliveries
+          .map((d) => `${d.id}  ${d.event.padEnd(14)} ${d.status.padEnd(9)} ${d.url}\n${d.attempts.map((a) => `    #${a.attempt} ${a.status_code ?? '---'} ${a.latency_ms}ms ${a.error ?? ''}`).join('\n')}`)
+          .join('\n')
+      : 'no webhook deliveries';
+    return { json: { deliveries }, text };
+  },
+});
+
+export const webhooksResend = command({
+  name: 'webhooks:resend',
+  summary: 'Send a webhook delivery again now (same body and webhook-id)',
+  usage: 'webhooks:resend --id DELIVERY_ID [--json]',
+  flags: { id: { type: 'string' } },
+  input: z.object({ id: z.uuid('--id must be a delivery UUID') }),
+  async run(ctx, input) {
+    const pool = await ctx.pool();
+    if (!(await findDelivery(pool, input.id))) throw new OpsError(`no webhook delivery ${input.id}`);
+    await reopenDelivery(pool, input.id);
+    await sendJob(await ctx.boss(), 'webhook-deliver', { delivery_id: input.id });
+    return { json: { id: input.id, queued: true }, text: `delivery ${input.id} queued for another attempt` };
+  },
+});
