@@ -128,13 +128,29 @@ export function clearVendorPending(db: Db, id: string) {
   return db.query(sql.unsafe`update orders set pending_vendor = null, updated_at = now() where id = ${id}`);
 }
 
-export function setOrderConfirmed(db: Db, id: string, v: { vendorCode: string; vendorOrderId: string; qrisString: string }) {
-  return db.one(sql.type(orderRow)`
-    update orders
-    set status = 'PENDING', vendor_code = ${v.vendorCode}, vendor_order_id = ${v.vendorOrderId},
-        qris_string = ${v.qrisString}, pending_vendor = null, updated_at = now()
-    where id = ${id}
-    returning ${columns}`);
+/**
+ * CREATING → PENDING with the vendor's QR, its event, the key's stored 201 and the outcome
+ * notification (delivered at commit), in one statement. Null when the attempt was not CREATING.
+ */
+export function confirmAttempt(
+  db: Db,
+  c: { orderId: string; vendorCode: string; vendorOrderId: string; qrisString: string; source: string; detail: unknown; responseBody: string; channel: string },
+) {
+  return db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+    with confirmed as (
+      update orders
+      set status = 'PENDING', vendor_code = ${c.vendorCode}, vendor_order_id = ${c.vendorOrderId},
+          qris_string = ${c.qrisString}, pending_vendor = null, updated_at = now()
+      where id = ${c.orderId} and status = 'CREATING'
+      returning id
+    ), event as (
+      insert into order_events (order_id, status, event, source, detail)
+      select id, 'PENDING', 'order.created', ${c.source}, ${sql.jsonb(c.detail as never)} from confirmed
+    ), answer as (
+      update idempotency_keys set response_status = 201, response_body = ${c.responseBody}
+      where order_id in (select id from confirmed) and response_body is null
+    )
+    select id, pg_notify(${c.channel}, id::text) as notified from confirmed`);
 }
 
 export function setOrderFailed(db: Db, id: string, failureCode: 'NO_VENDOR' | 'VENDOR_ERROR') {

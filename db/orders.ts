@@ -31,7 +31,7 @@ import {
   lockOrder,
   lockOrderByRef,
   repointIdempotencyKey,
-  setOrderConfirmed,
+  confirmAttempt,
   setOrderFailed,
   setOrderPaid,
   storeIdempotentResponse,
@@ -127,23 +127,37 @@ async function notifyOutcome(tx: Db, orderId: string) {
   await tx.query(sql.unsafe`select pg_notify(${ORDER_OUTCOME_CHANNEL}, ${orderId})`);
 }
 
-/** The vendor produced a usable QR: the attempt becomes a PENDING order. */
+/**
+ * The vendor produced a usable QR: the attempt becomes a PENDING order, with its event, the
+ * idempotency key's final response and the waiting request's notification — one statement,
+ * so one round trip on the hottest path. `attempt` is the CREATING row as the worker loaded
+ * it; nothing the response shows changes while an attempt is CREATING, so the response is
+ * rendered from it. Returns false when the attempt was already resolved (a duplicate job).
+ */
 export async function confirmOrder(
-  pool: Pool,
-  orderId: string,
+  db: Db,
+  attempt: OrderRow,
   vendor: { vendorCode: string; vendorOrderId: string; qrisString: string },
   source: string,
   render: (order: OrderRow) => string,
-): Promise<OrderRow | null> {
-  return pool.transaction(async (tx) => {
-    const order = await lockOrder(tx, orderId);
-    if (!order || order.status !== 'CREATING') return order; // already resolved: a duplicate job
-    const confirmed = await setOrderConfirmed(tx, orderId, vendor);
-    await insertOrderEvent(tx, { orderId, status: 'PENDING', event: 'order.created', source, detail: { vendor: vendor.vendorCode } });
-    await storeIdempotentResponse(tx, { orderId }, 201, render(confirmed));
-    await notifyOutcome(tx, orderId);
-    return confirmed;
+): Promise<boolean> {
+  const body = render({
+    ...attempt,
+    status: 'PENDING',
+    vendor_code: vendor.vendorCode,
+    vendor_order_id: vendor.vendorOrderId,
+    qris_string: vendor.qrisString,
+    pending_vendor: null,
   });
+  const confirmed = await confirmAttempt(db, {
+    orderId: attempt.id,
+    ...vendor,
+    source,
+    detail: { vendor: vendor.vendorCode },
+    responseBody: body,
+    channel: ORDER_OUTCOME_CHANNEL,
+  });
+  return confirmed !== null;
 }
 
 /** No vendor produced a QR (or none is routed): the attempt fails and frees its id. */

@@ -45,7 +45,7 @@ export async function resolveWithVendor(ctx: WorkerContext, order: OrderRow, ven
   if (status.status === 'NOT_FOUND') return 'absent';
   const problem = status.qrisString ? validateVendorQris(status.qrisString, order.amount) : 'no QRIS string';
   if (problem || !status.qrisString) return 'absent';
-  await confirmOrder(ctx.pool, order.id, { vendorCode, vendorOrderId: status.vendorOrderId ?? order.ref_code, qrisString: status.qrisString }, 'reconcile', renderCreated(ctx));
+  await confirmOrder(ctx.pool, order, { vendorCode, vendorOrderId: status.vendorOrderId ?? order.ref_code, qrisString: status.qrisString }, 'reconcile', renderCreated(ctx));
   return 'confirmed';
 }
 
@@ -85,7 +85,7 @@ export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id:
     if (result.kind === 'ok') {
       const problem = validateVendorQris(result.value.qrisString, order.amount);
       if (!problem) {
-        await confirmOrder(ctx.pool, order.id, { vendorCode: vendor.code, ...result.value }, 'vendor-worker', renderCreated(ctx));
+        await confirmOrder(ctx.pool, order, { vendorCode: vendor.code, ...result.value }, 'vendor-worker', renderCreated(ctx));
         return { confirmed: vendor.code };
       }
       failures[vendor.code] = `unusable QRIS: ${problem}`;

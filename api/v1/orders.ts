@@ -104,14 +104,15 @@ export function orderRoutes(ctx: AppContext): Router {
     if (outcome.kind !== 'attempt') wait.cancel();
     if (outcome.kind === 'replay') return sendRaw(res, outcome.status, outcome.body, true);
     if (outcome.kind === 'existing') return sendRaw(res, 200, outcome.body, false);
-    const order = await awaitOutcome(ctx, outcome.kind === 'attempt' ? wait : null, outcome.orderId);
-    if (order.status === 'CREATING') throw new ApiError('ORDER_PENDING_CONFIRMATION');
-    if (order.status === 'FAILED') throw new ApiError(order.failure_code === 'NO_VENDOR' ? 'NO_VENDOR' : 'VENDOR_ERROR');
+    await awaitOutcome(ctx, outcome.kind === 'attempt' ? wait : null, outcome.orderId);
     if (keyHeader !== undefined) {
       // The transaction that confirmed the order stored its answer: send exactly those bytes.
       const stored = await findIdempotencyKey(ctx.pool, merchant.id, keyHeader);
       if (stored?.response_body && stored.response_status) return sendRaw(res, stored.response_status, stored.response_body, false);
     }
+    const order = await findOrderById(ctx.pool, outcome.orderId);
+    if (!order || order.status === 'CREATING') throw new ApiError('ORDER_PENDING_CONFIRMATION');
+    if (order.status === 'FAILED') throw new ApiError(order.failure_code === 'NO_VENDOR' ? 'NO_VENDOR' : 'VENDOR_ERROR');
     sendRaw(res, 201, render(order), false);
   });
 
@@ -164,23 +165,20 @@ function sendRaw(res: Response, status: number, body: string, replayed: boolean)
 }
 
 /**
- * Waits for the worker to resolve an attempt, then reads the row. Any notification is a
- * resolution (confirmed, failed, or "outcome unknown at the vendor"); at the deadline the row
- * is read as it is, and a still-CREATING attempt becomes 409 ORDER_PENDING_CONFIRMATION.
+ * Waits until the worker resolves the attempt (confirmed, failed, or "outcome unknown at the
+ * vendor": any notification) or the deadline passes; the caller then reads the row, the only
+ * truth, and a still-CREATING attempt becomes 409 ORDER_PENDING_CONFIRMATION.
  */
-async function awaitOutcome(ctx: AppContext, registered: Expectation | null, orderId: string): Promise<OrderRow> {
+async function awaitOutcome(ctx: AppContext, registered: Expectation | null, orderId: string): Promise<void> {
   const wait = registered ?? ctx.waiter.expect(orderId, ctx.config.ORDER_CREATE_DEADLINE_MS);
   try {
     if (!registered) {
       // Joining another request's attempt: it may have resolved before we started listening.
       const now = await findOrderById(ctx.pool, orderId);
-      if (now && now.status !== 'CREATING') return now;
+      if (now && now.status !== 'CREATING') return;
     }
     await wait.done;
   } finally {
     wait.cancel();
   }
-  const order = await findOrderById(ctx.pool, orderId);
-  if (!order) throw new Error(`order ${orderId} vanished`);
-  return order;
 }
