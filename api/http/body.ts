@@ -29,7 +29,22 @@ export function jsonBody(limit: string) {
       } catch {
         return next(new ApiError('INVALID_JSON'));
       }
+      const nul = nulPath(req.body);
+      if (nul) return next(new ApiError('INVALID_BODY', `${nul.join('.') || 'body'}: must not contain NUL (U+0000) characters`));
       next();
     },
   ];
+}
+
+/** Postgres text and jsonb cannot hold U+0000: a body carrying one is refused up front. */
+export function nulPath(value: unknown, path: string[] = []): string[] | null {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : null;
+  if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      if (key.includes('\u0000')) return [...path, key];
+      const found = nulPath(item, [...path, key]);
+      if (found) return found;
+    }
+  }
+  return null;
 }

@@ -119,7 +119,9 @@ export function orderRoutes(ctx: AppContext): Router {
   router.get('/v1/orders', async (req, res) => {
     const { page, limit } = pagination(req);
     const filter = req.query.merchant_order_id;
-    if (filter !== undefined && typeof filter !== 'string') throw new ApiError('INVALID_BODY', 'merchant_order_id must be a string');
+    if (filter !== undefined && (typeof filter !== 'string' || filter.includes('\u0000'))) {
+      throw new ApiError('INVALID_BODY', 'merchant_order_id must be a string without NUL characters');
+    }
     const [rows, total] = await listMerchantOrders(ctx.pool, req.merchant.id, { merchantOrderId: filter }, page, limit);
     sendPage(res, rows.map((row) => presentOrder(row, baseUrl)), pageMeta(page, limit, total));
   });
@@ -154,7 +156,7 @@ export function orderRoutes(ctx: AppContext): Router {
 
 async function merchantOrder(ctx: AppContext, req: Request): Promise<OrderRow> {
   const ref = String(req.params.ref_code);
-  const order = ref.length <= 64 ? await findMerchantOrder(ctx.pool, req.merchant.id, ref) : null;
+  const order = ref.length <= 64 && !ref.includes('\u0000') ? await findMerchantOrder(ctx.pool, req.merchant.id, ref) : null;
   if (!order) throw new ApiError('ORDER_NOT_FOUND');
   return order;
 }
