@@ -42,7 +42,7 @@ export function callbackRoutes(ctx: AppContext): Router {
       }
       return 'recorded';
     });
-    if (result === 'unknown_order' || result === 'amount_mismatch') {
+    if (result === 'unknown_order' || result === 'amount_mismatch' || result === 'failed_attempt') {
       logger.warn({ vendor: vendor.code, eventId: event.eventId, reference: event.reference, result }, 'callback not applied');
     }
     sendData(res, { received: true, result });

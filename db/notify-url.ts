@@ -59,6 +59,14 @@ export function checkNotifyUrl(raw: string, allowlist: readonly string[]): strin
   return null;
 }
 
+/** Delivery-time check of an IP-literal host: Node connects to it without calling the lookup. */
+export function assertLiteralHostAllowed(raw: string, allowlist: readonly string[]): void {
+  const host = new URL(raw).hostname.replace(/^\[|\]$/g, '');
+  if (ipaddr.isValid(host) && !allowed(host, host, allowlist) && !isPublic(host)) {
+    throw new BlockedDestination(`${host} is a private or local address`);
+  }
+}
+
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
 /**

@@ -184,7 +184,7 @@ export interface Payment {
   vendorOrderId: string | null;
 }
 
-export type PaymentResult = 'paid' | 'paid_late' | 'already_paid' | 'unknown_order' | 'amount_mismatch';
+export type PaymentResult = 'paid' | 'paid_late' | 'already_paid' | 'unknown_order' | 'amount_mismatch' | 'failed_attempt';
 
 /**
  * Applies a payment the vendor reported (callback or reconciliation). PENDING → PAID; a payment
@@ -195,6 +195,15 @@ export async function applyPayment(tx: Db, boss: PgBoss, payment: Payment, sourc
   const order = await lockOrderByRef(tx, payment.refCode);
   if (!order) return 'unknown_order';
   if (order.status === 'PAID' || order.status === 'REFUNDED') return 'already_paid';
+  if (order.status === 'FAILED') {
+    // A QR of an attempt Kasir gave up on was paid anyway. If the merchant_order_id has moved
+    // on to a live order, this attempt cannot become that order: keep the facts for support.
+    const live = await findLiveOrderByMerchantOrderId(tx, order.merchant_id, order.merchant_order_id);
+    if (live) {
+      await insertOrderEvent(tx, { orderId: order.id, status: 'FAILED', event: 'payment.on_failed_attempt', source, detail: { rrn: payment.rrn, amount: payment.amount, live_order: live.ref_code } });
+      return 'failed_attempt';
+    }
+  }
   if (payment.amount !== order.amount) {
     await insertOrderEvent(tx, {
       orderId: order.id,
@@ -205,9 +214,10 @@ export async function applyPayment(tx: Db, boss: PgBoss, payment: Payment, sourc
     });
     return 'amount_mismatch';
   }
-  const late = order.status === 'EXPIRED';
-  if (order.status === 'CREATING') {
-    // Paid before our create call returned (possible with instant payers): the QR exists.
+  const late = order.status === 'EXPIRED' || order.status === 'FAILED';
+  if (order.status === 'CREATING' || order.status === 'FAILED') {
+    // Paid before our create call returned (instant payers), or a given-up attempt with no live
+    // successor: the QR exists and money was received, so it becomes the order.
     await insertOrderEvent(tx, { orderId: order.id, status: 'PENDING', event: 'order.created', source });
   }
   const paid = await setOrderPaid(tx, order.id, { paidAt: payment.paidAt, rrn: payment.rrn, vendorOrderId: payment.vendorOrderId, late });

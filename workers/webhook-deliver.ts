@@ -4,12 +4,13 @@
 // fresh per attempt. The attempt's record and the next attempt's job are written in one
 // transaction, so a crash cannot lose the retry nor schedule it twice. A worker dying
 // mid-request leaves the job to pg-boss's retry: delivery is at-least-once, and receivers
-// dedupe on webhook-id (stable across attempts).
+// dedupe on webhook-id (stable across attempts). IP-literal hosts are checked here; names are
+// checked on the addresses they resolve to, inside the lookup the connection uses.
 import { createHmac } from 'node:crypto';
 import got from 'got';
 import { logger } from '../db/logger.ts';
 import { getMerchant, webhookSecretOf } from '../db/merchants.ts';
-import { BlockedDestination, guardedLookup } from '../db/notify-url.ts';
+import { assertLiteralHostAllowed, BlockedDestination, guardedLookup } from '../db/notify-url.ts';
 import { inTransaction, sendJob } from '../db/queue.ts';
 import { findDelivery, recordAttempt, type DeliveryRow } from '../db/webhooks.ts';
 import { hmacKey, signBody } from '../api/http/signature.ts';
@@ -27,6 +28,7 @@ export function signatureHeaders(secret: string | null, id: string, timestamp: n
 async function attempt(ctx: WorkerContext, delivery: DeliveryRow, secret: string | null) {
   const started = performance.now();
   try {
+    assertLiteralHostAllowed(delivery.url, ctx.config.NOTIFY_URL_ALLOWLIST);
     const response = await got.post(delivery.url, {
       body: delivery.body,
       headers: {
@@ -54,6 +56,8 @@ async function attempt(ctx: WorkerContext, delivery: DeliveryRow, secret: string
 export async function handleWebhookDeliver(ctx: WorkerContext, payload: { delivery_id: string }) {
   const delivery = await findDelivery(ctx.pool, payload.delivery_id);
   if (!delivery || delivery.status !== 'PENDING') return { skipped: delivery?.status ?? 'missing' };
+  // A retry job made stale by an operator's resend (which moved next_attempt_at) stands down.
+  if (delivery.next_attempt_at && delivery.next_attempt_at.getTime() > Date.now() + 1000) return { skipped: 'not due' };
   const secret = webhookSecretOf(ctx.sealer, await getMerchant(ctx.pool, delivery.merchant_id));
   const result = await attempt(ctx, delivery, secret);
   const retryIn = result.ok ? null : (ctx.config.WEBHOOK_RETRY_SCHEDULE[delivery.attempts] ?? null);

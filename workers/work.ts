@@ -26,8 +26,10 @@ export async function workQueue<Q extends QueueName>(
       localConcurrency: options.loops ?? 1,
       burstWhenBatchFull: options.batchSize > 1,
       perJobResults: true,
-      pollingIntervalSeconds: 2,
-      notifyPollingIntervalSeconds: 10,
+      // NOTIFY wakes workers for new jobs, but a delayed job (startAfter: webhook retries,
+      // reconciliation) is announced by nobody when it comes due: this poll is its clock.
+      pollingIntervalSeconds: 1,
+      notifyPollingIntervalSeconds: 1,
     },
     async (jobs) =>
       Promise.all(
