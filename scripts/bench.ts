@@ -1,0 +1,40 @@
+// The project's benchmarks: `npm run bench -- <name> [flags]`, one module per bench under
+// scripts/bench/. Each module parses its own flags, gets its own database (scripts/bench/
+// database.ts) and prints its own report (plain text, or one JSON object with --json).
+const benches: Record<string, { summary: string; load: () => Promise<{ run(args: string[]): Promise<void> }> }> = {
+  queue: {
+    summary:
+      'pg-boss: ping pickup latency and burst drain rate through one real worker process\n' +
+      '           [--pings 200] [--jobs 10000] [--rounds 2] [--stale-stats]',
+    load: () => import('./bench/queue.ts'),
+  },
+};
+
+function help(): string {
+  const lines = Object.entries(benches).map(([name, b]) => `  ${name.padEnd(8)} ${b.summary}`);
+  return ['usage: npm run bench -- <name> [--durable] [--json] [bench flags]', '', ...lines].join('\n');
+}
+
+const [name, ...args] = process.argv.slice(2);
+if (!name || name === 'help' || name === '--help') {
+  process.stdout.write(`${help()}\n`);
+  process.exit(name ? 0 : 64);
+}
+const bench = benches[name];
+if (!bench) {
+  process.stderr.write(`unknown bench ${name}\n${help()}\n`);
+  process.exit(64);
+}
+
+try {
+  await (await bench.load()).run(args);
+} catch (err) {
+  if (String((err as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')) {
+    process.stderr.write(`${(err as Error).message}\n${help()}\n`);
+    process.exit(64);
+  }
+  process.stderr.write(`bench ${name} failed: ${(err as Error).stack ?? err}\n`);
+  process.exit(1);
+}
+// Explicit: a lingering pool handle must not keep a finished bench alive.
+process.exit(0);
