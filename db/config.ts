@@ -26,6 +26,13 @@ export const configSchema = z.object({
   ORDER_CREATE_DEADLINE_MS: ms(10_000),
   /** Per-request timeout of calls to vendors. */
   VENDOR_TIMEOUT_MS: ms(8_000),
+  /**
+   * How long an order-create job may run before it counts as abandoned (its worker died) and is
+   * retried elsewhere. Must exceed the longest run: the routed vendors × VENDOR_TIMEOUT_MS.
+   */
+  ORDER_CREATE_JOB_EXPIRE_SECONDS: z.coerce.number().int().min(1).default(120),
+  /** How often each worker process looks for abandoned jobs (pg-boss supervise/monitor interval). */
+  QUEUE_MONITOR_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
   /** Delay before order-reconcile asks the vendor about an unresolved create. */
   ORDER_RECONCILE_DELAY_SECONDS: z.coerce.number().int().min(0).default(5),
   /** Interval of the expiry sweep; must stay well under the 30 s the spec allows. */

@@ -132,11 +132,12 @@ export function clearVendorPending(db: Db, id: string) {
  * CREATING → PENDING with the vendor's QR, its event, the key's stored 201 and the outcome
  * notification (delivered at commit), in one statement. Null when the attempt was not CREATING.
  */
-export function confirmAttempt(
+export async function confirmAttempt(
   db: Db,
   c: { orderId: string; vendorCode: string; vendorOrderId: string; qrisString: string; source: string; detail: unknown; responseBody: string; channel: string },
-) {
-  return db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+): Promise<string | null> {
+  // Two columns (id and the notify call): maybeOne, since maybeOneFirst refuses any row with more.
+  const row = await db.maybeOne(sql.type(z.object({ id: z.string() }))`
     with confirmed as (
       update orders
       set status = 'PENDING', vendor_code = ${c.vendorCode}, vendor_order_id = ${c.vendorOrderId},
@@ -151,6 +152,7 @@ export function confirmAttempt(
       where order_id in (select id from confirmed) and response_body is null
     )
     select id, pg_notify(${c.channel}, id::text) as notified from confirmed`);
+  return row?.id ?? null;
 }
 
 export function setOrderFailed(db: Db, id: string, failureCode: 'NO_VENDOR' | 'VENDOR_ERROR') {

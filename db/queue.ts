@@ -40,6 +40,10 @@ export interface BossOptions {
   /** Workers need the LISTEN connection and supervision; a sender does not. */
   role: 'worker' | 'sender';
   poolSize?: number;
+  /** Worker role: how often this process fails jobs whose worker died (pg-boss default 60 s). */
+  monitorIntervalSeconds?: number;
+  /** Expiry overrides, applied to existing queues too (jobs take the queue's value when sent). */
+  expireInSeconds?: Partial<Record<QueueName, number>>;
 }
 
 export async function startBoss(url: string, options: BossOptions): Promise<PgBoss> {
@@ -50,22 +54,28 @@ export async function startBoss(url: string, options: BossOptions): Promise<PgBo
     max: options.poolSize ?? (worker ? 6 : 4),
     useListenNotify: worker,
     supervise: worker,
+    ...(options.monitorIntervalSeconds
+      ? { superviseIntervalSeconds: options.monitorIntervalSeconds, monitorIntervalSeconds: options.monitorIntervalSeconds }
+      : {}),
     schedule: worker,
     migrate: true,
   });
   boss.on('error', (err) => logger.error({ err }, 'pg-boss error'));
   boss.on('warning', (warning) => logger.warn({ warning }, 'pg-boss warning'));
   await boss.start();
-  await createQueues(boss);
+  await createQueues(boss, options.expireInSeconds);
   return boss;
 }
 
-/** Creates every missing queue. Idempotent; run at every process start. */
-export async function createQueues(boss: PgBoss): Promise<void> {
-  const existing = new Set((await boss.getQueues()).map((q) => q.name));
+/** Creates every missing queue and applies expiry overrides. Idempotent; run at every process start. */
+export async function createQueues(boss: PgBoss, expireInSeconds: Partial<Record<QueueName, number>> = {}): Promise<void> {
+  const existing = new Map((await boss.getQueues()).map((q) => [q.name, q]));
   for (const name of queueNames) {
-    const options = { ...queues[name].options, notify: true };
-    if (!existing.has(name)) await boss.createQueue(name, options);
+    const expire = expireInSeconds[name];
+    const options = { ...queues[name].options, ...(expire ? { expireInSeconds: expire } : {}), notify: true };
+    const queue = existing.get(name);
+    if (!queue) await boss.createQueue(name, options);
+    else if (expire && queue.expireInSeconds !== expire) await boss.updateQueue(name, { expireInSeconds: expire });
   }
 }
 

@@ -62,6 +62,10 @@ export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id:
       return { unresolved: order.pending_vendor };
     }
     await clearVendorPending(ctx.pool, order.id);
+    // The vendor has no record: the call cut off by the crash never reached it, so it did not
+    // fail either. Call it again (vendors are idempotent on our reference) rather than skip it.
+    const absent = order.pending_vendor;
+    order = { ...order, vendors_tried: order.vendors_tried.filter((code) => code !== absent) };
   }
 
   const vendors = await routeVendors(ctx.pool, ctx.sealer, order.merchant_id, 'QRIS');

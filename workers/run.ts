@@ -18,7 +18,11 @@ if (!group) {
 const config = loadConfig();
 logger.level = config.LOG_LEVEL;
 const pool = await createPool(config.DATABASE_URL, { size: config.DB_POOL_SIZE, name: `worker-${name}` });
-const boss = await startBoss(config.DATABASE_URL, { role: 'worker' });
+const boss = await startBoss(config.DATABASE_URL, {
+  role: 'worker',
+  monitorIntervalSeconds: config.QUEUE_MONITOR_INTERVAL_SECONDS,
+  expireInSeconds: { 'order-create': config.ORDER_CREATE_JOB_EXPIRE_SECONDS },
+});
 await group.start({ config, pool, boss, sealer: createSealer(config.KASIR_MASTER_KEY) });
 logger.info({ group: name }, 'worker group started');
 process.send?.({ ready: true, group: name });

@@ -17,6 +17,8 @@ export function testEnv(databaseUrl: string, overrides: Record<string, string> =
     WEBHOOK_TIMEOUT_MS: '2000',
     WEBHOOK_RETRY_SCHEDULE: '1,1,2',
     VENDOR_TIMEOUT_MS: '1500',
+    ORDER_CREATE_JOB_EXPIRE_SECONDS: '5',
+    QUEUE_MONITOR_INTERVAL_SECONDS: '1',
     ...overrides,
   };
 }
