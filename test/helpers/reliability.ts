@@ -7,10 +7,6 @@ import { sql, type Pool } from '../../db/pool.ts';
 import { call, type TestResponse } from './http.ts';
 import { simulatorRequest, type SimulatorProcess } from './simulator.ts';
 
-interface Teardown {
-  teardown(fn: () => unknown): void;
-}
-
 export interface OrderBody {
   merchant_order_id: string;
   amount: number;
