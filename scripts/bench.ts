@@ -8,6 +8,12 @@ const benches: Record<string, { summary: string; load: () => Promise<{ run(args:
       '           [--pings 200] [--jobs 10000] [--rounds 2] [--stale-stats]',
     load: () => import('./bench/queue.ts'),
   },
+  orders: {
+    summary:
+      'POST /v1/orders through the API, vendor worker and simulator processes, vs Express 5 + one INSERT\n' +
+      '           [--connections 10,25,50] [--duration 15] [--warmup 3] [--pool 10] [--worker-pool 20] [--stats] [--orders-only]',
+    load: () => import('./bench/orders.ts'),
+  },
 };
 
 function help(): string {

@@ -1,0 +1,490 @@
+// Orders bench: POST /v1/orders throughput and latency through the whole stack, as production
+// runs it, next to a ceiling measured in the same run on the same machine and database.
+//
+//   npm run bench -- orders [--connections 10,25,50] [--duration 15] [--warmup 3]
+//                           [--pool 10] [--worker-pool 20] [--durable] [--stats] [--json]
+//
+// Processes (each a child, as the Procfile runs it): the API (api/server.ts), the simulator
+// gateway (workers/simulator/server.ts, no injected latency), the `vendor` worker group
+// (workers/run.ts vendor), and the ceiling (scripts/bench/ceiling.ts: Express 5, one INSERT per
+// request). The simulator is registered as a vendor and the platform's default QRIS route, and
+// one merchant without a webhook secret is created, directly through db/.
+//
+// For each connection count: orders (warm-up, then the measured run), then the ceiling (same).
+// autocannon runs in this process; every request carries a unique merchant_order_id and
+// Idempotency-Key. Around each measured run it samples the CPU of every process (/proc), and for
+// orders reads where each create's time went from the rows' own timestamps (database clock).
+// --stats runs on a cluster with pg_stat_statements and counts statements per created order.
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import { setTimeout as delay } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { defaultBrand } from '../../db/brands.ts';
+import { createMerchant } from '../../db/merchants.ts';
+import { createPool } from '../../db/pool.ts';
+import { createSealer, newMasterKey } from '../../db/secrets.ts';
+import { setRoute, upsertVendor } from '../../db/vendors.ts';
+import { freePort } from '../lib/cluster.ts';
+import { processTicks, selfTicks, startCpuSample, treeTicks, parentPid, type Probe } from './cpu.ts';
+import { benchDatabase, type BenchDatabase } from './database.ts';
+import { startProcess, type BenchProcess } from './processes.ts';
+import { statsDatabase } from './stats-database.ts';
+
+const VENDOR = 'bench-sim';
+/** The issue's target: orders at ≥ 25% of the ceiling's throughput, with p99 ≤ 50 ms. */
+const TARGET_RATIO = 0.25;
+const TARGET_P99_MS = 50;
+const SETTLE_TIMEOUT_MS = 60_000;
+/** Marks the bench's own statements, so pg_stat_statements figures leave them out. */
+const MARK = '/* bench */';
+
+export async function run(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      connections: { type: 'string', default: '10,25,50' },
+      duration: { type: 'string', default: '15' },
+      warmup: { type: 'string', default: '3' },
+      pool: { type: 'string', default: '10' },
+      'worker-pool': { type: 'string', default: '20' },
+      durable: { type: 'boolean', default: false },
+      stats: { type: 'boolean', default: false },
+      'orders-only': { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  const connections = values.connections.split(',').map((c) => positive('connections', c));
+  const duration = positive('duration', values.duration);
+  const warmup = positive('warmup', values.warmup);
+  const apiPool = positive('pool', values.pool);
+  const workerPool = positive('worker-pool', values['worker-pool']);
+
+  const loadBefore = Number(os.loadavg()[0].toFixed(2));
+  const db: BenchDatabase = values.stats ? await statsDatabase({ durable: values.durable }) : await benchDatabase({ durable: values.durable });
+  const masterKey = newMasterKey();
+  const sealer = createSealer(masterKey);
+  const pool = await createPool(db.url, { size: 2, name: 'bench' });
+  const client = new pg.Client({ connectionString: db.url });
+  client.on('error', () => undefined); // the cluster may stop under it on Ctrl-C
+  const processes: BenchProcess[] = [];
+  try {
+    await client.connect();
+    const common = { DATABASE_URL: db.url, KASIR_MASTER_KEY: masterKey, LOG_LEVEL: 'warn' };
+
+    // The simulator, registered as the vendor of every order the bench makes.
+    const simSecret = randomBytes(18).toString('base64url');
+    const sim = await startProcess(
+      'simulator',
+      'workers/simulator/server.ts',
+      [],
+      { LOG_LEVEL: 'warn', SIMULATOR_HOST: '127.0.0.1', SIMULATOR_PORT: String(await freePort()), SIMULATOR_CODE: VENDOR, SIMULATOR_SECRET: simSecret },
+      /^simulator listening on (http:\/\/\S+)$/,
+    );
+    processes.push(sim);
+    const simUrl = (sim.ready as RegExpExecArray)[1];
+    await upsertVendor(pool, sealer, { code: VENDOR, kind: 'simulator', baseUrl: simUrl, credentials: { secret: simSecret } });
+    const merchant = await createMerchant(pool, sealer, {
+      name: 'Bench Merchant',
+      settlementType: 'MANUAL',
+      brandId: (await defaultBrand(pool)).id,
+      webhookSecret: null, // no X-Signature to compute
+      notifyUrl: null,
+    });
+    // The platform default route on a throwaway cluster (as npm start and the tests do); on a
+    // DATABASE_URL server, the merchant's own route, so the server's default routes stay as they are.
+    const ownRoute = db.source === 'DATABASE_URL';
+    await setRoute(pool, { merchantId: ownRoute ? merchant.merchant_id : null, method: 'QRIS', vendorCode: VENDOR, priority: 10 });
+
+    const apiPort = await freePort();
+    const api = await startProcess(
+      'api',
+      'api/server.ts',
+      [],
+      { ...common, HOST: '127.0.0.1', PORT: String(apiPort), PUBLIC_BASE_URL: `http://127.0.0.1:${apiPort}`, DB_POOL_SIZE: String(apiPool) },
+      'ipc',
+    );
+    processes.push(api);
+    const worker = await startProcess('vendor worker', 'workers/run.ts', ['vendor'], { ...common, DB_POOL_SIZE: String(workerPool) }, 'ipc');
+    processes.push(worker);
+    let ceiling: BenchProcess | null = null;
+    if (!values['orders-only']) {
+      ceiling = await startProcess('ceiling', 'scripts/bench/ceiling.ts', [], { DATABASE_URL: db.url, PORT: '0', DB_POOL_SIZE: String(apiPool) }, 'ipc');
+      processes.push(ceiling);
+    }
+    const apiUrl = `http://127.0.0.1:${apiPort}`;
+    const ceilingUrl = ceiling ? `http://127.0.0.1:${(ceiling.ready as { port: number }).port}` : null;
+
+    const { rows: backend } = await client.query<{ pid: number }>(`${MARK} select pg_backend_pid() as pid`);
+    const postmaster = parentPid(backend[0].pid);
+    const probes: Record<string, Probe> = {
+      api: () => processTicks(api.pid),
+      worker: () => processTicks(worker.pid),
+      simulator: () => processTicks(sim.pid),
+      ...(ceiling ? { ceiling: () => processTicks(ceiling.pid) } : {}),
+      // Every backend of the cluster (all clients), and the postmaster's own processes.
+      postgres: () => (postmaster === null ? null : treeTicks(postmaster)),
+      autocannon: () => selfTicks(),
+    };
+
+    const runId = randomBytes(3).toString('hex');
+    const headers = { 'content-type': 'application/json', 'x-api-key': merchant.api_key };
+    await smokeTest(apiUrl, headers, `${runId}-smoke`);
+
+    // Statement counts whenever the server has pg_stat_statements loaded (--stats, or a DATABASE_URL
+    // server that preloads it and has the extension).
+    const { rowCount: hasStats } = await client.query(
+      `${MARK} select 1 from pg_extension where extname = 'pg_stat_statements' and current_setting('shared_preload_libraries') like '%pg_stat_statements%'`,
+    );
+    const bench: Bench = { client, headers, runId, duration, warmup, probes, stats: Boolean(hasStats), merchantId: merchant.merchant_id, logs: processes };
+    const runs = [];
+    for (const c of connections) {
+      const orders = await measure(bench, 'orders', apiUrl, c);
+      const ceil = ceilingUrl ? await measure(bench, 'ceiling', ceilingUrl, c) : null;
+      const ratio = ceil ? Number((orders.rps / ceil.rps).toFixed(3)) : null;
+      runs.push({
+        connections: c,
+        orders,
+        ceiling: ceil,
+        ratio,
+        target_met: ratio !== null && ratio >= TARGET_RATIO && orders.latency_ms.p99 <= TARGET_P99_MS && orders.non2xx === 0,
+      });
+    }
+
+    const report = {
+      bench: 'orders',
+      machine: {
+        cores: os.availableParallelism(),
+        load_before: loadBefore,
+        load_after: Number(os.loadavg()[0].toFixed(2)),
+        node: process.version,
+        postgres: db.settings.server_version,
+      },
+      database: { source: db.source, fsync: db.settings.fsync, synchronous_commit: db.settings.synchronous_commit },
+      settings: {
+        duration_s: duration,
+        warmup_s: warmup,
+        api_db_pool: apiPool,
+        worker_db_pool: workerPool,
+        ceiling_db_pool: apiPool,
+        route: ownRoute ? 'merchant route' : 'default QRIS route',
+        target: { ratio: TARGET_RATIO, p99_ms: TARGET_P99_MS },
+      },
+      runs,
+    };
+    process.stdout.write(values.json ? `${JSON.stringify(report)}\n` : text(report));
+  } finally {
+    // The API first (no new attempts), then the worker (finishes in-flight jobs), then the rest.
+    for (const p of processes.filter((p) => p.name === 'api' || p.name === 'ceiling')) await p.stop();
+    for (const p of processes.filter((p) => p.name !== 'api' && p.name !== 'ceiling')) await p.stop();
+    await pool.end();
+    await client.end().catch(() => undefined);
+    await db.release();
+  }
+}
+
+interface Bench {
+  client: pg.Client;
+  headers: Record<string, string>;
+  runId: string;
+  duration: number;
+  warmup: number;
+  probes: Record<string, Probe>;
+  stats: boolean;
+  merchantId: string;
+  logs: BenchProcess[];
+}
+
+function logCounts(processes: BenchProcess[]): Record<string, number> {
+  return Object.fromEntries(processes.map((p) => [p.name, p.logLines()]));
+}
+
+function diff(after: Record<string, number>, before: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]).filter(([, v]) => v !== 0));
+}
+
+function orderBody(id: string, n: number): string {
+  return JSON.stringify({
+    merchant_order_id: id,
+    amount: 10_000 + (n % 90_000),
+    payment_method: 'QRIS',
+    customer_name: 'Bench Customer',
+    customer_email: 'bench@example.com',
+  });
+}
+
+/** One order before any load: the stack must answer 201, or there is nothing to measure. */
+async function smokeTest(apiUrl: string, headers: Record<string, string>, id: string) {
+  const response = await fetch(`${apiUrl}/v1/orders`, { method: 'POST', headers: { ...headers, 'idempotency-key': id }, body: orderBody(id, 0) });
+  if (response.status !== 201) throw new Error(`smoke test: POST /v1/orders answered ${response.status}: ${await response.text()}`);
+}
+
+/** autocannon against POST /v1/orders, each request with a fresh merchant_order_id and key. */
+function load(url: string, headers: Record<string, string>, connections: number, duration: number, prefix: string) {
+  let n = 0;
+  return autocannon({
+    url,
+    connections,
+    duration,
+    timeout: 30,
+    requests: [
+      {
+        method: 'POST',
+        path: '/v1/orders',
+        setupRequest: (request) => {
+          const id = `${prefix}-${++n}`;
+          return { ...request, headers: { ...headers, 'idempotency-key': id }, body: orderBody(id, n) };
+        },
+      },
+    ],
+  });
+}
+
+async function measure(b: Bench, target: 'orders' | 'ceiling', url: string, connections: number) {
+  const tag = `${b.runId}-${target === 'orders' ? 'o' : 'c'}${connections}`;
+  await load(url, b.headers, connections, b.warmup, `${tag}w`);
+  await settle(b.client);
+  // Current statistics, as autovacuum keeps them on a live database: the tables just grew from
+  // nothing (see the queue bench for what stale statistics do to pg-boss's statements).
+  await b.client.query(`${MARK} analyze`);
+  if (b.stats) await b.client.query(`${MARK} select pg_stat_statements_reset()`);
+
+  const logsBefore = logCounts(b.logs);
+  const cpu = startCpuSample(target === 'orders' ? omit(b.probes, 'ceiling') : omit(b.probes, 'api', 'worker', 'simulator'));
+  const result = await load(url, b.headers, connections, b.duration, `${tag}m`);
+  const cpuUse = cpu.stop();
+  const unsettled = await settle(b.client);
+
+  const statuses = Object.fromEntries(Object.entries(result.statusCodeStats).map(([code, s]) => [code, s.count]));
+  const completed = Object.values(statuses).reduce((a, b) => a + b, 0);
+  const measured = {
+    connections,
+    requests: completed,
+    rps: Math.round(completed / result.duration),
+    latency_ms: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max, mean: Number(result.latency.mean.toFixed(1)) },
+    non2xx: result.non2xx,
+    statuses,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    cpu: cpuUse,
+    /** Lines each process logged (LOG_LEVEL=warn) during the measured run and its tail. */
+    log_lines: diff(logCounts(b.logs), logsBefore),
+  };
+  const logSample = Object.fromEntries(
+    b.logs.filter((p) => measured.log_lines[p.name]).map((p) => [p.name, (p.lastLines().at(-1) ?? '').slice(0, 300)]),
+  );
+  if (target === 'ceiling') return { ...measured, log_sample: logSample, breakdown: null, statements: null, unsettled };
+  return {
+    ...measured,
+    log_sample: logSample,
+    unsettled,
+    breakdown: await breakdown(b.client, b.merchantId, `${tag}m-%`),
+    statements: b.stats ? await statements(b.client, b.merchantId, `${tag}m-%`) : null,
+  };
+}
+
+/** Waits until no order attempt is left CREATING (the load's tail); returns how many were left. */
+async function settle(client: pg.Client): Promise<number> {
+  const deadline = Date.now() + SETTLE_TIMEOUT_MS;
+  for (;;) {
+    // The partial index orders_creating_idx makes this cheap whatever the table's size.
+    const { rows } = await client.query<{ n: number }>(`${MARK} select count(*)::int as n from orders where status = 'CREATING'`);
+    if (rows[0].n === 0 || Date.now() > deadline) return rows[0].n;
+    await delay(100);
+  }
+}
+
+/**
+ * Where each create's time went, from timestamps the database itself wrote (one clock):
+ *   order.created_at = job.created_on   the API's create transaction (now() at its start)
+ *   job.started_on                      the vendor worker's fetch claimed the job
+ *   'order.created' event created_at    the worker's confirming statement
+ * so pickup = started_on − created_on, and worker = confirm − started_on (the job's data
+ * loads, the vendor call, and the wait for the rest of its batch's connections).
+ */
+async function breakdown(client: pg.Client, merchantId: string, like: string) {
+  const { rows } = await client.query(
+    `${MARK}
+     with t as (
+       select o.status, j.retry_count, j.state as job_state,
+              extract(epoch from j.started_on - j.created_on) * 1000 as pickup,
+              extract(epoch from e.created_at - j.started_on) * 1000 as worker,
+              extract(epoch from e.created_at - j.created_on) * 1000 as to_confirm,
+              j.started_on
+         from orders o
+         join pgboss.job j on j.name = 'order-create' and j.data->>'order_id' = o.id::text
+         left join order_events e on e.order_id = o.id and e.event = 'order.created'
+        where o.merchant_id = $1 and o.merchant_order_id like $2
+     )
+     select count(*)::int as orders,
+            count(*) filter (where status = 'PENDING')::int as pending,
+            -- A job whose handler failed waits in 'retry' (retry_count 0) until it runs again.
+            count(*) filter (where retry_count > 0 or job_state in ('retry', 'failed'))::int as retried,
+            count(distinct started_on)::int as fetches,
+            -- A retried job's started_on is its last fetch's: only first runs say how long pickup took.
+            percentile_disc(array[0.5, 0.99]) within group (order by pickup) filter (where retry_count = 0) as pickup,
+            percentile_disc(array[0.5, 0.99]) within group (order by worker) filter (where retry_count = 0) as worker,
+            percentile_disc(array[0.5, 0.99]) within group (order by to_confirm) as to_confirm
+       from t`,
+    [merchantId, like],
+  );
+  const r = rows[0] as { orders: number; pending: number; retried: number; fetches: number; pickup: number[] | null; worker: number[] | null; to_confirm: number[] | null };
+  const pair = (v: number[] | null) => (v ? { p50: round1(v[0]), p99: round1(v[1]) } : null);
+  return {
+    orders: r.orders,
+    pending: r.pending,
+    /** Jobs that ran more than once (a handler failure, or an expiry): each is a wasted fetch and run. */
+    retried_jobs: r.retried,
+    fetches: r.fetches,
+    mean_batch: r.fetches ? Number((r.orders / r.fetches).toFixed(1)) : null,
+    pickup_ms: pair(r.pickup),
+    worker_ms: pair(r.worker),
+    to_confirm_ms: pair(r.to_confirm),
+  };
+}
+
+/** pg_stat_statements since the reset before the measured run, per order created in it. */
+async function statements(client: pg.Client, merchantId: string, like: string) {
+  const { rows: count } = await client.query<{ n: number }>(
+    `${MARK} select count(*)::int as n from orders where merchant_id = $1 and merchant_order_id like $2`,
+    [merchantId, like],
+  );
+  const orders = count[0].n;
+  const { rows } = await client.query<{ query: string; calls: string; total_ms: number; rows: string }>(
+    `${MARK}
+     select query, calls, total_exec_time as total_ms, rows
+       from pg_stat_statements
+      where dbid = (select oid from pg_database where datname = current_database())
+        and query not like '${MARK}%'
+      order by calls desc`,
+  );
+  const per = (v: number) => Number((v / orders).toFixed(2));
+  const all = rows.map((r) => ({
+    side: sideOf(r.query),
+    per_order: per(Number(r.calls)),
+    exec_ms_per_order: Number((r.total_ms / orders).toFixed(3)),
+    mean_ms: Number((r.total_ms / Number(r.calls)).toFixed(3)),
+    query: r.query.replace(/\s+/g, ' ').trim().slice(0, 110),
+  }));
+  const sum = (side?: string) =>
+    Number(all.filter((s) => (side ? s.side === side : s.side !== 'internal')).reduce((a, s) => a + s.per_order, 0).toFixed(2));
+  return {
+    orders,
+    /** Statements sent per order created (round trips; foreign-key checks are not counted). */
+    per_order: { total: sum(), api: sum('api'), worker: sum('worker'), other: sum('?') },
+    exec_ms_per_order: Number((all.reduce((a, s) => a + s.exec_ms_per_order, 0)).toFixed(3)),
+    top: all.filter((s) => s.per_order >= 0.01),
+  };
+}
+
+/**
+ * Which process sends a statement on the create path, by its text; 'internal' marks the foreign-key
+ * checks Postgres runs inside another statement (not round trips).
+ */
+function sideOf(query: string): 'api' | 'worker' | 'internal' | '?' {
+  const q = query.replace(/\s+/g, ' ').trim().toLowerCase();
+  if (/^select .* from only .* for key share of x$/.test(q)) return 'internal';
+  // Only the API's create opens a transaction on this path (the worker's statements autocommit).
+  if (/^(start transaction|begin|commit|rollback)$/.test(q)) return 'api';
+  if (/where api_key_hash =|^insert into idempotency_keys|^insert into orders|^select request_hash, .* from idempotency_keys|^with ins as \( insert into pgboss\./.test(q)) {
+    return 'api';
+  }
+  if (/^select id, merchant_id, ref_code, .* from orders where id = \$1$|from vendor_routes|^with confirmed as|set pending_vendor|from merchants where id =|^with next as \( select j\.id from pgboss|json_to_recordset/.test(q)) {
+    return 'worker';
+  }
+  return '?';
+}
+
+function omit<T extends Record<string, unknown>>(o: T, ...keys: string[]): T {
+  return Object.fromEntries(Object.entries(o).filter(([k]) => !keys.includes(k))) as T;
+}
+
+const round1 = (v: number) => Number(Number(v).toFixed(1));
+
+type Report = {
+  machine: { cores: number; load_before: number; load_after: number; node: string; postgres: string };
+  database: { source: string; fsync: string; synchronous_commit: string };
+  settings: { duration_s: number; warmup_s: number; api_db_pool: number; worker_db_pool: number; route: string };
+  runs: {
+    connections: number;
+    orders: Awaited<ReturnType<typeof measure>>;
+    ceiling: Awaited<ReturnType<typeof measure>> | null;
+    ratio: number | null;
+    target_met: boolean;
+  }[];
+};
+
+function text(r: Report): string {
+  const durable = r.database.fsync === 'on' && r.database.synchronous_commit !== 'off';
+  const lines = [
+    `orders bench: POST /v1/orders through api + vendor worker + simulator, vs Express 5 + one INSERT`,
+    `machine   ${r.machine.cores} cores (1-min load ${r.machine.load_before} at start, ${r.machine.load_after} at end` +
+      `${r.machine.load_before > r.machine.cores ? ': BUSY, figures unreliable' : ''}), Node ${r.machine.node}, PostgreSQL ${r.machine.postgres}`,
+    `database  ${r.database.source}: fsync=${r.database.fsync} synchronous_commit=${r.database.synchronous_commit}` +
+      (durable ? '' : '  (NOT durable: commits skip the disk flush; compare with --durable)'),
+    `settings  ${r.settings.duration_s} s measured after ${r.settings.warmup_s} s warm-up; DB_POOL_SIZE api ${r.settings.api_db_pool} ` +
+      `(ceiling the same), vendor worker ${r.settings.worker_db_pool}; ${r.settings.route}`,
+    '',
+  ];
+  const cpu = (m: { cpu: ReturnType<ReturnType<typeof startCpuSample>['stop']> }) =>
+    Object.entries(m.cpu.percent_of_one_core)
+      .map(([k, v]) => `${k} ${v ?? '?'}% (sys ${m.cpu.system_percent_of_one_core[k] ?? '?'})`)
+      .join(', ') + `; machine ${m.cpu.machine_busy_percent}% busy`;
+  const codes = (m: { statuses: Record<string, number>; errors: number; timeouts: number }) =>
+    Object.entries(m.statuses)
+      .filter(([code]) => !code.startsWith('2'))
+      .map(([code, n]) => `${n}×${code}`)
+      .concat(m.errors ? [`${m.errors} errors`] : [], m.timeouts ? [`${m.timeouts} timeouts`] : [])
+      .join(' ') || 'none';
+  for (const run of r.runs) {
+    const o = run.orders;
+    lines.push(
+      `c=${run.connections}`,
+      `  orders   ${String(o.rps).padStart(6)} req/s  p50 ${o.latency_ms.p50} ms  p99 ${o.latency_ms.p99} ms  max ${o.latency_ms.max} ms  non-2xx: ${codes(o)}`,
+    );
+    if (run.ceiling) {
+      const c = run.ceiling;
+      lines.push(
+        `  ceiling  ${String(c.rps).padStart(6)} req/s  p50 ${c.latency_ms.p50} ms  p99 ${c.latency_ms.p99} ms  max ${c.latency_ms.max} ms  non-2xx: ${codes(c)}`,
+        `  ratio    ${run.ratio}  (target ≥ ${TARGET_RATIO} with orders p99 ≤ ${TARGET_P99_MS} ms: ${run.target_met ? 'MET' : 'missed'})`,
+      );
+    }
+    lines.push(`  cpu      orders: ${cpu(o)}`);
+    const logged = Object.entries(o.log_lines).map(([k, n]) => `${k} ${n}`).join(', ');
+    if (logged) {
+      lines.push(`  LOGGED   warnings or errors during the orders run: ${logged} lines; last:`);
+      for (const [k, line] of Object.entries(o.log_sample)) lines.push(`           ${k}: ${line}`);
+    }
+    if (run.ceiling) lines.push(`           ceiling: ${cpu(run.ceiling)}`);
+    const b = o.breakdown;
+    if (b) {
+      lines.push(
+        `  creates  ${b.orders} attempts (${b.pending} PENDING${o.unsettled ? `, ${o.unsettled} still CREATING` : ''}); ` +
+          `${b.fetches} worker fetches, mean batch ${b.mean_batch}` +
+          (b.retried_jobs ? `; ${b.retried_jobs} jobs FAILED or RETRIED (see the worker's log)` : ''),
+        `           api tx start → job fetched (pickup) p50 ${b.pickup_ms?.p50} / p99 ${b.pickup_ms?.p99} ms; ` +
+          `fetched → confirmed (worker) p50 ${b.worker_ms?.p50} / p99 ${b.worker_ms?.p99} ms; ` +
+          `api tx start → confirmed p50 ${b.to_confirm_ms?.p50} / p99 ${b.to_confirm_ms?.p99} ms`,
+      );
+    }
+    const s = o.statements;
+    if (s) {
+      lines.push(
+        `  stmts    ${s.per_order.total} statements (round trips) per order: api ${s.per_order.api}, worker ${s.per_order.worker}, other ${s.per_order.other}; ` +
+          `${s.exec_ms_per_order} ms of execution per order`,
+        ...s.top.map((q) => `           ${q.side.padEnd(8)} ${q.per_order.toFixed(2).padStart(5)}×  ${q.mean_ms.toFixed(3).padStart(7)} ms  ${q.query}`),
+      );
+    }
+    lines.push('');
+  }
+  return lines.join('\n');
+}
+
+function positive(flag: string, value: string): number {
+  const n = Number(value);
+  // Node's own code for a bad flag value: scripts/bench.ts prints these as usage errors.
+  if (!Number.isInteger(n) || n < 1) throw Object.assign(new Error(`--${flag} must be a positive integer`), { code: 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' });
+  return n;
+}
