@@ -15,7 +15,7 @@ import { sendJob } from '../db/queue.ts';
 import { getVendor, routeVendors } from '../db/vendors.ts';
 import { presentOrder } from '../api/present/orders.ts';
 import type { WorkerContext } from './context.ts';
-import type { Gateway, QrisStatus } from './vendors/gateway.ts';
+import type { Gateway, QrisStatus, VendorRecord } from './vendors/gateway.ts';
 import { gatewayFor } from './vendors/registry.ts';
 import { validateVendorQris } from './vendors/qris.ts';
 
@@ -49,6 +49,26 @@ export async function resolveWithVendor(ctx: WorkerContext, order: OrderRow, ven
   return 'confirmed';
 }
 
+// Routes and merchant names change rarely (ops commands) and every create reads them: each
+// worker process keeps them for ROUTING_CACHE_MS, as the API does with brands, so a route or
+// vendor change reaches every worker within that time. "No vendor" is never cached: a merchant
+// routed a moment ago is served at once.
+const ROUTING_CACHE_MS = 5_000;
+const routing = new Map<string, { until: number; value: Promise<{ vendors: VendorRecord[]; merchantName: string }> }>();
+
+function merchantRouting(ctx: WorkerContext, merchantId: string) {
+  const hit = routing.get(merchantId);
+  if (hit && hit.until > Date.now()) return hit.value;
+  const value = Promise.all([routeVendors(ctx.pool, ctx.sealer, merchantId, 'QRIS'), getMerchant(ctx.pool, merchantId)]).then(
+    ([vendors, merchant]) => ({ vendors, merchantName: merchant.name }),
+  );
+  if (routing.size > 10_000) routing.clear();
+  routing.set(merchantId, { until: Date.now() + ROUTING_CACHE_MS, value });
+  const forget = () => routing.get(merchantId)?.value === value && routing.delete(merchantId);
+  value.then((r) => r.vendors.length === 0 && forget(), forget); // neither "no vendor" nor a failed load is kept
+  return value;
+}
+
 export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id: string }) {
   let order = await findOrderById(ctx.pool, payload.order_id);
   if (!order || order.status !== 'CREATING') return { skipped: order?.status ?? 'missing' };
@@ -68,13 +88,12 @@ export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id:
     order = { ...order, vendors_tried: order.vendors_tried.filter((code) => code !== absent) };
   }
 
-  const vendors = await routeVendors(ctx.pool, ctx.sealer, order.merchant_id, 'QRIS');
+  const { vendors, merchantName } = await merchantRouting(ctx, order.merchant_id);
   if (vendors.length === 0) {
     await failOrder(ctx.pool, order.id, 'NO_VENDOR', { reason: 'no QRIS vendor is routed for this merchant' });
     return { failed: 'NO_VENDOR' };
   }
 
-  const merchant = await getMerchant(ctx.pool, order.merchant_id);
   const failures: Record<string, string> = {};
   for (const vendor of vendors.filter((v) => !order!.vendors_tried.includes(v.code))) {
     await markVendorPending(ctx.pool, order.id, vendor.code);
@@ -82,7 +101,7 @@ export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id:
       reference: order.ref_code,
       amount: order.amount,
       expiresAt: order.expires_at,
-      merchantName: merchant.name,
+      merchantName,
       merchantCity: 'JAKARTA',
       callbackUrl: `${publicBaseUrl(ctx.config)}/callbacks/${vendor.code}`,
     });
