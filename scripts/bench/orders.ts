@@ -37,6 +37,7 @@ const VENDOR = 'bench-sim';
 const TARGET_RATIO = 0.25;
 const TARGET_P99_MS = 50;
 const SETTLE_TIMEOUT_MS = 60_000;
+const SETTLE_QUIET_MS = 500;
 /** Marks the bench's own statements, so pg_stat_statements figures leave them out. */
 const MARK = '/* bench */';
 
@@ -285,14 +286,20 @@ async function measure(b: Bench, target: 'orders' | 'ceiling', url: string, conn
   };
 }
 
-/** Waits until no order attempt is left CREATING (the load's tail); returns how many were left. */
+/**
+ * Waits until no order attempt is left CREATING (the load's tail); returns how many were left.
+ * Requests cut off when the load stops may still be inside the API, their transaction not yet
+ * committed (so not counted): zero must be seen on two polls SETTLE_QUIET_MS apart.
+ */
 async function settle(client: pg.Client): Promise<number> {
   const deadline = Date.now() + SETTLE_TIMEOUT_MS;
+  let zeros = 0;
   for (;;) {
     // The partial index orders_creating_idx makes this cheap whatever the table's size.
     const { rows } = await client.query<{ n: number }>(`${MARK} select count(*)::int as n from orders where status = 'CREATING'`);
-    if (rows[0].n === 0 || Date.now() > deadline) return rows[0].n;
-    await delay(100);
+    zeros = rows[0].n === 0 ? zeros + 1 : 0;
+    if (zeros === 2 || Date.now() > deadline) return rows[0].n;
+    await delay(zeros ? SETTLE_QUIET_MS : 100);
   }
 }
 
