@@ -2,18 +2,15 @@
 // the ops CLI as an operator runs it, webhook signatures checked the way a merchant's receiver
 // checks them (computed here from the spec and DESIGN, not with Kasir's own signing code), and
 // a tap on the in-process API server that records every vendor callback Kasir answered.
-import { execFile } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { sql } from '../../db/pool.ts';
 import { call, eventually, type TestResponse } from './http.ts';
 import type { Stack } from './stack.ts';
 import type { ReceivedCallback } from './simulator.ts';
+import { ops } from './processes.ts';
 
-const run = promisify(execFile);
-const OPS = fileURLToPath(new URL('../../scripts/ops.ts', import.meta.url));
+export { ops };
 
 export const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
 
@@ -69,17 +66,6 @@ export async function makeOverdue(stack: Stack, refs: string[]): Promise<void> {
   await stack.api.ctx.pool.query(sql.unsafe`
     update orders set expires_at = now() - interval '1 second'
     where ref_code = any(${sql.array(refs, 'text')})`);
-}
-
-/** `node scripts/ops.ts ...` against the stack's database, as `npm run --silent ops --` runs it. */
-export async function ops(env: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [OPS, ...args], { env: { ...process.env, ...env } });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
 }
 
 export interface DeliveryView {

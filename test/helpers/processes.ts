@@ -1,6 +1,7 @@
 // Real Kasir processes for tests: worker groups (and the API when a test wants the server
 // entry itself) spawned as children on the project's Node, exactly as the Procfile runs them.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -39,4 +40,17 @@ export async function startProcess(t: Teardown, entry: string, args: string[], e
 
 export function startWorkerGroup(t: Teardown, group: string, env: Record<string, string>) {
   return startProcess(t, 'workers/run.ts', [group], env);
+}
+
+const run = promisify(execFile);
+
+/** `node scripts/ops.ts ...` against a test database, as `npm run --silent ops --` runs it. */
+export async function ops(env: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(NODE, [`${ROOT}scripts/ops.ts`, ...args], { env: { ...process.env, ...env } });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
 }

@@ -1,7 +1,4 @@
 import t from 'tap';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
-import { fileURLToPath } from 'node:url';
 import { generateKeyPairSync } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { call } from '../helpers/http.ts';
@@ -9,23 +6,13 @@ import { startApi } from '../helpers/api.ts';
 import { testConfig, testEnv } from '../helpers/config.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { getMerchant } from '../../db/merchants.ts';
-import { startWorkerGroup } from '../helpers/processes.ts';
+import { ops as runOps, startWorkerGroup } from '../helpers/processes.ts';
 
-const run = promisify(execFile);
-const OPS = fileURLToPath(new URL('../../scripts/ops.ts', import.meta.url));
 const databaseUrl = await testDatabase(t);
 const env = testEnv(databaseUrl);
 const api = await startApi(t, testConfig(databaseUrl));
 
-async function ops(...args: string[]) {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [OPS, ...args], { env: { ...process.env, ...env } });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const ops = (...args: string[]) => runOps(env, ...args);
 
 t.test('merchant:create prints credentials; the printed key authenticates', async (t) => {
   const res = await ops('merchant:create', '--name', 'Toko Ops', '--settlement', 'WALLET', '--generate-webhook-secret', '--json');
