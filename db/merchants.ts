@@ -129,3 +129,38 @@ export function webhookSecretOf(sealer: Sealer, merchant: Pick<MerchantRow, 'web
 export function legacyClientSecretOf(sealer: Sealer, merchant: Pick<MerchantRow, 'legacy_client_secret_enc'>): string {
   return sealer.open(merchant.legacy_client_secret_enc);
 }
+
+export const merchantMoneySettings = z.object({
+  settlement_type: settlementType,
+  mdr_bps: z.number(),
+  fee_bank: z.number(),
+  fee_ewallet: z.number(),
+  disbursement_limit: z.number(),
+  daily_disbursement_limit: z.number(),
+  review_threshold: z.number().nullable(),
+});
+export type MerchantMoneySettings = z.infer<typeof merchantMoneySettings>;
+
+const moneyColumns = sql.fragment`
+  settlement_type, mdr_bps, fee_bank, fee_ewallet, disbursement_limit, daily_disbursement_limit, review_threshold`;
+
+/** MDR, disbursement fees and limits (defaults in DESIGN: 70 bps, 2,500 / 1,000, 100M / 500M). */
+export async function getMoneySettings(db: Db, id: string): Promise<MerchantMoneySettings> {
+  const row = await db.maybeOne(sql.type(merchantMoneySettings)`select ${moneyColumns} from merchants where id = ${id}`);
+  if (!row) throw new MerchantNotFound(id);
+  return row;
+}
+
+/** Changes the given settings only; `review_threshold: null` turns review off. */
+export async function setMoneySettings(db: Db, id: string, s: Partial<Omit<MerchantMoneySettings, 'settlement_type'>>): Promise<MerchantMoneySettings> {
+  const keep = <K extends keyof typeof s>(key: K) => (s[key] === undefined ? sql.identifier([key]) : sql.fragment`${s[key] as number | null}`);
+  const row = await db.maybeOne(sql.type(merchantMoneySettings)`
+    update merchants
+    set mdr_bps = ${keep('mdr_bps')}, fee_bank = ${keep('fee_bank')}, fee_ewallet = ${keep('fee_ewallet')},
+        disbursement_limit = ${keep('disbursement_limit')}, daily_disbursement_limit = ${keep('daily_disbursement_limit')},
+        review_threshold = ${keep('review_threshold')}, updated_at = now()
+    where id = ${id}
+    returning ${moneyColumns}`);
+  if (!row) throw new MerchantNotFound(id);
+  return row;
+}

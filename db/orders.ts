@@ -38,6 +38,7 @@ import {
   type NewOrder,
   type OrderRow,
 } from './orders.sql.ts';
+import { postOrderPayment } from './ledger.ts';
 import { enqueueWebhooks } from './webhooks.ts';
 
 export const ORDER_OUTCOME_CHANNEL = 'kasir_order_outcome';
@@ -222,7 +223,7 @@ export async function applyPayment(tx: Db, boss: PgBoss, payment: Payment, sourc
   }
   const paid = await setOrderPaid(tx, order.id, { paidAt: payment.paidAt, rrn: payment.rrn, vendorOrderId: payment.vendorOrderId, late });
   await insertOrderEvent(tx, { orderId: order.id, status: 'PAID', event: 'order.paid', source, detail: late ? { late: true } : undefined });
-  // The wallet ledger posting (credit amount − MDR for WALLET merchants) joins this transaction.
+  await postOrderPayment(tx, paid);
   await enqueueWebhooks(tx, boss, [
     { merchantId: order.merchant_id, orderId: order.id, event: 'order.paid', url: order.notify_url, body: webhookBody(paid, 'order.paid') },
   ]);

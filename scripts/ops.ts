@@ -18,6 +18,7 @@ import {
   merchantSetStatus,
   merchantSetWebhookSecret,
 } from './ops/merchants.ts';
+import { ledgerAdjust, ledgerAudit, merchantSetFees } from './ops/ledger.ts';
 import { resolveDatabase } from './lib/local.ts';
 import { routeList, routeSet, vendorAdd, vendorDisable, vendorList } from './ops/vendors.ts';
 import { simulatePay, webhooksList, webhooksResend } from './ops/orders.ts';
@@ -29,6 +30,9 @@ const commands: Command[] = [
   merchantRotateKey,
   merchantSetPublicKey,
   merchantSetWebhookSecret,
+  merchantSetFees,
+  ledgerAudit,
+  ledgerAdjust,
   vendorAdd,
   vendorList,
   vendorDisable,
@@ -92,6 +96,7 @@ let exitCode = 0;
 try {
   const result = await cmd.run(ctx, parsed.data);
   process.stdout.write(json ? `${JSON.stringify(result.json)}\n` : `${result.text}\n`);
+  exitCode = result.exitCode ?? 0;
 } catch (err) {
   if (err instanceof OpsError || err instanceof MerchantNotFound) {
     if (json) process.stdout.write(`${JSON.stringify({ error: err.message })}\n`);

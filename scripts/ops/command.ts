@@ -19,7 +19,8 @@ export interface Command<S extends z.ZodType = z.ZodType> {
   usage: string;
   flags: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }>;
   input: S;
-  run(ctx: OpsContext, input: z.infer<S>): Promise<{ json: unknown; text: string }>;
+  /** exitCode: non-zero for a result that is itself a failure (an audit that found problems). */
+  run(ctx: OpsContext, input: z.infer<S>): Promise<{ json: unknown; text: string; exitCode?: number }>;
 }
 
 export function command<S extends z.ZodType>(c: Command<S>): Command<S> {
