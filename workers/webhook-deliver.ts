@@ -6,22 +6,20 @@
 // mid-request leaves the job to pg-boss's retry: delivery is at-least-once, and receivers
 // dedupe on webhook-id (stable across attempts). IP-literal hosts are checked here; names are
 // checked on the addresses they resolve to, inside the lookup the connection uses.
-import { createHmac } from 'node:crypto';
 import got from 'got';
 import { logger } from '../db/logger.ts';
 import { getMerchant, webhookSecretOf } from '../db/merchants.ts';
 import { assertLiteralHostAllowed, BlockedDestination, guardedLookup } from '../db/notify-url.ts';
 import { inTransaction, sendJob } from '../db/queue.ts';
 import { findDelivery, recordAttempt, type DeliveryRow } from '../db/webhooks.ts';
-import { hmacKey, signBody } from '../api/http/signature.ts';
+import { signBody, standardWebhooksSignature } from '../api/http/signature.ts';
 import type { WorkerContext } from './context.ts';
 
 export function signatureHeaders(secret: string | null, id: string, timestamp: number, body: string): Record<string, string> {
   const headers: Record<string, string> = { 'webhook-id': id, 'webhook-timestamp': String(timestamp) };
   if (!secret) return headers;
   headers['x-signature'] = signBody(secret, body);
-  const standard = createHmac('sha256', hmacKey(secret)).update(`${id}.${timestamp}.${body}`).digest('base64');
-  headers['webhook-signature'] = `v1,${standard}`;
+  headers['webhook-signature'] = standardWebhooksSignature(secret, id, timestamp, body);
   return headers;
 }
 
