@@ -1,13 +1,16 @@
 // What the API's handlers share: built once per process by api/server.ts (or by a test).
 import type { PgBoss } from 'pg-boss';
 import type { Config } from '../db/config.ts';
+import { MASTER_DATA_CHANNEL } from '../db/master-data.ts';
 import { ORDER_OUTCOME_CHANNEL } from '../db/orders.ts';
 import { createPool, type Pool } from '../db/pool.ts';
 import { startBoss } from '../db/queue.ts';
 import { createSealer, type Sealer } from '../db/secrets.ts';
 import type { BrandRow } from '../db/brands.ts';
 import type { MerchantRow } from '../db/merchants.ts';
-import { startOutcomeWaiter, type OutcomeWaiter } from './http/outcome-waiter.ts';
+import { startListener } from './http/listener.ts';
+import { createOutcomeWaiter, type OutcomeWaiter } from './http/outcome-waiter.ts';
+import { createMasterDataCache, type MasterDataCache } from './v1/master-data.ts';
 
 export interface AppContext {
   config: Config;
@@ -16,6 +19,8 @@ export interface AppContext {
   boss: PgBoss;
   /** Wakes requests waiting on a worker's outcome (order creation, fetch-status). */
   waiter: OutcomeWaiter;
+  /** Enabled banks and e-wallets, dropped whenever the tables change (any process). */
+  masterData: MasterDataCache;
 }
 
 declare module 'express-serve-static-core' {
@@ -30,12 +35,19 @@ declare module 'express-serve-static-core' {
 export async function openContext(config: Config, options: { poolSize?: number; bossPoolSize?: number } = {}) {
   const pool = await createPool(config.DATABASE_URL, { size: options.poolSize ?? config.DB_POOL_SIZE, name: 'api' });
   const boss = await startBoss(config.DATABASE_URL, { role: 'sender', poolSize: options.bossPoolSize });
-  const waiter = await startOutcomeWaiter(config.DATABASE_URL, ORDER_OUTCOME_CHANNEL);
-  const ctx: AppContext = { config, pool, boss, waiter, sealer: createSealer(config.KASIR_MASTER_KEY) };
+  const waiter = createOutcomeWaiter();
+  const masterData = createMasterDataCache(pool);
+  // The process's one listening connection; after a reconnect, missed changes drop the cache.
+  const listener = await startListener(
+    config.DATABASE_URL,
+    { [ORDER_OUTCOME_CHANNEL]: (id) => waiter.wake(id), [MASTER_DATA_CHANNEL]: () => masterData.clear() },
+    () => masterData.clear(),
+  );
+  const ctx: AppContext = { config, pool, boss, waiter, masterData, sealer: createSealer(config.KASIR_MASTER_KEY) };
   return {
     ctx,
     async close() {
-      await waiter.close();
+      await listener.close();
       await boss.stop({ graceful: false });
       await pool.end();
     },

@@ -1,10 +1,8 @@
-// Lets a request wait for a worker's outcome without polling: each API process holds ONE
-// listening connection on one channel, and wakes waiting requests by order id in memory
-// (never a LISTEN connection per request). Notifications can be missed (reconnects), so a
-// waiter never trusts them for content: on wake-up or at its deadline the caller re-reads
-// the row, which is the only truth.
-import pg from 'pg';
-import { logger } from '../../db/logger.ts';
+// Lets a request wait for a worker's outcome without polling: the process's one listening
+// connection (api/http/listener.ts) calls `wake` with the order id of each notification, and
+// the waiter wakes the requests waiting on that id, in memory. Notifications can be missed
+// (reconnects), so a waiter never trusts them for content: on wake-up or at its deadline the
+// caller re-reads the row, which is the only truth.
 
 export interface Expectation {
   /** Resolves on the first notification for the id, or at the deadline. */
@@ -15,33 +13,12 @@ export interface Expectation {
 
 export interface OutcomeWaiter {
   expect(id: string, deadlineMs: number): Expectation;
-  close(): Promise<void>;
+  /** Wakes every request waiting on the id. */
+  wake(id: string): void;
 }
 
-export async function startOutcomeWaiter(databaseUrl: string, channel: string): Promise<OutcomeWaiter> {
+export function createOutcomeWaiter(): OutcomeWaiter {
   const waiting = new Map<string, Set<(how: 'notified') => void>>();
-  let client: pg.Client | null = null;
-  let closed = false;
-
-  async function connect(): Promise<void> {
-    const next = new pg.Client({ connectionString: databaseUrl, keepAlive: true });
-    next.on('notification', (message) => {
-      const wake = message.payload ? waiting.get(message.payload) : undefined;
-      wake?.forEach((resolve) => resolve('notified'));
-    });
-    next.on('error', (err) => {
-      logger.warn({ err }, 'outcome listener lost its connection; reconnecting');
-      next.end().catch(() => undefined);
-      if (client === next) client = null;
-      if (!closed) setTimeout(() => void connect().catch(() => undefined), 500).unref();
-    });
-    await next.connect();
-    await next.query(`listen ${pg.escapeIdentifier(channel)}`);
-    client = next;
-  }
-
-  await connect();
-
   return {
     expect(id, deadlineMs) {
       let resolve!: (how: 'notified' | 'deadline') => void;
@@ -61,9 +38,8 @@ export async function startOutcomeWaiter(databaseUrl: string, channel: string): 
       const timer = setTimeout(() => finish('deadline'), deadlineMs);
       return { done, cancel: cleanup };
     },
-    async close() {
-      closed = true;
-      await client?.end().catch(() => undefined);
+    wake(id) {
+      waiting.get(id)?.forEach((resolve) => resolve('notified'));
     },
   };
 }
