@@ -7,10 +7,12 @@ import { Router } from 'express';
 import type { AppContext } from './context.ts';
 import { ApiError } from '../db/errors.ts';
 import { logger } from '../db/logger.ts';
+import { completeDisbursement } from '../db/disbursements.ts';
 import { applyPayment } from '../db/orders.ts';
 import { getVendor, recordCallback } from '../db/vendors.ts';
 import { gatewayFor } from '../workers/vendors/registry.ts';
 import { sendData } from './http/envelope.ts';
+import { disbursementWebhookBody } from './present/disbursements.ts';
 import { orderWebhookBody } from './present/orders.ts';
 
 export function callbackRoutes(ctx: AppContext): Router {
@@ -40,9 +42,16 @@ export function callbackRoutes(ctx: AppContext): Router {
           orderWebhookBody,
         );
       }
+      if (event.type === 'disbursement.updated') {
+        const outcome =
+          event.status === 'SUCCESS'
+            ? { status: 'SUCCESS' as const, vendorDisbursementId: event.vendorDisbursementId }
+            : { status: 'FAILED' as const, vendorDisbursementId: event.vendorDisbursementId, reason: event.failureReason ?? 'FAILED' };
+        return completeDisbursement(tx, ctx.boss, { refCode: event.reference }, outcome, `callback:${vendor.code}`, disbursementWebhookBody);
+      }
       return 'recorded';
     });
-    if (result === 'unknown_order' || result === 'amount_mismatch' || result === 'failed_attempt') {
+    if (result === 'unknown' || result === 'unknown_order' || result === 'amount_mismatch' || result === 'failed_attempt') {
       logger.warn({ vendor: vendor.code, eventId: event.eventId, reference: event.reference, result }, 'callback not applied');
     }
     sendData(res, { received: true, result });

@@ -35,6 +35,8 @@ export const configSchema = z.object({
   QUEUE_MONITOR_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
   /** Delay before order-reconcile asks the vendor about an unresolved create. */
   ORDER_RECONCILE_DELAY_SECONDS: z.coerce.number().int().min(0).default(5),
+  /** Delay before a sent disbursement whose callback has not come is queried at its vendor. */
+  DISBURSEMENT_RECONCILE_DELAY_SECONDS: z.coerce.number().int().min(0).default(30),
   /** Interval of the expiry sweep; must stay well under the 30 s the spec allows. */
   EXPIRY_SWEEP_INTERVAL_MS: ms(5_000),
   WEBHOOK_TIMEOUT_MS: ms(10_000),

@@ -81,8 +81,9 @@ export async function lockMerchantAccounts(tx: Db, merchantId: string, kinds: re
  * Posts a transfer. Returns its id, or null when this (kind, reference) was already posted.
  * Throws InsufficientFunds (writing nothing) when a non-negative account would go below zero.
  * Must run inside the caller's transaction, which also holds the state change it pays for.
+ * `locked` balances must be those read under lock in this transaction, with nothing posted since.
  */
-export async function postTransfer(tx: Db, transfer: Transfer): Promise<string | null> {
+export async function postTransfer(tx: Db, transfer: Transfer, locked?: Map<AccountKind, LockedAccount>): Promise<string | null> {
   const legs = Object.entries(transfer.legs).filter(([, amount]) => amount !== 0) as [AccountKind, number][];
   let sum = 0;
   for (const [kind, amount] of legs) {
@@ -92,7 +93,9 @@ export async function postTransfer(tx: Db, transfer: Transfer): Promise<string |
   if (sum !== 0) throw new RangeError(`transfer ${transfer.kind} does not balance: legs sum to ${sum}`);
   if (legs.length < 2) throw new RangeError(`transfer ${transfer.kind} needs at least two non-zero legs`);
 
-  const accounts = await lockMerchantAccounts(tx, transfer.merchantId, legs.map(([kind]) => kind));
+  // A caller that locked the accounts itself (to check something under the lock) passes them in.
+  const kinds = legs.map(([kind]) => kind);
+  const accounts = locked && kinds.every((k) => locked.has(k)) ? locked : await lockMerchantAccounts(tx, transfer.merchantId, kinds);
   const rows = legs.map(([kind, amount]) => {
     const account = accounts.get(kind)!;
     return { kind, accountId: account.id, amount, before: account.balance, after: account.balance + amount };

@@ -23,6 +23,16 @@ export const queues = {
     schema: z.object({ order_id: uuid }),
     options: { retryLimit: 20, retryDelay: 5, retryBackoff: true, retryDelayMax: 600, expireInSeconds: 120 },
   },
+  'disbursement-execute': {
+    schema: z.object({ disbursement_id: uuid }),
+    options: { retryLimit: 10, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 120 },
+  },
+  // Asks the vendor what became of a sent disbursement (a lost callback, an unknown send
+  // outcome). Throws while the vendor says "processing", so pg-boss's backoff is its clock.
+  'disbursement-reconcile': {
+    schema: z.object({ disbursement_id: uuid }),
+    options: { retryLimit: 30, retryDelay: 10, retryBackoff: true, retryDelayMax: 1800, expireInSeconds: 120 },
+  },
   'webhook-deliver': {
     schema: z.object({ delivery_id: uuid }),
     // Webhook retries follow their own schedule (WEBHOOK_RETRY_SCHEDULE), recorded per attempt;

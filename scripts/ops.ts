@@ -19,9 +19,11 @@ import {
   merchantSetWebhookSecret,
 } from './ops/merchants.ts';
 import { ledgerAdjust, ledgerAudit, merchantSetFees } from './ops/ledger.ts';
+import { disbursementsApprove, disbursementsReject } from './ops/disbursements.ts';
 import { resolveDatabase } from './lib/local.ts';
 import { routeList, routeSet, vendorAdd, vendorDisable, vendorList } from './ops/vendors.ts';
 import { simulatePay, webhooksList, webhooksResend } from './ops/orders.ts';
+import { banksDisable, banksEnable, banksList, ewalletsDisable, ewalletsEnable, ewalletsList } from './ops/master-data.ts';
 
 const commands: Command[] = [
   merchantCreate,
@@ -33,11 +35,19 @@ const commands: Command[] = [
   merchantSetFees,
   ledgerAudit,
   ledgerAdjust,
+  disbursementsApprove,
+  disbursementsReject,
   vendorAdd,
   vendorList,
   vendorDisable,
   routeSet,
   routeList,
+  banksList,
+  banksEnable,
+  banksDisable,
+  ewalletsList,
+  ewalletsEnable,
+  ewalletsDisable,
   simulatePay,
   webhooksList,
   webhooksResend,

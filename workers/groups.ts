@@ -2,6 +2,7 @@
 // handlers share a resource profile: vendor I/O, disbursement I/O, webhook I/O, periodic
 // sweeps, CSV work. Every group also answers `ping`.
 import type { WorkerContext } from './context.ts';
+import { handleDisbursementExecute, handleDisbursementReconcile } from './disbursement-execute.ts';
 import { handleOrderCreate } from './order-create.ts';
 import { startExpirySweep } from './order-expire.ts';
 import { handleOrderReconcile } from './order-reconcile.ts';
@@ -24,6 +25,7 @@ async function ping(ctx: WorkerContext) {
 // (batchSize) across a few fetch loops; the figures bound one process's load on vendors.
 const VENDOR_BATCH = 50;
 const WEBHOOK_BATCH = 50;
+const DISBURSEMENT_BATCH = 50;
 
 let sweep: { stop(): Promise<void> } | null = null;
 
@@ -35,7 +37,13 @@ export const groups: Record<string, Group> = {
       await workQueue(ctx.boss, 'order-reconcile', { batchSize: VENDOR_BATCH }, (p) => handleOrderReconcile(ctx, p));
     },
   },
-  disbursement: { start: ping },
+  disbursement: {
+    async start(ctx) {
+      await ping(ctx);
+      await workQueue(ctx.boss, 'disbursement-execute', { batchSize: DISBURSEMENT_BATCH, loops: 2 }, (p) => handleDisbursementExecute(ctx, p));
+      await workQueue(ctx.boss, 'disbursement-reconcile', { batchSize: DISBURSEMENT_BATCH }, (p) => handleDisbursementReconcile(ctx, p));
+    },
+  },
   webhook: {
     async start(ctx) {
       await ping(ctx);

@@ -3,6 +3,7 @@
 // test ends with ledgerAudit.
 import type { Test } from 'tap';
 import { call, eventually } from './http.ts';
+import { xSignature } from './order-lifecycle.ts';
 import { ops } from './processes.ts';
 import { simulatePay } from './simulator.ts';
 import type { Stack } from './stack.ts';
@@ -11,17 +12,17 @@ import type { Stack } from './stack.ts';
 export interface MoneyMerchant {
   merchant_id: string;
   api_key: string;
+  webhook_secret?: string | null;
 }
 
 let orderSeq = 0;
 
 /** Creates a V1 order and pays it at the simulator; resolves once the API shows it PAID. */
 export async function paidOrder(stack: Stack, merchant: MoneyMerchant, amount: number): Promise<{ ref_code: string; id: string }> {
-  const created = await call(stack.api.url, {
-    path: '/v1/orders',
-    headers: { 'x-api-key': merchant.api_key },
-    body: { merchant_order_id: `PAY-${process.pid}-${Date.now()}-${++orderSeq}`, amount, payment_method: 'QRIS' },
-  });
+  const body = JSON.stringify({ merchant_order_id: `PAY-${process.pid}-${Date.now()}-${++orderSeq}`, amount, payment_method: 'QRIS' });
+  const headers: Record<string, string> = { 'x-api-key': merchant.api_key };
+  if (merchant.webhook_secret) headers['x-signature'] = xSignature(merchant.webhook_secret, body);
+  const created = await call(stack.api.url, { path: '/v1/orders', headers, body });
   if (created.status !== 201) throw new Error(`order create: ${created.status} ${created.text}`);
   const ref: string = created.json.data.ref_code;
   const paid = await simulatePay(stack.sim.url, { reference: ref });

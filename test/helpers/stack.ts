@@ -41,7 +41,9 @@ export async function startStack(t: Teardown, options: StackOptions = {}): Promi
     t.teardown(() => sim.stop());
     sims.push(sim);
     await upsertVendor(api.ctx.pool, api.ctx.sealer, { code, kind: 'simulator', baseUrl: sim.url, credentials: { secret: sim.secret } });
-    await setRoute(api.ctx.pool, { merchantId: null, method: 'QRIS', vendorCode: code, priority: (index + 1) * 10 });
+    for (const method of ['QRIS', 'BANK', 'EWALLET'] as const) {
+      await setRoute(api.ctx.pool, { merchantId: null, method, vendorCode: code, priority: (index + 1) * 10 });
+    }
   }
   await Promise.all((options.groups ?? ['vendor', 'webhook', 'scheduler']).map((group) => startWorkerGroup(t, group, env)));
   return { api, env, sims, sim: sims[0] };

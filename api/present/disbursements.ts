@@ -1,0 +1,70 @@
+// Disbursements as the contract shows them: V1 (spec 2.3), legacy (2.9, decimal strings and
+// WIB times), and the webhook body of each (DESIGN 6: V1 object plus `event`; legacy-created
+// ones in the legacy query shape). Pure functions of a row.
+import type { DisbursementRow } from '../../db/disbursements.sql.ts';
+import { iso, wib } from './time.ts';
+
+export function presentDisbursement(d: DisbursementRow) {
+  return {
+    id: d.id,
+    ref_code: d.ref_code,
+    idempotency_key: d.idempotency_key,
+    channel: d.channel,
+    bank_id: d.bank_id,
+    account_number: d.account_number,
+    account_name: d.account_name,
+    ewallet_provider: d.ewallet_provider,
+    ewallet_phone: d.ewallet_phone,
+    request_amount: d.request_amount,
+    fee: d.fee,
+    final_amount: d.request_amount,
+    total_debit: d.total_debit,
+    vendor_disbursement_id: d.vendor_disbursement_id,
+    source: d.source,
+    status: d.status,
+    requested_at: iso(d.requested_at),
+    created_at: iso(d.created_at),
+  };
+}
+
+/** Whole Rupiah as the legacy API writes amounts: "150000.00". */
+export function legacyAmount(rupiah: number): string {
+  return `${rupiah}.00`;
+}
+
+/** The legacy e-wallet account number: the local 08… form of the stored 62… phone. */
+export function legacyPhone(phone: string | null): string | null {
+  return phone === null ? null : phone.startsWith('62') ? `0${phone.slice(2)}` : phone;
+}
+
+export function presentLegacyDisbursement(d: DisbursementRow) {
+  const amounts = {
+    requestAmount: legacyAmount(d.request_amount),
+    disbursementFee: legacyAmount(d.fee),
+    disbursementAmount: legacyAmount(d.request_amount),
+    status: d.status,
+    requestAt: wib(d.requested_at),
+  };
+  if (d.channel === 'BANK') {
+    return {
+      refCode: d.ref_code,
+      orderId: d.idempotency_key,
+      accountNumber: d.account_number,
+      accountName: d.account_name,
+      bank: { name: d.bank_name, code: d.bank_short_code },
+      method: 'BANK_ACCOUNT',
+      ...amounts,
+    };
+  }
+  return {
+    refCode: d.ref_code,
+    orderId: d.idempotency_key,
+    method: 'EWALLET',
+    ewallet: { code: d.ewallet_provider, accountNumber: legacyPhone(d.ewallet_phone) },
+    ...amounts,
+  };
+}
+
+export function disbursementWebhookBody(d: DisbursementRow, event: string): Record<string, unknown> {
+  return d.api === 'LEGACY' ? presentLegacyDisbursement(d) : { ...presentDisbursement(d), event };
+}

@@ -1,0 +1,92 @@
+// V1 disbursements (spec 4.3): WALLET merchants only. POST checks the request in the
+// contract's order and creates it in one transaction (db/disbursements.ts); the disbursement
+// worker sends it to a vendor afterwards, so the answer is always PENDING (or IN_REVIEW).
+import { Router, type Request } from 'express';
+import { z } from 'zod';
+import type { AppContext } from '../context.ts';
+import { ApiError } from '../../db/errors.ts';
+import { createDisbursement } from '../../db/disbursements.ts';
+import { findMerchantDisbursement, listMerchantDisbursements } from '../../db/disbursements.sql.ts';
+import { getMoneySettings } from '../../db/merchants.ts';
+import { checkNotifyUrl } from '../../db/notify-url.ts';
+import { pageMeta, sendData, sendPage } from '../http/envelope.ts';
+import { pagination } from '../http/pagination.ts';
+import { normalizePhone } from '../http/phone.ts';
+import { parseBody } from '../http/validate.ts';
+import { requireWalletMerchant } from '../http/wallet.ts';
+import { presentDisbursement } from '../present/disbursements.ts';
+
+const optionalText = (max: number) => z.string().trim().max(max, `must be at most ${max} characters`).nullish().transform((v) => v || null);
+
+// Only the shape is checked here; the rules (and their order) live in db/disbursements.ts.
+const createBody = z.object({
+  idempotency_key: z.string('is required').min(1, 'is required').max(255, 'must be at most 255 characters'),
+  channel: z.enum(['BANK', 'EWALLET'], 'must be BANK or EWALLET'),
+  bank_short_code: optionalText(32),
+  account_number: z.string().trim().regex(/^\d{5,34}$/, 'must be 5 to 34 digits').nullish().or(z.literal('')).transform((v) => v || null),
+  account_name: optionalText(255),
+  ewallet_provider: optionalText(32),
+  ewallet_phone: optionalText(32),
+  amount: z.unknown(),
+  notify_url: z.string().max(2048).nullish(),
+  beneficiary_id: z.uuid('must be a UUID').nullish(),
+});
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function disbursementRoutes(ctx: AppContext): Router {
+  const router = Router();
+  router.use('/v1/disbursements', requireWalletMerchant);
+
+  router.post('/v1/disbursements', async (req, res) => {
+    const body = parseBody(createBody, req.body);
+    let phone: string | null = null;
+    if (body.ewallet_phone) {
+      phone = normalizePhone(body.ewallet_phone);
+      if (!phone) throw new ApiError('INVALID_BODY', 'ewallet_phone: must be an Indonesian phone number');
+    }
+    if (body.notify_url) {
+      const problem = checkNotifyUrl(body.notify_url, ctx.config.NOTIFY_URL_ALLOWLIST);
+      if (problem) throw new ApiError('INVALID_BODY', `notify_url: ${problem}`);
+    }
+    if (body.beneficiary_id) throw new ApiError('BENEFICIARY_NOT_FOUND');
+    const settings = await getMoneySettings(ctx.pool, req.merchant.id);
+    const disbursement = await createDisbursement(ctx.pool, ctx.boss, settings, {
+      merchantId: req.merchant.id,
+      api: 'V1',
+      source: 'API',
+      idempotencyKey: body.idempotency_key,
+      channel: body.channel,
+      bankShortCode: body.bank_short_code,
+      accountNumber: body.account_number,
+      accountName: body.account_name,
+      ewalletProvider: body.ewallet_provider,
+      ewalletPhone: phone,
+      amount: body.amount,
+      notifyUrl: body.notify_url ?? null,
+      beneficiaryId: null,
+    });
+    sendData(res, presentDisbursement(disbursement), 201);
+  });
+
+  router.get('/v1/disbursements', async (req, res) => {
+    const { page, limit } = pagination(req, { limit: 10, max: 50 });
+    const [rows, total] = await listMerchantDisbursements(ctx.pool, req.merchant.id, page, limit);
+    sendPage(res, rows.map(presentDisbursement), pageMeta(page, limit, total));
+  });
+
+  router.get('/v1/disbursements/:id', async (req, res) => {
+    sendData(res, presentDisbursement(await merchantDisbursement(ctx, req)));
+  });
+
+  return router;
+}
+
+/** By UUID or ref_code; another merchant's is as unknown as a missing one. */
+async function merchantDisbursement(ctx: AppContext, req: Request) {
+  const key = String(req.params.id);
+  const where = UUID.test(key) ? { id: key.toLowerCase() } : /^DSB-\d+-[0-9A-Z]+$/.test(key) ? { refCode: key } : null;
+  const found = where ? await findMerchantDisbursement(ctx.pool, req.merchant.id, where) : null;
+  if (!found) throw new ApiError('DISBURSEMENT_NOT_FOUND');
+  return found;
+}

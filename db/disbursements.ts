@@ -1,0 +1,238 @@
+// The disbursement aggregate: payouts from a WALLET merchant's wallet (V1 and legacy alike).
+//
+// Invariants and why they hold:
+// - No overdraft and no double debit: the wallet is row-locked (ledger lockMerchantAccounts)
+//   before the daily limit and the balance are read, and the PENDING row, its debit of
+//   total_debit and its execute job are written in that same transaction. The idempotency key
+//   is unique per merchant, so a repeat inserts nothing and debits nothing.
+// - The debit is returned exactly once: FAILED and REJECTED are final, reached only from a
+//   locked non-final row, and post a reversal transfer that is unique per disbursement.
+// - One send per disbursement and vendor: the worker records the vendor it is about to call
+//   (vendor_call_pending) in a committed row first; a retry asks that vendor before anything
+//   else, and vendors are idempotent on our ref_code.
+// - Every status change appends an event and a webhook outbox row in its own transaction.
+import { randomUUID } from 'node:crypto';
+import type { PgBoss } from 'pg-boss';
+import { ApiError } from './errors.ts';
+import { lockMerchantAccounts, postTransfer } from './ledger.ts';
+import { findBankByShortCode, findEwalletByShortCode } from './master-data.ts';
+import type { MerchantMoneySettings } from './merchants.ts';
+import type { Db, Pool } from './pool.ts';
+import { inTransaction, sendJob } from './queue.ts';
+import { newRefCode } from './ref-codes.ts';
+import {
+  changeStatus,
+  disbursedToday,
+  findByIdempotencyKey,
+  FINAL_STATUSES,
+  insertDisbursement,
+  lockDisbursement,
+  type DisbursementRow,
+  type StatusChange,
+} from './disbursements.sql.ts';
+import { enqueueWebhooks } from './webhooks.ts';
+
+/** Webhook bodies are API contracts (api/present); callers pass the presenter in. */
+export type DisbursementWebhookBody = (d: DisbursementRow, event: string) => Record<string, unknown>;
+
+export interface DisbursementRequest {
+  merchantId: string;
+  api: 'V1' | 'LEGACY';
+  source: string;
+  idempotencyKey: string;
+  channel: 'BANK' | 'EWALLET';
+  bankShortCode: string | null;
+  accountNumber: string | null;
+  accountName: string | null;
+  ewalletProvider: string | null;
+  /** Already normalised to 62… by the caller (V1 and legacy accept different input forms). */
+  ewalletPhone: string | null;
+  /** As sent: checked here, in the contract's order, so it may be anything. */
+  amount: unknown;
+  notifyUrl: string | null;
+  beneficiaryId: string | null;
+}
+
+/**
+ * Checks a request in the contract's order (spec 4.3, issue 9): key not used, destination
+ * fields, bank known and enabled, e-wallet known, amount a positive integer within the
+ * per-transaction limit. The daily limit and the balance are checked under the wallet lock.
+ */
+export async function checkRequest(db: Db, settings: MerchantMoneySettings, r: DisbursementRequest) {
+  if (await findByIdempotencyKey(db, r.merchantId, r.idempotencyKey)) throw new ApiError('DUPLICATE_IDEMPOTENCY_KEY');
+  let bank: Awaited<ReturnType<typeof findBankByShortCode>> = null;
+  if (r.channel === 'BANK') {
+    if (!r.accountNumber || !r.accountName) throw new ApiError('MISSING_BANK_INFO');
+    if (!r.bankShortCode) throw new ApiError('MISSING_BANK_INFO', 'bank_short_code, account_number and account_name are required for BANK');
+    bank = await findBankByShortCode(db, r.bankShortCode);
+    if (!bank) throw new ApiError('BANK_NOT_FOUND');
+    if (!bank.is_enabled) throw new ApiError('BANK_DISABLED');
+  } else {
+    if (!r.ewalletProvider || !r.ewalletPhone) throw new ApiError('MISSING_EWALLET_INFO');
+    const wallet = await findEwalletByShortCode(db, r.ewalletProvider);
+    if (!wallet || !wallet.is_enabled) throw new ApiError('INVALID_BODY', 'ewallet_provider: unknown or unavailable e-wallet');
+  }
+  const amount = r.amount;
+  if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) {
+    throw new ApiError('INVALID_BODY', 'amount: must be a positive integer');
+  }
+  if (amount > settings.disbursement_limit) throw new ApiError('AMOUNT_EXCEEDS_LIMIT');
+  const fee = r.channel === 'BANK' ? settings.fee_bank : settings.fee_ewallet;
+  return { amount, fee, bank };
+}
+
+/**
+ * Creates a disbursement: one transaction locks the wallet, inserts the row (PENDING, or
+ * IN_REVIEW above the merchant's review threshold), checks the daily limit and the balance,
+ * debits total_debit into DISBURSEMENTS_IN_FLIGHT and queues its execution.
+ */
+export async function createDisbursement(pool: Pool, boss: PgBoss, settings: MerchantMoneySettings, r: DisbursementRequest): Promise<DisbursementRow> {
+  const { amount, fee, bank } = await checkRequest(pool, settings, r);
+  const id = randomUUID();
+  return pool.transaction(async (tx) => {
+    // Locked first: nothing below can change until commit. The row goes in before the limits
+    // are checked so that a key raced by a concurrent request is a duplicate (409), whatever
+    // the balance left by the winner; a refusal below rolls the row back.
+    const accounts = await lockMerchantAccounts(tx, r.merchantId, ['WALLET', 'DISBURSEMENTS_IN_FLIGHT']);
+    const review = settings.review_threshold !== null && amount > settings.review_threshold;
+    const row = await insertDisbursement(
+      tx,
+      {
+        id,
+        merchantId: r.merchantId,
+        refCode: newRefCode('DSB'),
+        idempotencyKey: r.idempotencyKey,
+        api: r.api,
+        source: r.source,
+        channel: r.channel,
+        bankId: bank?.id ?? null,
+        bankShortCode: bank?.short_code ?? null,
+        bankName: bank?.name ?? null,
+        accountNumber: r.channel === 'BANK' ? r.accountNumber : null,
+        accountName: r.channel === 'BANK' ? r.accountName : null,
+        ewalletProvider: r.channel === 'EWALLET' ? r.ewalletProvider!.toUpperCase() : null,
+        ewalletPhone: r.channel === 'EWALLET' ? r.ewalletPhone : null,
+        beneficiaryId: r.beneficiaryId,
+        requestAmount: amount,
+        fee,
+        notifyUrl: r.notifyUrl,
+        status: review ? 'IN_REVIEW' : 'PENDING',
+      },
+      r.api === 'V1' ? 'api' : 'legacy-api',
+    );
+    if (!row) throw new ApiError('DUPLICATE_IDEMPOTENCY_KEY');
+    // Today's total includes the row just inserted.
+    if ((await disbursedToday(tx, r.merchantId)) > settings.daily_disbursement_limit) throw new ApiError('DAILY_LIMIT_EXCEEDED');
+    if (accounts.get('WALLET')!.balance < row.total_debit) throw new ApiError('INSUFFICIENT_BALANCE');
+    await postTransfer(
+      tx,
+      {
+        merchantId: r.merchantId,
+        kind: 'DISBURSEMENT',
+        reference: { type: 'DISBURSEMENT', id: row.id, refCode: row.ref_code },
+        description: `Disbursement ${row.ref_code} (amount ${amount}, fee ${fee})`,
+        legs: { WALLET: -row.total_debit, DISBURSEMENTS_IN_FLIGHT: row.total_debit },
+      },
+      accounts,
+    );
+    if (!review) await sendJob(boss, 'disbursement-execute', { disbursement_id: row.id }, { db: inTransaction(tx) });
+    return row;
+  });
+}
+
+async function notify(tx: Db, boss: PgBoss, d: DisbursementRow, webhookBody: DisbursementWebhookBody) {
+  const event = `disbursement.${d.status.toLowerCase()}`;
+  await enqueueWebhooks(tx, boss, [{ merchantId: d.merchant_id, orderId: null, disbursementId: d.id, event, url: d.notify_url, body: webhookBody(d, event) }]);
+}
+
+/** A status change of a locked row, with its webhook. */
+export async function moveDisbursement(
+  tx: Db,
+  boss: PgBoss,
+  d: DisbursementRow,
+  change: StatusChange,
+  event: { source: string; detail?: unknown },
+  webhookBody: DisbursementWebhookBody,
+): Promise<DisbursementRow> {
+  const moved = await changeStatus(tx, d.id, change, event);
+  if (moved.status !== d.status) await notify(tx, boss, moved, webhookBody);
+  return moved;
+}
+
+export type Completion = { status: 'SUCCESS'; vendorDisbursementId: string | null } | { status: 'FAILED'; vendorDisbursementId: string | null; reason: string };
+
+/**
+ * The vendor's final word (callback or reconciliation). SUCCESS: the money left through the
+ * vendor, the fee is revenue. FAILED: the debit goes back to the wallet. A repeated or late
+ * report on a final disbursement changes nothing.
+ */
+export async function completeDisbursement(
+  tx: Db,
+  boss: PgBoss,
+  where: { id: string } | { refCode: string },
+  outcome: Completion,
+  source: string,
+  webhookBody: DisbursementWebhookBody,
+): Promise<'completed' | 'already_final' | 'unknown'> {
+  const d = await lockDisbursement(tx, where);
+  if (!d) return 'unknown';
+  if (FINAL_STATUSES.has(d.status)) return 'already_final';
+  const vendorId = outcome.vendorDisbursementId ?? d.vendor_disbursement_id;
+  if (outcome.status === 'SUCCESS') {
+    await postTransfer(tx, {
+      merchantId: d.merchant_id,
+      kind: 'DISBURSEMENT_COMPLETED',
+      reference: { type: 'DISBURSEMENT', id: d.id, refCode: d.ref_code },
+      description: `Disbursement ${d.ref_code} delivered`,
+      legs: { DISBURSEMENTS_IN_FLIGHT: -d.total_debit, VENDOR_CLEARING: d.request_amount, FEE_REVENUE: d.fee },
+    });
+    await moveDisbursement(tx, boss, d, { status: 'SUCCESS', vendorDisbursementId: vendorId, vendorCallPending: false }, { source }, webhookBody);
+  } else {
+    await reverse(tx, d, `Disbursement ${d.ref_code} failed: ${outcome.reason}`);
+    await moveDisbursement(
+      tx,
+      boss,
+      d,
+      { status: 'FAILED', vendorDisbursementId: vendorId, vendorCallPending: false, failureReason: outcome.reason },
+      { source, detail: { reason: outcome.reason } },
+      webhookBody,
+    );
+  }
+  return 'completed';
+}
+
+function reverse(tx: Db, d: DisbursementRow, description: string) {
+  return postTransfer(tx, {
+    merchantId: d.merchant_id,
+    kind: 'DISBURSEMENT_REVERSAL',
+    reference: { type: 'DISBURSEMENT', id: d.id, refCode: d.ref_code },
+    description,
+    legs: { DISBURSEMENTS_IN_FLIGHT: -d.total_debit, WALLET: d.total_debit },
+  });
+}
+
+export class ReviewRefused extends Error {}
+
+/** Operator decision on an IN_REVIEW disbursement: approve sends it, reject returns the debit. */
+export async function reviewDisbursement(
+  pool: Pool,
+  boss: PgBoss,
+  id: string,
+  decision: 'approve' | 'reject',
+  reason: string | null,
+  webhookBody: DisbursementWebhookBody,
+): Promise<DisbursementRow> {
+  return pool.transaction(async (tx) => {
+    const d = await lockDisbursement(tx, { id });
+    if (!d) throw new ReviewRefused(`no disbursement ${id}`);
+    if (d.status !== 'IN_REVIEW') throw new ReviewRefused(`disbursement ${d.ref_code} is ${d.status}, not IN_REVIEW`);
+    if (decision === 'approve') {
+      const moved = await moveDisbursement(tx, boss, d, { status: 'PENDING' }, { source: 'operator', detail: { decision } }, webhookBody);
+      await sendJob(boss, 'disbursement-execute', { disbursement_id: d.id }, { db: inTransaction(tx) });
+      return moved;
+    }
+    const why = reason ?? 'rejected by the platform';
+    await reverse(tx, d, `Disbursement ${d.ref_code} rejected: ${why}`);
+    return moveDisbursement(tx, boss, d, { status: 'REJECTED', failureReason: why }, { source: 'operator', detail: { decision, reason: why } }, webhookBody);
+  });
+}
