@@ -19,7 +19,8 @@ export const orderRow = z.object({
   customer_phone: z.string().nullable(),
   notify_url: z.string().nullable(),
   return_url: z.string().nullable(),
-  metadata: z.unknown(),
+  /** The metadata object's JSON text exactly as stored (spec 2.2: returned as-is), or null. */
+  metadata_json: z.string().nullable(),
   expires_at: z.date().nullable(),
   qris_string: z.string().nullable(),
   qr_token: z.string(),
@@ -37,11 +38,12 @@ export const orderRow = z.object({
 });
 export type OrderRow = z.infer<typeof orderRow>;
 
+// metadata is a json column: ::text hands over the stored text, never a parsed (reordered) object.
 const columns = sql.fragment`
   id, merchant_id, ref_code, merchant_order_id, api, amount, payment_method, status, customer_name,
-  customer_email, customer_phone, notify_url, return_url, metadata, expires_at, qris_string, qr_token,
-  vendor_code, vendor_order_id, vendor_rrn, pending_vendor, vendors_tried, failure_code, paid_at,
-  is_late_payment, is_settled, created_at, updated_at`;
+  customer_email, customer_phone, notify_url, return_url, metadata::text as metadata_json, expires_at,
+  qris_string, qr_token, vendor_code, vendor_order_id, vendor_rrn, pending_vendor, vendors_tried,
+  failure_code, paid_at, is_late_payment, is_settled, created_at, updated_at`;
 
 export interface NewOrder {
   id: string;
@@ -55,7 +57,8 @@ export interface NewOrder {
   customerPhone: string | null;
   notifyUrl: string | null;
   returnUrl: string | null;
-  metadata: unknown;
+  /** JSON text of the metadata object as the merchant sent it; stored verbatim (json column). */
+  metadataJson: string | null;
   expireMinutes: number;
   qrToken: string;
 }
@@ -67,7 +70,7 @@ export function insertOrder(db: Db, o: NewOrder) {
                         customer_email, customer_phone, notify_url, return_url, metadata, expires_at, qr_token)
     values (${o.id}, ${o.merchantId}, ${o.refCode}, ${o.merchantOrderId}, ${o.api}, ${o.amount}, 'CREATING',
             ${o.customerName}, ${o.customerEmail}, ${o.customerPhone}, ${o.notifyUrl}, ${o.returnUrl},
-            ${o.metadata === undefined || o.metadata === null ? null : sql.jsonb(o.metadata as never)},
+            ${o.metadataJson}::json,
             ${o.expireMinutes === 0 ? null : sql.fragment`now() + make_interval(mins => ${o.expireMinutes})`},
             ${o.qrToken})
     on conflict (merchant_id, merchant_order_id) where status <> 'FAILED' do nothing
@@ -176,15 +179,15 @@ export function setOrderPaid(db: Db, id: string, p: { paidAt: Date; rrn: string;
 export function expireDueOrders(db: Db, limit: number) {
   return db.any(sql.type(orderRow)`
     with due as (
-      select id from orders
+      select id as due_id from orders
       where status = 'PENDING' and expires_at <= now()
       order by expires_at
       limit ${limit}
       for update skip locked
     )
-    update orders o set status = 'EXPIRED', updated_at = now()
-    from due where o.id = due.id
-    returning o.*`);
+    update orders set status = 'EXPIRED', updated_at = now()
+    from due where id = due_id
+    returning ${columns}`);
 }
 
 /** CREATING attempts nobody has touched for a while: their create job was lost or is stuck. */

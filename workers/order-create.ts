@@ -13,7 +13,7 @@ import { announceUnresolved, confirmOrder, failOrder } from '../db/orders.ts';
 import { clearVendorPending, findOrderById, markVendorPending, type OrderRow } from '../db/orders.sql.ts';
 import { sendJob } from '../db/queue.ts';
 import { getVendor, routeVendors } from '../db/vendors.ts';
-import { presentOrder } from '../api/present/orders.ts';
+import { orderResponseBody } from '../api/present/orders.ts';
 import type { WorkerContext } from './context.ts';
 import type { Gateway, QrisStatus, VendorRecord } from './vendors/gateway.ts';
 import { gatewayFor } from './vendors/registry.ts';
@@ -21,7 +21,7 @@ import { validateVendorQris } from './vendors/qris.ts';
 
 export function renderCreated(ctx: WorkerContext) {
   const baseUrl = publicBaseUrl(ctx.config);
-  return (order: OrderRow) => JSON.stringify({ success: true, data: presentOrder(order, baseUrl) });
+  return (order: OrderRow) => orderResponseBody(order, baseUrl);
 }
 
 export function gatewayOf(ctx: WorkerContext, vendor: Parameters<typeof gatewayFor>[0]): Gateway {

@@ -1,5 +1,7 @@
-// V1 success envelopes (spec 2.1). Errors are written only by the error middleware.
+// V1 success envelopes (spec 2.1). Errors are written only by the error middleware. Bodies are
+// serialised with toJson so merchant JSON kept as text (order metadata) goes out as sent.
 import type { Response } from 'express';
+import { toJson } from './json-text.ts';
 
 export interface PageMeta {
   page: number;
@@ -9,11 +11,11 @@ export interface PageMeta {
 }
 
 export function sendData(res: Response, data: unknown, status = 200): void {
-  res.status(status).json({ success: true, data });
+  res.status(status).type('application/json').send(toJson({ success: true, data }));
 }
 
 export function sendPage(res: Response, data: unknown[], meta: PageMeta): void {
-  res.status(200).json({ success: true, data, meta });
+  res.status(200).type('application/json').send(toJson({ success: true, data, meta }));
 }
 
 export function pageMeta(page: number, limit: number, total: number): PageMeta {

@@ -87,7 +87,7 @@ export function legacyOrderRoutes(ctx: AppContext): Router {
           customerPhone: body.customerPhone ?? null,
           notifyUrl: body.notifyUrl ?? null,
           returnUrl: body.returnUrl ?? null,
-          metadata: null,
+          metadataJson: null,
           expireMinutes: 60,
           idempotency: null,
         },

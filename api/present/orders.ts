@@ -2,6 +2,7 @@
 // the webhook bodies of each (spec 6). Pure functions of a row; workers use them too, because
 // a webhook body is as much a contract as a response.
 import type { OrderRow } from '../../db/orders.sql.ts';
+import { RawJson, toJson } from '../http/json-text.ts';
 import { iso, wib } from './time.ts';
 
 export function qrUrl(baseUrl: string, order: Pick<OrderRow, 'qr_token'>): string {
@@ -26,9 +27,15 @@ export function presentOrder(order: OrderRow, baseUrl: string) {
     customer_phone: order.customer_phone,
     notify_url: order.notify_url,
     return_url: order.return_url,
-    metadata: order.metadata ?? null,
+    // The merchant's own text, spliced in by toJson (api/http/json-text.ts): keys in the order sent.
+    metadata: order.metadata_json === null ? null : new RawJson(order.metadata_json),
     created_at: iso(order.created_at),
   };
+}
+
+/** The V1 create answer as text: stored for the Idempotency-Key and replayed byte for byte. */
+export function orderResponseBody(order: OrderRow, baseUrl: string): string {
+  return toJson({ success: true, data: presentOrder(order, baseUrl) });
 }
 
 export function presentLegacyOrder(order: OrderRow) {

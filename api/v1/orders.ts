@@ -25,7 +25,8 @@ import { normalizePhone } from '../http/phone.ts';
 import { verifyBodySignature } from '../http/signature.ts';
 import type { Expectation } from '../http/outcome-waiter.ts';
 import { parseBody } from '../http/validate.ts';
-import { presentOrder } from '../present/orders.ts';
+import { memberText } from '../http/json-text.ts';
+import { orderResponseBody, presentOrder } from '../present/orders.ts';
 import { iso } from '../present/time.ts';
 
 const MAX_AMOUNT = 9_999_999_999_999; // 13 digits: what QRIS tag 54 can carry
@@ -48,7 +49,7 @@ const idempotencyKey = z.string().min(1).max(255).regex(/^[\x21-\x7e]+$/, 'must 
 export function orderRoutes(ctx: AppContext): Router {
   const router = Router();
   const baseUrl = publicBaseUrl(ctx.config);
-  const render = (order: OrderRow) => JSON.stringify({ success: true, data: presentOrder(order, baseUrl) });
+  const render = (order: OrderRow) => orderResponseBody(order, baseUrl);
 
   router.post('/v1/orders', async (req, res) => {
     const merchant = req.merchant;
@@ -91,7 +92,7 @@ export function orderRoutes(ctx: AppContext): Router {
           customerPhone: phone,
           notifyUrl: body.notify_url ?? null,
           returnUrl: body.return_url ?? null,
-          metadata: body.metadata ?? null,
+          metadataJson: body.metadata ? metadataText(req) : null,
           expireMinutes: body.expire_minutes ?? 60,
           idempotency: keyHeader === undefined ? null : { key: keyHeader, rawBody: req.rawBody ?? Buffer.alloc(0) },
         },
@@ -159,6 +160,13 @@ async function merchantOrder(ctx: AppContext, req: Request): Promise<OrderRow> {
   const order = ref.length <= 64 && !ref.includes('\u0000') ? await findMerchantOrder(ctx.pool, req.merchant.id, ref) : null;
   if (!order) throw new ApiError('ORDER_NOT_FOUND');
   return order;
+}
+
+/** The metadata object's own text from the raw body (spec 2.2: stored and returned as-is). */
+function metadataText(req: Request): string {
+  const text = memberText((req.rawBody ?? Buffer.alloc(0)).toString('utf8'), 'metadata');
+  if (text === undefined) throw new Error('metadata parsed from a body whose text has none');
+  return text;
 }
 
 function sendRaw(res: Response, status: number, body: string, replayed: boolean) {

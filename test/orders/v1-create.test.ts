@@ -132,6 +132,51 @@ t.test('optional strings that are not given are null, metadata too', async (t) =
   t.ok(qris.ok && qris.tags.get('54') === '1', 'QRIS tag 54 is 1');
 });
 
+t.test('metadata is returned as sent (spec 2.2): key order, integer-like keys, numbers and escapes as written', async (t) => {
+  const merchant = await makeMerchant(ctx);
+  // What each metadata text must come back as: the merchant's text, whitespace between tokens
+  // dropped. JSON.parse alone would reorder "2" before "b" and round the 20-digit number; jsonb
+  // would sort the keys and rewrite 1.50 and \u00e9.
+  const cases: Array<[what: string, sent: string, returned: string]> = [
+    ['the cart of the issue', '{"cart":[{"sku":"A1","qty":2}]}', '{"cart":[{"sku":"A1","qty":2}]}'],
+    ['integer-like keys after others', '{"b":1,"2":2,"a":{"10":"x","1":"y"}}', '{"b":1,"2":2,"a":{"10":"x","1":"y"}}'],
+    ['longer keys before shorter ones', '{"zeta":1,"yy":2,"x":3}', '{"zeta":1,"yy":2,"x":3}'],
+    ['numbers as written', '{"big":12345678901234567890,"price":1.50,"exp":1E3,"neg":-0}', '{"big":12345678901234567890,"price":1.50,"exp":1E3,"neg":-0}'],
+    ['escapes as written', '{"name":"caf\\u00e9 \\"ok\\" \\/ \\\\","emoji":"🙏"}', '{"name":"caf\\u00e9 \\"ok\\" \\/ \\\\","emoji":"🙏"}'],
+    ['whitespace between tokens dropped, inside strings kept', '{ "note" : "a  b\\tc" ,\n  "list" : [ 1 , { "k" : [ ] } ] , "e" : { } }', '{"note":"a  b\\tc","list":[1,{"k":[]}],"e":{}}'],
+  ];
+  for (const [what, sent, returned] of cases) {
+    const moid = uniqueId('META');
+    // metadata first and last in the body, so its position in the body cannot matter
+    const raw = `{"metadata":${sent},"merchant_order_id":"${moid}","amount":5000,"payment_method":"QRIS"}`;
+    const expected = `"metadata":${returned},"created_at"`;
+    const created = await api.create(merchant.api_key, raw, { 'idempotency-key': `meta-${moid}` });
+    t.equal(created.status, 201, `${what}: 201`);
+    t.ok(created.text.includes(expected), `${what}: the 201 carries ${returned} (got ${/"metadata":.*,"created_at"/.exec(created.text)?.[0]})`);
+    t.strictSame(created.json.data.metadata, JSON.parse(sent), `${what}: the same value`);
+
+    const replay = await api.create(merchant.api_key, raw, { 'idempotency-key': `meta-${moid}` });
+    t.equal(replay.headers['idempotent-replayed'], 'true', `${what}: replayed`);
+    t.ok(replay.raw.equals(created.raw), `${what}: the replay is byte-identical`);
+    const existing = await api.create(merchant.api_key, `{"merchant_order_id":"${moid}","amount":5000,"payment_method":"QRIS"}`);
+    t.equal(existing.status, 200, `${what}: the existing order (200)`);
+    t.ok(existing.text.includes(expected), `${what}: the 200 for the existing order carries it too`);
+    const read = await api.get(merchant.api_key, `/v1/orders/${created.json.data.ref_code}`);
+    t.ok(read.text.includes(expected), `${what}: GET /v1/orders/{ref_code} carries it`);
+    const list = await api.byMerchantOrderId(merchant.api_key, moid);
+    t.ok(list.text.includes(expected), `${what}: GET /v1/orders carries it`);
+  }
+
+  // The last "metadata" member is the one JSON.parse keeps; the stored text follows it.
+  const moid = uniqueId('META');
+  const twice = await api.create(merchant.api_key, `{"metadata":{"first":1},"merchant_order_id":"${moid}","amount":5000,"payment_method":"QRIS","metadata":{"z":1,"0":0}}`);
+  t.equal(twice.status, 201);
+  t.ok(twice.text.includes('"metadata":{"z":1,"0":0},"created_at"'), 'a repeated metadata member: the last one, as sent');
+  const nulled = await api.create(merchant.api_key, `{"metadata":{"first":1},"merchant_order_id":"${uniqueId('META')}","amount":5000,"payment_method":"QRIS","metadata":null}`);
+  t.equal(nulled.status, 201);
+  t.equal(nulled.json.data.metadata, null, 'a repeated metadata member ending in null: null');
+});
+
 t.test('expire_minutes sets expires_at; 0 means no expiry', async (t) => {
   const merchant = await makeMerchant(ctx);
   for (const minutes of [5, 10_080]) {
