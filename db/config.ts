@@ -39,6 +39,11 @@ export const configSchema = z.object({
   DISBURSEMENT_RECONCILE_DELAY_SECONDS: z.coerce.number().int().min(0).default(30),
   /** Interval of the expiry sweep; must stay well under the 30 s the spec allows. */
   EXPIRY_SWEEP_INTERVAL_MS: ms(5_000),
+  /**
+   * How long an Idempotency-Key (and its stored response) is kept; the scheduler deletes older
+   * ones. At least 24 h: clients retry with the same key for a day (DESIGN 6).
+   */
+  IDEMPOTENCY_KEY_TTL_HOURS: z.coerce.number().int().min(24, 'at least 24 (hours)').max(87_600).default(48),
   WEBHOOK_TIMEOUT_MS: ms(10_000),
   /** Delay before each webhook retry, in seconds (Stripe-like, about three days in all). */
   WEBHOOK_RETRY_SCHEDULE: schedule.default([5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]),

@@ -3,6 +3,7 @@
 // sweeps, CSV work. Every group also answers `ping`.
 import type { WorkerContext } from './context.ts';
 import { handleDisbursementExecute, handleDisbursementReconcile } from './disbursement-execute.ts';
+import { startIdempotencySweep } from './idempotency-sweep.ts';
 import { handleOrderCreate } from './order-create.ts';
 import { startExpirySweep } from './order-expire.ts';
 import { handleOrderReconcile } from './order-reconcile.ts';
@@ -28,6 +29,7 @@ const WEBHOOK_BATCH = 50;
 const DISBURSEMENT_BATCH = 50;
 
 let sweep: { stop(): Promise<void> } | null = null;
+let keySweep: { stop(): Promise<void> } | null = null;
 
 export const groups: Record<string, Group> = {
   vendor: {
@@ -54,8 +56,11 @@ export const groups: Record<string, Group> = {
     async start(ctx) {
       await ping(ctx);
       sweep = startExpirySweep(ctx);
+      keySweep = startIdempotencySweep(ctx);
     },
-    stop: async () => sweep?.stop(),
+    stop: async () => {
+      await Promise.all([sweep?.stop(), keySweep?.stop()]);
+    },
   },
   csv: { start: ping },
 };

@@ -11,6 +11,15 @@ t.test('defaults fill in what is unset', async (t) => {
   t.equal(config.ORDER_CREATE_DEADLINE_MS, 10_000);
   t.same(config.WEBHOOK_RETRY_SCHEDULE, [5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]);
   t.same(config.NOTIFY_URL_ALLOWLIST, []);
+  t.equal(config.IDEMPOTENCY_KEY_TTL_HOURS, 48);
+});
+
+t.test('IDEMPOTENCY_KEY_TTL_HOURS: whole hours, 24 at least', async (t) => {
+  t.equal(parseConfig({ ...base, IDEMPOTENCY_KEY_TTL_HOURS: '24' }).IDEMPOTENCY_KEY_TTL_HOURS, 24);
+  t.equal(parseConfig({ ...base, IDEMPOTENCY_KEY_TTL_HOURS: '720' }).IDEMPOTENCY_KEY_TTL_HOURS, 720);
+  for (const bad of ['23', '0', '-48', '36.5', 'forever']) {
+    t.throws(() => parseConfig({ ...base, IDEMPOTENCY_KEY_TTL_HOURS: bad }), /IDEMPOTENCY_KEY_TTL_HOURS/, `${bad} is refused`);
+  }
 });
 
 t.test('durations and lists parse from text', async (t) => {
