@@ -182,10 +182,19 @@ export function listDisbursementEvents(db: Db, id: string) {
     select status, event, source, detail, created_at from disbursement_events where disbursement_id = ${id} order by id`);
 }
 
-/** Sent transfers nobody has heard about for a while: the reconcile sweep asks their vendor. */
-export function findStaleInFlight(db: Db, olderThanSeconds: number, limit: number) {
-  return db.anyFirst(sql.type(z.object({ id: z.string() }))`
-    select id from disbursements
-    where status = 'ON_PROCESS' and updated_at < now() - make_interval(secs => ${olderThanSeconds})
-    order by updated_at limit ${limit}`);
+/**
+ * Disbursements whose job chain has gone quiet (PENDING not picked up, ON_PROCESS not heard of)
+ * for longer than a healthy chain ever stays quiet; each is touched so that it is picked again
+ * only after another quiet period.
+ */
+export function claimStale(db: Db, olderThanSeconds: number, limit: number) {
+  return db.any(sql.type(z.object({ id: z.string(), status: disbursementStatus }))`
+    with stale as (
+      select id from disbursements
+      where status in ('PENDING', 'ON_PROCESS') and updated_at < now() - make_interval(secs => ${olderThanSeconds})
+      order by updated_at limit ${limit}
+      for update skip locked
+    )
+    update disbursements d set updated_at = now() from stale where d.id = stale.id
+    returning d.id, d.status`);
 }

@@ -12,7 +12,7 @@
 // A retried job reloads and locks the row and checks its state first, so duplicates are harmless.
 import { publicBaseUrl } from '../db/config.ts';
 import { completeDisbursement, moveDisbursement } from '../db/disbursements.ts';
-import { findDisbursement, lockDisbursement, noteVendorAnswer, type DisbursementRow } from '../db/disbursements.sql.ts';
+import { claimStale, findDisbursement, lockDisbursement, noteVendorAnswer, type DisbursementRow } from '../db/disbursements.sql.ts';
 import { logger } from '../db/logger.ts';
 import { sendJob } from '../db/queue.ts';
 import { getVendor, routeVendors, type VendorRecord } from '../db/vendors.ts';
@@ -104,9 +104,8 @@ export async function handleDisbursementReconcile(ctx: WorkerContext, payload: {
     return (await send(ctx, d, vendor)) ?? handleDisbursementExecute(ctx, payload);
   }
   if (status.status === 'PROCESSING') {
-    if (status.vendorDisbursementId && !d.vendor_disbursement_id) {
-      await noteVendorAnswer(ctx.pool, d.id, { vendorDisbursementId: status.vendorDisbursementId, vendorCallPending: false });
-    }
+    // Also marks the row as heard of: the stale sweep leaves live chains alone.
+    await noteVendorAnswer(ctx.pool, d.id, { vendorDisbursementId: status.vendorDisbursementId, vendorCallPending: false });
     throw new Error(`${d.ref_code} still processing at ${vendor.code}`);
   }
   const outcome =
@@ -117,4 +116,20 @@ export async function handleDisbursementReconcile(ctx: WorkerContext, payload: {
     completeDisbursement(tx, ctx.boss, { id: d.id }, outcome, `reconcile:${vendor.code}`, disbursementWebhookBody),
   );
   return { result, status: status.status };
+}
+
+/** Longer than any healthy chain stays silent (the reconcile backoff tops out at 30 min). */
+const STALE_SECONDS = 3600;
+
+/**
+ * Restarts the job chain of disbursements nobody has worked on for an hour (their jobs
+ * exhausted retries while a vendor was down, or were lost): PENDING ones are executed again,
+ * ON_PROCESS ones reconciled. Run from the scheduler's sweep.
+ */
+export async function requeueStaleDisbursements(ctx: WorkerContext): Promise<number> {
+  const stale = await claimStale(ctx.pool, STALE_SECONDS, 100);
+  for (const d of stale) {
+    await sendJob(ctx.boss, d.status === 'PENDING' ? 'disbursement-execute' : 'disbursement-reconcile', { disbursement_id: d.id });
+  }
+  return stale.length;
 }

@@ -308,3 +308,22 @@ t.test('a worker killed mid-disbursement loses and duplicates nothing', async (t
   t.equal(await balanceOf(stack, merchant), 1_000_000 - 5 * 12_500 - 10);
   await ledgerAudit(t, stack.env);
 });
+
+t.test('a disbursement whose job was lost is restarted by the scheduler after an hour of silence', async (t) => {
+  const stack = await startStack(t, { groups: [] });
+  const merchant = await makeMerchant(stack.api.ctx);
+  await fund(stack, merchant, 100_000);
+  const lost = (await disburse(stack, merchant, bank(10_000))).json.data;
+  const quiet = (await disburse(stack, merchant, bank(20_000))).json.data;
+  const pool = stack.api.ctx.pool;
+  // The jobs vanish (as if their retries ran out while every vendor was down).
+  await pool.query(sql.unsafe`delete from pgboss.job where name = 'disbursement-execute'`);
+  await pool.query(sql.unsafe`update disbursements set updated_at = now() - interval '2 hours' where id = ${lost.id}`);
+  await pool.query(sql.unsafe`update disbursements set updated_at = now() - interval '10 minutes' where id = ${quiet.id}`);
+  await startWorkerGroup(t, 'disbursement', stack.env);
+  await startWorkerGroup(t, 'scheduler', stack.env);
+  await reaches(stack, merchant, lost.id, 'SUCCESS');
+  const stillPending = await getDisbursement(stack, merchant, quiet.id);
+  t.equal(stillPending.json.data.status, 'PENDING', 'ten quiet minutes are not yet stale');
+  await ledgerAudit(t, stack.env);
+});
