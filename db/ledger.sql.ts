@@ -3,7 +3,16 @@
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
 
-export const accountKind = z.enum(['WALLET', 'SETTLEMENT_ACCRUAL', 'DISBURSEMENTS_IN_FLIGHT', 'VENDOR_CLEARING', 'FEE_REVENUE', 'ADJUSTMENTS']);
+export const accountKind = z.enum([
+  'WALLET',
+  'SETTLEMENT_ACCRUAL',
+  'DISBURSEMENTS_IN_FLIGHT',
+  'VENDOR_CLEARING',
+  'FEE_REVENUE',
+  'ADJUSTMENTS',
+  'REFUNDS_IN_FLIGHT',
+  'SETTLEMENTS_IN_FLIGHT',
+]);
 export type AccountKind = z.infer<typeof accountKind>;
 
 /** The canonical order of a merchant's accounts: locks are always taken in it (WALLET first). */
@@ -18,8 +27,10 @@ export const transferKind = z.enum([
   'DISBURSEMENT_REVERSAL',
   'ADJUSTMENT',
   'REFUND',
+  'REFUND_COMPLETED',
   'REFUND_REVERSAL',
   'SETTLEMENT_PAYOUT',
+  'SETTLEMENT_COMPLETED',
   'SETTLEMENT_REVERSAL',
 ]);
 export type TransferKind = z.infer<typeof transferKind>;
