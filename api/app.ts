@@ -10,6 +10,7 @@ import { errorHandler, notFound } from './http/error-handler.ts';
 import { requestLog } from './http/request-log.ts';
 import { brandRoutes, healthCheck } from './v1/system.ts';
 import { orderRoutes } from './v1/orders.ts';
+import { refundRoutes } from './v1/refunds.ts';
 import { masterDataRoutes } from './v1/master-data.ts';
 import { balanceRoutes } from './v1/balance.ts';
 import { disbursementRoutes } from './v1/disbursements.ts';
@@ -34,6 +35,7 @@ export function createApp(ctx: AppContext): Express {
   // Every other /v1 path needs a merchant: unauthenticated callers learn nothing about routes.
   app.use('/v1', requireApiKey(ctx.pool));
   app.use(orderRoutes(ctx));
+  app.use(refundRoutes(ctx));
   app.use(masterDataRoutes(ctx));
   app.use(balanceRoutes(ctx));
   app.use(disbursementRoutes(ctx));

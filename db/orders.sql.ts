@@ -282,3 +282,10 @@ export function storeIdempotentResponse(db: Db, where: { orderId: string } | { m
     update idempotency_keys set response_status = ${status}, response_body = ${body}
     where ${match} and response_body is null`);
 }
+
+/** A refund moves a paid order between PAID and REFUNDED (fully refunded, or a refund failed). */
+export function setRefundStatus(db: Db, id: string, status: 'PAID' | 'REFUNDED') {
+  return db.one(sql.type(orderRow)`
+    update orders set status = ${status}, updated_at = now() where id = ${id}
+    returning ${columns}`);
+}

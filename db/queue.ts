@@ -33,6 +33,13 @@ export const queues = {
     schema: z.object({ disbursement_id: uuid }),
     options: { retryLimit: 30, retryDelay: 10, retryBackoff: true, retryDelayMax: 1800, expireInSeconds: 120 },
   },
+  // Sends a refund to the vendor that took the payment. Unknown outcomes and "pending" answers
+  // throw, so pg-boss retries; a retry re-sends with the same refund reference, which the
+  // vendor dedupes (a refund has no separate status query in the vendor interface).
+  'refund-execute': {
+    schema: z.object({ refund_id: uuid }),
+    options: { retryLimit: 20, retryDelay: 5, retryBackoff: true, retryDelayMax: 1800, expireInSeconds: 120 },
+  },
   'webhook-deliver': {
     schema: z.object({ delivery_id: uuid }),
     // Webhook retries follow their own schedule (WEBHOOK_RETRY_SCHEDULE), recorded per attempt;

@@ -7,6 +7,7 @@ import { startIdempotencySweep } from './idempotency-sweep.ts';
 import { handleOrderCreate } from './order-create.ts';
 import { startExpirySweep } from './order-expire.ts';
 import { handleOrderReconcile } from './order-reconcile.ts';
+import { handleRefundExecute } from './refund-execute.ts';
 import { handlePing } from './ping.ts';
 import { handleWebhookDeliver } from './webhook-deliver.ts';
 import { workQueue } from './work.ts';
@@ -37,6 +38,7 @@ export const groups: Record<string, Group> = {
       await ping(ctx);
       await workQueue(ctx.boss, 'order-create', { batchSize: VENDOR_BATCH, loops: 2 }, (p) => handleOrderCreate(ctx, p));
       await workQueue(ctx.boss, 'order-reconcile', { batchSize: VENDOR_BATCH }, (p) => handleOrderReconcile(ctx, p));
+      await workQueue(ctx.boss, 'refund-execute', { batchSize: VENDOR_BATCH }, (p) => handleRefundExecute(ctx, p));
     },
   },
   disbursement: {

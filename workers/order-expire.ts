@@ -7,7 +7,8 @@
 //
 // The same loop re-queues create attempts left CREATING for longer than a create job can take
 // (jobs that exhausted their retries): the create handler asks the pending vendor first; and
-// restarts disbursements whose job chain went quiet (workers/disbursement-execute.ts).
+// restarts disbursements and refunds whose job chain went quiet (workers/disbursement-execute.ts,
+// workers/refund-execute.ts).
 import { logger } from '../db/logger.ts';
 import { expireBatch } from '../db/orders.ts';
 import { findStaleCreating } from '../db/orders.sql.ts';
@@ -15,6 +16,7 @@ import { sendJob } from '../db/queue.ts';
 import { orderWebhookBody } from '../api/present/orders.ts';
 import type { WorkerContext } from './context.ts';
 import { requeueStaleDisbursements } from './disbursement-execute.ts';
+import { requeueStaleRefunds } from './refund-execute.ts';
 
 const BATCH = 500;
 const STALE_CREATING_SECONDS = 300;
@@ -51,6 +53,8 @@ export function startExpirySweep(ctx: WorkerContext): { stop(): Promise<void> } 
         if (requeued) logger.warn({ requeued }, 'stale create attempts re-queued');
         const restarted = await requeueStaleDisbursements(ctx);
         if (restarted) logger.warn({ restarted }, 'quiet disbursements re-queued');
+        const refunds = await requeueStaleRefunds(ctx);
+        if (refunds) logger.warn({ refunds }, 'quiet refunds re-queued');
       }
     } catch (err) {
       logger.error({ err }, 'expiry sweep failed; will retry next interval');

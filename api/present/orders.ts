@@ -55,7 +55,7 @@ export function presentLegacyOrder(order: OrderRow) {
   };
 }
 
-export type OrderEvent = 'order.paid' | 'order.expired' | 'order.refunded';
+export type OrderEvent = 'order.paid' | 'order.expired' | 'order.refunded' | 'order.partially_refunded' | 'order.refund_failed';
 
 /** The webhook body for an order event, shaped by the API that created the order. */
 export function orderWebhookBody(order: OrderRow, event: OrderEvent): Record<string, unknown> {

@@ -1,0 +1,83 @@
+// One function per statement on refunds.
+import { z } from 'zod';
+import { sql, type Db } from './pool.ts';
+
+export const refundStatus = z.enum(['PENDING', 'SUCCEEDED', 'FAILED']);
+
+export const refundRow = z.object({
+  id: z.string(),
+  merchant_id: z.string(),
+  order_id: z.string(),
+  ref_code: z.string(),
+  amount: z.number(),
+  reason: z.string().nullable(),
+  status: refundStatus,
+  vendor_code: z.string().nullable(),
+  vendor_refund_id: z.string().nullable(),
+  failure_reason: z.string().nullable(),
+  completed_at: z.date().nullable(),
+  created_at: z.date(),
+  updated_at: z.date(),
+});
+export type RefundRow = z.infer<typeof refundRow>;
+
+const columns = sql.fragment`
+  id, merchant_id, order_id, ref_code, amount, reason, status, vendor_code, vendor_refund_id, failure_reason,
+  completed_at, created_at, updated_at`;
+
+/** What is already refunded or being refunded on an order (failed refunds give it back). */
+export function refundedAmount(db: Db, orderId: string) {
+  return db.oneFirst(sql.type(z.object({ total: z.number() }))`
+    select coalesce(sum(amount), 0)::bigint as total from refunds where order_id = ${orderId} and status <> 'FAILED'`);
+}
+
+export function succeededAmount(db: Db, orderId: string) {
+  return db.oneFirst(sql.type(z.object({ total: z.number() }))`
+    select coalesce(sum(amount), 0)::bigint as total from refunds where order_id = ${orderId} and status = 'SUCCEEDED'`);
+}
+
+export function insertRefund(
+  db: Db,
+  r: { id: string; merchantId: string; orderId: string; refCode: string; amount: number; reason: string | null; vendorCode: string | null },
+) {
+  return db.one(sql.type(refundRow)`
+    insert into refunds (id, merchant_id, order_id, ref_code, amount, reason, vendor_code)
+    values (${r.id}, ${r.merchantId}, ${r.orderId}, ${r.refCode}, ${r.amount}, ${r.reason}, ${r.vendorCode})
+    returning ${columns}`);
+}
+
+export function findRefund(db: Db, id: string) {
+  return db.maybeOne(sql.type(refundRow)`select ${columns} from refunds where id = ${id}`);
+}
+
+export function lockRefund(db: Db, id: string) {
+  return db.maybeOne(sql.type(refundRow)`select ${columns} from refunds where id = ${id} for update`);
+}
+
+export function finishRefund(db: Db, id: string, f: { status: 'SUCCEEDED' | 'FAILED'; vendorRefundId: string | null; failureReason: string | null }) {
+  return db.one(sql.type(refundRow)`
+    update refunds
+    set status = ${f.status}, vendor_refund_id = coalesce(${f.vendorRefundId}, vendor_refund_id),
+        failure_reason = ${f.failureReason}, completed_at = now(), updated_at = now()
+    where id = ${id}
+    returning ${columns}`);
+}
+
+/** The vendor answered "still pending": remember its id and that the refund is alive. */
+export function noteRefundPending(db: Db, id: string, vendorRefundId: string | null) {
+  return db.query(sql.unsafe`
+    update refunds set vendor_refund_id = coalesce(${vendorRefundId}, vendor_refund_id), updated_at = now() where id = ${id}`);
+}
+
+/** PENDING refunds nobody has worked on for a while; touched so each is picked once per period. */
+export function claimStaleRefunds(db: Db, olderThanSeconds: number, limit: number) {
+  return db.anyFirst(sql.type(z.object({ id: z.string() }))`
+    with stale as (
+      select id from refunds
+      where status = 'PENDING' and updated_at < now() - make_interval(secs => ${olderThanSeconds})
+      order by updated_at limit ${limit}
+      for update skip locked
+    )
+    update refunds r set updated_at = now() from stale where r.id = stale.id
+    returning r.id`);
+}

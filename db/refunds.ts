@@ -1,0 +1,163 @@
+// Refunds of paid orders (V1 and legacy orders alike: one order namespace).
+//
+// Invariants and why they hold:
+// - Refunds never exceed the order: the order row is locked, and what is already refunded or
+//   being refunded (every refund not FAILED) is summed under that lock before a new one is
+//   accepted; so concurrent refunds queue and the last ones see AMOUNT_EXCEEDS_ORDER.
+// - The money is held when the refund is accepted: WALLET merchants' wallets (MANUAL merchants'
+//   settlement accrual) move the amount into REFUNDS_IN_FLIGHT in the accepting transaction, or
+//   the refund is refused with INSUFFICIENT_BALANCE. Success sends it out through
+//   VENDOR_CLEARING; failure brings it back, exactly once (transfers are unique per refund).
+// - Lock order: the merchant's accounts, then the refund, then the order. Settlement builds
+//   lock accounts before orders too, so the two never deadlock.
+// - The MDR is not returned on a refund (docs/decisions.md).
+import { randomUUID } from 'node:crypto';
+import type { PgBoss } from 'pg-boss';
+import { ApiError } from './errors.ts';
+import { InsufficientFunds, lockMerchantAccounts, postTransfer, type AccountKind } from './ledger.ts';
+import { getMoneySettings } from './merchants.ts';
+import type { Db, Pool } from './pool.ts';
+import { inTransaction, sendJob } from './queue.ts';
+import { newRefCode } from './ref-codes.ts';
+import { findMerchantOrder, insertOrderEvent, lockOrder, setRefundStatus, type OrderRow } from './orders.sql.ts';
+import { findRefund, finishRefund, insertRefund, lockRefund, refundedAmount, succeededAmount, type RefundRow } from './refunds.sql.ts';
+import { enqueueWebhooks } from './webhooks.ts';
+
+export type RefundEvent = 'order.refunded' | 'order.partially_refunded' | 'order.refund_failed';
+/** Webhook bodies are API contracts (api/present); callers pass the presenter in. */
+export type RefundWebhookBody = (order: OrderRow, event: RefundEvent, refund: RefundRow) => Record<string, unknown>;
+
+function heldIn(settlementType: 'WALLET' | 'MANUAL'): AccountKind {
+  return settlementType === 'WALLET' ? 'WALLET' : 'SETTLEMENT_ACCRUAL';
+}
+
+/**
+ * Accepts a refund of a PAID order: checks, holds the money, records the refund (PENDING) and
+ * an order event, marks the order REFUNDED when this refund completes its amount, and queues
+ * the vendor call. `amount` undefined means the whole remaining refundable amount.
+ */
+export async function createRefund(
+  pool: Pool,
+  boss: PgBoss,
+  merchant: { id: string; settlement_type: 'WALLET' | 'MANUAL' },
+  refCode: string,
+  input: { amount: number | undefined; reason: string | null },
+): Promise<{ refund: RefundRow; order: OrderRow }> {
+  const source = heldIn(merchant.settlement_type);
+  return pool.transaction(async (tx) => {
+    const accounts = await lockMerchantAccounts(tx, merchant.id, [source, 'REFUNDS_IN_FLIGHT']);
+    const visible = await findMerchantOrder(tx, merchant.id, refCode);
+    if (!visible) throw new ApiError('ORDER_NOT_FOUND');
+    const order = (await lockOrder(tx, visible.id))!;
+    if (order.status !== 'PAID') throw new ApiError('INVALID_STATUS', `Order is ${order.status}; only PAID orders can be refunded`);
+    const remaining = order.amount - (await refundedAmount(tx, order.id));
+    const amount = input.amount ?? remaining;
+    if (amount > remaining) throw new ApiError('AMOUNT_EXCEEDS_ORDER', `At most ${remaining} can be refunded`);
+
+    const refund = await insertRefund(tx, {
+      id: randomUUID(),
+      merchantId: merchant.id,
+      orderId: order.id,
+      refCode: newRefCode('RFD'),
+      amount,
+      reason: input.reason,
+      vendorCode: order.vendor_code,
+    });
+    try {
+      await postTransfer(
+        tx,
+        {
+          merchantId: merchant.id,
+          kind: 'REFUND',
+          reference: { type: 'REFUND', id: refund.id, refCode: refund.ref_code },
+          description: `Refund ${refund.ref_code} of ${order.ref_code}`,
+          legs: { [source]: -amount, REFUNDS_IN_FLIGHT: amount },
+        },
+        accounts,
+      );
+    } catch (err) {
+      if (err instanceof InsufficientFunds) throw new ApiError('INSUFFICIENT_BALANCE', 'The balance cannot cover this refund');
+      throw err;
+    }
+    const full = amount === remaining;
+    const after = full ? await setRefundStatus(tx, order.id, 'REFUNDED') : order;
+    await insertOrderEvent(tx, {
+      orderId: order.id,
+      status: after.status,
+      event: 'refund.requested',
+      source: 'api',
+      detail: { refund: refund.ref_code, amount, remaining: remaining - amount },
+    });
+    await sendJob(boss, 'refund-execute', { refund_id: refund.id }, { db: inTransaction(tx) });
+    return { refund, order: after };
+  });
+}
+
+export type RefundOutcome = { status: 'SUCCEEDED'; vendorRefundId: string | null } | { status: 'FAILED'; vendorRefundId: string | null; reason: string };
+
+/**
+ * The vendor's final word on a refund. SUCCEEDED: the money leaves through the vendor. FAILED:
+ * it returns to the wallet (or accrual) and a fully refunded order is PAID again. The merchant
+ * hears either way. A refund already final changes nothing.
+ */
+export async function completeRefund(
+  pool: Pool,
+  boss: PgBoss,
+  refundId: string,
+  outcome: RefundOutcome,
+  source: string,
+  webhookBody: RefundWebhookBody,
+): Promise<'completed' | 'already_final' | 'unknown'> {
+  return pool.transaction(async (tx) => {
+    // Read unlocked to learn the merchant, then lock in the one order: accounts, refund, order.
+    const unlocked = await findRefund(tx, refundId);
+    if (!unlocked) return 'unknown';
+    if (unlocked.status !== 'PENDING') return 'already_final';
+    const merchant = await getMoneySettings(tx, unlocked.merchant_id);
+    await lockMerchantAccounts(tx, unlocked.merchant_id, [heldIn(merchant.settlement_type), 'REFUNDS_IN_FLIGHT', 'VENDOR_CLEARING']);
+    const peek = (await lockRefund(tx, refundId))!;
+    if (peek.status !== 'PENDING') return 'already_final';
+    const order = (await lockOrder(tx, peek.order_id))!;
+    const reference = { type: 'REFUND' as const, id: peek.id, refCode: peek.ref_code };
+    let event: RefundEvent;
+    let current = order;
+    if (outcome.status === 'SUCCEEDED') {
+      await postTransfer(tx, {
+        merchantId: peek.merchant_id,
+        kind: 'REFUND_COMPLETED',
+        reference,
+        description: `Refund ${peek.ref_code} of ${order.ref_code} paid out`,
+        legs: { REFUNDS_IN_FLIGHT: -peek.amount, VENDOR_CLEARING: peek.amount },
+      });
+      const refund = await finishRefund(tx, peek.id, { status: 'SUCCEEDED', vendorRefundId: outcome.vendorRefundId, failureReason: null });
+      event = (await succeededAmount(tx, order.id)) === order.amount ? 'order.refunded' : 'order.partially_refunded';
+      await insertOrderEvent(tx, { orderId: order.id, status: current.status, event: 'refund.succeeded', source, detail: { refund: peek.ref_code, amount: peek.amount } });
+      await notify(tx, boss, current, event, refund, webhookBody);
+    } else {
+      await postTransfer(tx, {
+        merchantId: peek.merchant_id,
+        kind: 'REFUND_REVERSAL',
+        reference,
+        description: `Refund ${peek.ref_code} of ${order.ref_code} failed: ${outcome.reason}`,
+        legs: { REFUNDS_IN_FLIGHT: -peek.amount, [heldIn(merchant.settlement_type)]: peek.amount },
+      });
+      const refund = await finishRefund(tx, peek.id, { status: 'FAILED', vendorRefundId: outcome.vendorRefundId, failureReason: outcome.reason });
+      if (current.status === 'REFUNDED') current = await setRefundStatus(tx, order.id, 'PAID');
+      await insertOrderEvent(tx, {
+        orderId: order.id,
+        status: current.status,
+        event: 'refund.failed',
+        source,
+        detail: { refund: peek.ref_code, amount: peek.amount, reason: outcome.reason },
+      });
+      await notify(tx, boss, current, 'order.refund_failed', refund, webhookBody);
+    }
+    return 'completed';
+  });
+}
+
+async function notify(tx: Db, boss: PgBoss, order: OrderRow, event: RefundEvent, refund: RefundRow, webhookBody: RefundWebhookBody) {
+  await enqueueWebhooks(tx, boss, [
+    { merchantId: order.merchant_id, orderId: order.id, event, url: order.notify_url, body: webhookBody(order, event, refund) },
+  ]);
+}
