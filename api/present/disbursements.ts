@@ -65,6 +65,18 @@ export function presentLegacyDisbursement(d: DisbursementRow) {
   };
 }
 
+/**
+ * The answer to a legacy create (spec 4.10): a bank create lists no `method` (only the query of
+ * a bank disbursement shows BANK_ACCOUNT); an e-wallet create shows method EWALLET. Otherwise
+ * the query shape. Status is PENDING, or IN_REVIEW above the merchant's review threshold.
+ */
+export function presentLegacyDisbursementCreated(d: DisbursementRow) {
+  const shown = presentLegacyDisbursement(d);
+  if (d.channel !== 'BANK') return shown;
+  const { method: _method, ...bank } = shown;
+  return bank;
+}
+
 export function disbursementWebhookBody(d: DisbursementRow, event: string): Record<string, unknown> {
   return d.api === 'LEGACY' ? presentLegacyDisbursement(d) : { ...presentDisbursement(d), event };
 }
