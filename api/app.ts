@@ -15,6 +15,7 @@ import { masterDataRoutes } from './v1/master-data.ts';
 import { balanceRoutes } from './v1/balance.ts';
 import { disbursementRoutes } from './v1/disbursements.ts';
 import { legacyOrderRoutes } from './legacy/orders.ts';
+import { legacyDisbursementRoutes } from './legacy/disbursements.ts';
 import { callbackRoutes } from './callbacks.ts';
 import { qrRoutes } from './qr.ts';
 
@@ -40,6 +41,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(balanceRoutes(ctx));
   app.use(disbursementRoutes(ctx));
   app.use(legacyOrderRoutes(ctx));
+  app.use(legacyDisbursementRoutes(ctx));
 
   app.use(notFound);
   app.use(errorHandler(ctx.config.BODY_LIMIT));
