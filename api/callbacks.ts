@@ -8,12 +8,14 @@ import type { AppContext } from './context.ts';
 import { ApiError } from '../db/errors.ts';
 import { logger } from '../db/logger.ts';
 import { completeDisbursement } from '../db/disbursements.ts';
+import { completeSettlement } from '../db/settlements.ts';
 import { applyPayment } from '../db/orders.ts';
 import { getVendor, recordCallback } from '../db/vendors.ts';
 import { gatewayFor } from '../workers/vendors/registry.ts';
 import { sendData } from './http/envelope.ts';
 import { disbursementWebhookBody } from './present/disbursements.ts';
 import { orderWebhookBody } from './present/orders.ts';
+import { settlementWebhookBody } from './present/settlements.ts';
 
 export function callbackRoutes(ctx: AppContext): Router {
   const router = Router();
@@ -47,6 +49,10 @@ export function callbackRoutes(ctx: AppContext): Router {
           event.status === 'SUCCESS'
             ? { status: 'SUCCESS' as const, vendorDisbursementId: event.vendorDisbursementId }
             : { status: 'FAILED' as const, vendorDisbursementId: event.vendorDisbursementId, reason: event.failureReason ?? 'FAILED' };
+        // Settlement payouts go out under the settlement's reference (STL-…).
+        if (event.reference.startsWith('STL-')) {
+          return completeSettlement(tx, ctx.boss, { reference: event.reference }, outcome, `callback:${vendor.code}`, settlementWebhookBody);
+        }
         return completeDisbursement(tx, ctx.boss, { refCode: event.reference }, outcome, `callback:${vendor.code}`, disbursementWebhookBody);
       }
       return 'recorded';

@@ -10,6 +10,7 @@ export interface NewDelivery {
   merchantId: string;
   orderId: string | null;
   disbursementId?: string | null;
+  settlementId?: string | null;
   event: string;
   /** The resource's own notify URL; null falls back to the merchant default. */
   url: string | null;
@@ -23,12 +24,12 @@ export interface NewDelivery {
 export async function enqueueWebhooks(tx: Db, boss: PgBoss, deliveries: NewDelivery[]): Promise<string[]> {
   if (deliveries.length === 0) return [];
   const ids = await tx.anyFirst(sql.type(z.object({ id: z.string() }))`
-    insert into webhook_deliveries (merchant_id, order_id, disbursement_id, event, url, body)
-    select d.merchant_id, d.order_id, d.disbursement_id, d.event, coalesce(d.url, m.notify_url), d.body
+    insert into webhook_deliveries (merchant_id, order_id, disbursement_id, settlement_id, event, url, body)
+    select d.merchant_id, d.order_id, d.disbursement_id, d.settlement_id, d.event, coalesce(d.url, m.notify_url), d.body
     from ${sql.unnest(
-      deliveries.map((d) => [d.merchantId, d.orderId, d.disbursementId ?? null, d.event, d.url, JSON.stringify(d.body)]),
-      ['uuid', 'uuid', 'uuid', 'text', 'text', 'text'],
-    )} as d(merchant_id, order_id, disbursement_id, event, url, body)
+      deliveries.map((d) => [d.merchantId, d.orderId, d.disbursementId ?? null, d.settlementId ?? null, d.event, d.url, JSON.stringify(d.body)]),
+      ['uuid', 'uuid', 'uuid', 'uuid', 'text', 'text', 'text'],
+    )} as d(merchant_id, order_id, disbursement_id, settlement_id, event, url, body)
     join merchants m on m.id = d.merchant_id
     where coalesce(d.url, m.notify_url) is not null
     returning id`);
@@ -64,6 +65,11 @@ export function findDelivery(db: Db, id: string) {
 export function listDisbursementDeliveries(db: Db, disbursementId: string) {
   return db.any(sql.type(deliveryRow)`
     select ${columns} from webhook_deliveries where disbursement_id = ${disbursementId} order by created_at, id`);
+}
+
+export function listSettlementDeliveries(db: Db, settlementId: string) {
+  return db.any(sql.type(deliveryRow)`
+    select ${columns} from webhook_deliveries where settlement_id = ${settlementId} order by created_at, id`);
 }
 
 export function listOrderDeliveries(db: Db, orderId: string) {

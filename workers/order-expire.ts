@@ -7,8 +7,8 @@
 //
 // The same loop re-queues create attempts left CREATING for longer than a create job can take
 // (jobs that exhausted their retries): the create handler asks the pending vendor first; and
-// restarts disbursements and refunds whose job chain went quiet (workers/disbursement-execute.ts,
-// workers/refund-execute.ts).
+// restarts disbursements, refunds and settlement payouts whose job chain went quiet
+// (workers/disbursement-execute.ts, workers/refund-execute.ts, workers/settlement-payout.ts).
 import { logger } from '../db/logger.ts';
 import { expireBatch } from '../db/orders.ts';
 import { findStaleCreating } from '../db/orders.sql.ts';
@@ -17,6 +17,7 @@ import { orderWebhookBody } from '../api/present/orders.ts';
 import type { WorkerContext } from './context.ts';
 import { requeueStaleDisbursements } from './disbursement-execute.ts';
 import { requeueStaleRefunds } from './refund-execute.ts';
+import { requeueStaleSettlements } from './settlement-payout.ts';
 
 const BATCH = 500;
 const STALE_CREATING_SECONDS = 300;
@@ -55,6 +56,8 @@ export function startExpirySweep(ctx: WorkerContext): { stop(): Promise<void> } 
         if (restarted) logger.warn({ restarted }, 'quiet disbursements re-queued');
         const refunds = await requeueStaleRefunds(ctx);
         if (refunds) logger.warn({ refunds }, 'quiet refunds re-queued');
+        const settlements = await requeueStaleSettlements(ctx);
+        if (settlements) logger.warn({ settlements }, 'quiet settlement payouts re-queued');
       }
     } catch (err) {
       logger.error({ err }, 'expiry sweep failed; will retry next interval');
