@@ -4,6 +4,7 @@
 import express, { type Express } from 'express';
 import type { AppContext } from './context.ts';
 import { requireApiKey } from './http/auth.ts';
+import { authorizeRole } from './http/roles.ts';
 import { brandResolver } from './http/brand.ts';
 import { jsonBody } from './http/body.ts';
 import { errorHandler, notFound } from './http/error-handler.ts';
@@ -18,6 +19,7 @@ import { legacyOrderRoutes } from './legacy/orders.ts';
 import { legacyDisbursementRoutes } from './legacy/disbursements.ts';
 import { callbackRoutes } from './callbacks.ts';
 import { qrRoutes } from './qr.ts';
+import { teamRoutes } from './v1/team.ts';
 
 export function createApp(ctx: AppContext): Express {
   const app = express();
@@ -34,12 +36,14 @@ export function createApp(ctx: AppContext): Express {
   app.use(qrRoutes(ctx));
   app.use(callbackRoutes(ctx));
   // Every other /v1 path needs a merchant: unauthenticated callers learn nothing about routes.
-  app.use('/v1', requireApiKey(ctx.pool));
+  // A team user's key then needs a role that allows the request (api/http/roles.ts).
+  app.use('/v1', requireApiKey(ctx.pool), authorizeRole);
   app.use(orderRoutes(ctx));
   app.use(refundRoutes(ctx));
   app.use(masterDataRoutes(ctx));
   app.use(balanceRoutes(ctx));
   app.use(disbursementRoutes(ctx));
+  app.use(teamRoutes(ctx));
   app.use(legacyOrderRoutes(ctx));
   app.use(legacyDisbursementRoutes(ctx));
 

@@ -15,7 +15,7 @@ export const merchantStatus = z.enum(['ACTIVE', 'SUSPENDED', 'DISABLED']);
 export const settlementType = z.enum(['WALLET', 'MANUAL']);
 export type MerchantStatus = z.infer<typeof merchantStatus>;
 
-const merchantRow = z.object({
+export const merchantRow = z.object({
   id: z.string(),
   brand_id: z.string(),
   name: z.string(),
@@ -33,6 +33,8 @@ export type MerchantRow = z.infer<typeof merchantRow>;
 const columns = sql.fragment`
   id, brand_id, name, status, settlement_type, api_key_hash, webhook_secret_enc, notify_url,
   legacy_client_id, legacy_client_secret_enc, legacy_public_key`;
+/** For queries that read a merchant together with something else (db/users.sql.ts findCredential). */
+export const merchantColumns = columns;
 
 export class MerchantNotFound extends Error {
   constructor(id: string) {

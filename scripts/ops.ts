@@ -23,6 +23,7 @@ import { disbursementsApprove, disbursementsReject } from './ops/disbursements.t
 import { resolveDatabase } from './lib/local.ts';
 import { routeList, routeSet, vendorAdd, vendorDisable, vendorList } from './ops/vendors.ts';
 import { simulatePay, webhooksList, webhooksResend } from './ops/orders.ts';
+import { userIssueKey, userList, userRevokeKey } from './ops/users.ts';
 import { banksDisable, banksEnable, banksList, ewalletsDisable, ewalletsEnable, ewalletsList } from './ops/master-data.ts';
 
 const commands: Command[] = [
@@ -48,6 +49,9 @@ const commands: Command[] = [
   ewalletsList,
   ewalletsEnable,
   ewalletsDisable,
+  userList,
+  userIssueKey,
+  userRevokeKey,
   simulatePay,
   webhooksList,
   webhooksResend,

@@ -1,11 +1,24 @@
 // X-API-Key authentication (spec 5.1). The key is looked up by its SHA-256 digest (a unique
 // index, so the lookup time says nothing about the key) and the digest is compared again in
 // constant time. A key sent in the query string is refused outright: URLs end up in logs.
+//
+// A key is either the merchant's own (it acts as owner) or one issued to a team user, which
+// acts for the user's merchant with the user's role as it is now: the role and the user's
+// removal are read with the key on every request. What a role may do is api/http/roles.ts.
 import type { NextFunction, Request, Response } from 'express';
-import { findMerchantByApiKey } from '../../db/merchants.ts';
 import type { Db } from '../../db/pool.ts';
 import { constantTimeEqual, hashApiKey } from '../../db/secrets.ts';
 import { ApiError } from '../../db/errors.ts';
+import { findCredential, type Role } from '../../db/users.sql.ts';
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    /** The role the key acts with: owner for the merchant's own key. */
+    role: Role;
+    /** The team user a key was issued to; null for the merchant's own key. */
+    userId: string | null;
+  }
+}
 
 const API_KEY = /^[0-9a-fA-F]{64}$/;
 const QUERY_KEY_NAMES = ['api_key', 'apikey', 'apiKey', 'key', 'x-api-key', 'X-API-Key'];
@@ -18,14 +31,17 @@ export function requireApiKey(db: Db) {
     }
     const key = req.get('x-api-key');
     if (!key || !API_KEY.test(key)) throw new ApiError('UNAUTHORIZED');
-    const merchant = await findMerchantByApiKey(db, key.toLowerCase());
-    if (!merchant || !constantTimeEqual(merchant.api_key_hash, hashApiKey(key.toLowerCase()))) {
+    const found = await findCredential(db, key.toLowerCase());
+    if (!found || !constantTimeEqual(found.key_hash, hashApiKey(key.toLowerCase()))) {
       throw new ApiError('UNAUTHORIZED');
     }
+    const { user_id: userId, role, key_hash: _, ...merchant } = found;
     // A key belongs to one brand; used on another brand's domain it is as good as unknown.
     if (merchant.brand_id !== req.brand.id) throw new ApiError('UNAUTHORIZED');
     if (merchant.status !== 'ACTIVE') throw new ApiError('MERCHANT_INACTIVE');
     req.merchant = merchant;
+    req.role = role;
+    req.userId = userId;
     next();
   };
 }

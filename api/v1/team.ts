@@ -1,0 +1,64 @@
+// Team management (spec 4.9): the merchant's users and their roles. Only an owner reaches these
+// routes (api/http/roles.ts). Users hold no credentials of their own here: an operator issues
+// a team user's API key (`user:issue-key`), as the platform provisions the merchant's.
+import { Router } from 'express';
+import { z } from 'zod';
+import type { AppContext } from '../context.ts';
+import { ApiError } from '../../db/errors.ts';
+import { changeRole, createUser, listUsers, removeUser, role } from '../../db/users.ts';
+import { sendData } from '../http/envelope.ts';
+import { normalizePhone } from '../http/phone.ts';
+import { parseBody } from '../http/validate.ts';
+import { uuidParam } from '../http/wallet.ts';
+import { presentUser } from '../present/users.ts';
+
+const roleField = z.enum(role.options, 'must be one of owner, finance, ops, viewer');
+
+const createBody = z.object({
+  full_name: z.string('must be a string').trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
+  email: z.string('must be a string').trim().max(254, 'must be at most 254 characters').pipe(z.email('must be an email address')),
+  phone_number: z.string('must be a string').trim().nullish().transform((v) => v || null),
+  role: roleField,
+});
+
+const roleBody = z.object({ role: roleField });
+
+export function teamRoutes(ctx: AppContext): Router {
+  const router = Router();
+
+  router.get('/v1/my/users', async (req, res) => {
+    sendData(res, (await listUsers(ctx.pool, req.merchant.id)).map(presentUser));
+  });
+
+  router.post('/v1/my/users', async (req, res) => {
+    const body = parseBody(createBody, req.body);
+    let phone: string | null = null;
+    if (body.phone_number) {
+      phone = normalizePhone(body.phone_number);
+      if (!phone) throw new ApiError('INVALID_BODY', 'phone_number: must be an Indonesian phone number');
+    }
+    const user = await createUser(ctx.pool, {
+      merchantId: req.merchant.id,
+      fullName: body.full_name,
+      email: body.email,
+      phoneNumber: phone,
+      role: body.role,
+    });
+    sendData(res, presentUser(user), 201);
+  });
+
+  router.patch('/v1/my/users/:user_id/role', async (req, res) => {
+    const userId = uuidParam(req, 'user_id');
+    const body = parseBody(roleBody, req.body);
+    sendData(res, presentUser(await changeRole(ctx.pool, req.merchant.id, userId, body.role)));
+  });
+
+  // The contract removes a user with DELETE on its role (spec 4.9); the answer is the spec's
+  // delete envelope.
+  router.delete('/v1/my/users/:user_id/role', async (req, res) => {
+    await removeUser(ctx.pool, req.merchant.id, uuidParam(req, 'user_id'));
+    sendData(res, { deleted: true });
+  });
+
+  return router;
+}
