@@ -1,9 +1,12 @@
 // V1 disbursements (spec 4.3): WALLET merchants only. POST checks the request in the
 // contract's order and creates it in one transaction (db/disbursements.ts); the disbursement
 // worker sends it to a vendor afterwards, so the answer is always PENDING (or IN_REVIEW).
+// A beneficiary_id fills the destination from the saved beneficiary (db/beneficiaries.ts), so
+// channel is required only without one.
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../context.ts';
+import { destinationOf, type Destination } from '../../db/beneficiaries.ts';
 import { ApiError } from '../../db/errors.ts';
 import { createDisbursement } from '../../db/disbursements.ts';
 import { findMerchantDisbursement, listMerchantDisbursements } from '../../db/disbursements.sql.ts';
@@ -19,9 +22,9 @@ import { presentDisbursement } from '../present/disbursements.ts';
 const optionalText = (max: number) => z.string().trim().max(max, `must be at most ${max} characters`).nullish().transform((v) => v || null);
 
 // Only the shape is checked here; the rules (and their order) live in db/disbursements.ts.
-const createBody = z.object({
+export const createBody = z.object({
   idempotency_key: z.string('is required').min(1, 'is required').max(255, 'must be at most 255 characters'),
-  channel: z.enum(['BANK', 'EWALLET'], 'must be BANK or EWALLET'),
+  channel: z.enum(['BANK', 'EWALLET'], 'must be BANK or EWALLET').nullish().transform((v) => v ?? null),
   bank_short_code: optionalText(32),
   account_number: z.string().trim().regex(/^\d{5,34}$/, 'must be 5 to 34 digits').nullish().or(z.literal('')).transform((v) => v || null),
   account_name: optionalText(255),
@@ -49,22 +52,32 @@ export function disbursementRoutes(ctx: AppContext): Router {
       const problem = checkNotifyUrl(body.notify_url, ctx.config.NOTIFY_URL_ALLOWLIST);
       if (problem) throw new ApiError('INVALID_BODY', `notify_url: ${problem}`);
     }
-    if (body.beneficiary_id) throw new ApiError('BENEFICIARY_NOT_FOUND');
-    const settings = await getMoneySettings(ctx.pool, req.merchant.id);
-    const disbursement = await createDisbursement(ctx.pool, ctx.boss, settings, {
-      merchantId: req.merchant.id,
-      api: 'V1',
-      source: 'API',
-      idempotencyKey: body.idempotency_key,
+    const given: Destination = {
       channel: body.channel,
       bankShortCode: body.bank_short_code,
       accountNumber: body.account_number,
       accountName: body.account_name,
       ewalletProvider: body.ewallet_provider,
       ewalletPhone: phone,
+    };
+    const beneficiaryId = body.beneficiary_id?.toLowerCase() ?? null;
+    const to = beneficiaryId ? await destinationOf(ctx.pool, req.merchant.id, beneficiaryId, given) : given;
+    if (!to.channel) throw new ApiError('INVALID_BODY', 'channel: is required');
+    const settings = await getMoneySettings(ctx.pool, req.merchant.id);
+    const disbursement = await createDisbursement(ctx.pool, ctx.boss, settings, {
+      merchantId: req.merchant.id,
+      api: 'V1',
+      source: 'API',
+      idempotencyKey: body.idempotency_key,
+      channel: to.channel,
+      bankShortCode: to.bankShortCode,
+      accountNumber: to.accountNumber,
+      accountName: to.accountName,
+      ewalletProvider: to.ewalletProvider,
+      ewalletPhone: to.ewalletPhone,
       amount: body.amount,
       notifyUrl: body.notify_url ?? null,
-      beneficiaryId: null,
+      beneficiaryId,
     });
     sendData(res, presentDisbursement(disbursement), 201);
   });

@@ -75,9 +75,11 @@ export interface AccountInquiryInput {
   accountNumber: string;
 }
 
-export interface AccountHolder {
-  accountName: string;
-}
+/**
+ * The vendor's word on an account: its holder's name, or that no such account can receive
+ * money (NOT_FOUND, with the vendor's reason). Not being able to ask is an Outcome, not this.
+ */
+export type AccountInquiry = { status: 'FOUND'; accountName: string } | { status: 'NOT_FOUND'; reason: string };
 
 /** A verified vendor callback, translated into Kasir's terms. */
 export type CallbackEvent =
@@ -90,7 +92,7 @@ export interface Gateway {
   refund(input: RefundInput): Promise<Outcome<RefundResult>>;
   disburse(input: DisburseInput): Promise<Outcome<{ vendorDisbursementId: string }>>;
   queryDisbursement(reference: string): Promise<Outcome<DisbursementStatus>>;
-  inquireAccount(input: AccountInquiryInput): Promise<Outcome<AccountHolder>>;
+  inquireAccount(input: AccountInquiryInput): Promise<Outcome<AccountInquiry>>;
   /**
    * Authenticates and parses a callback. Returns null when the signature is missing or wrong
    * or the body is not a callback this vendor sends.

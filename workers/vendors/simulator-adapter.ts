@@ -10,7 +10,7 @@ import got from 'got';
 import { z } from 'zod';
 import { logger } from '../../db/logger.ts';
 import type {
-  AccountHolder,
+  AccountInquiry,
   AccountInquiryInput,
   CallbackEvent,
   CreateQrisInput,
@@ -315,12 +315,14 @@ export function createSimulatorGateway(vendor: VendorRecord, opts: { timeoutMs?:
       return interpret(answer.value, (body) => fromDisbursementStatus(body, reference));
     },
 
-    async inquireAccount(input): Promise<Outcome<AccountHolder>> {
+    async inquireAccount(input): Promise<Outcome<AccountInquiry>> {
       const answer = await request('POST', '/v1/account-inquiry', toInquiryRequest(input));
       if (answer.kind !== 'ok') return answer;
+      const code = vendorErrorCode(answer.value.body);
+      if (answer.value.status === 404 && code === 'ACCOUNT_NOT_FOUND') return ok({ status: 'NOT_FOUND', reason: code });
       return interpret(answer.value, (body) => {
         const parsed = inquiryBody.safeParse(body);
-        return parsed.success ? { accountName: parsed.data.account_name } : null;
+        return parsed.success ? { status: 'FOUND' as const, accountName: parsed.data.account_name } : null;
       });
     },
 

@@ -1,0 +1,71 @@
+// Beneficiaries (spec 4.5): a merchant's saved payout destinations. Open to every merchant, not
+// only WALLET ones (the contract restricts disbursements and balance, not these). POST answers
+// at once with verification_status PENDING; the disbursement worker verifies afterwards.
+import { Router } from 'express';
+import { z } from 'zod';
+import type { AppContext } from '../context.ts';
+import { createBeneficiary } from '../../db/beneficiaries.ts';
+import { findMerchantBeneficiary, listMerchantBeneficiaries, softDeleteBeneficiary } from '../../db/beneficiaries.sql.ts';
+import { ApiError } from '../../db/errors.ts';
+import { sendData } from '../http/envelope.ts';
+import { normalizePhone } from '../http/phone.ts';
+import { parseBody } from '../http/validate.ts';
+import { uuidParam } from '../http/wallet.ts';
+import { presentBeneficiary } from '../present/beneficiaries.ts';
+
+const optionalText = (max: number) => z.string().trim().max(max, `must be at most ${max} characters`).nullish().transform((v) => v || null);
+
+// Only the shape is checked here; the destination rules live in db/beneficiaries.ts.
+const createBody = z.object({
+  channel: z.enum(['BANK', 'EWALLET'], 'must be BANK or EWALLET'),
+  label: optionalText(255),
+  bank_short_code: optionalText(32),
+  account_number: z.string().trim().regex(/^\d{5,34}$/, 'must be 5 to 34 digits').nullish().or(z.literal('')).transform((v) => v || null),
+  account_name: optionalText(255),
+  ewallet_provider: optionalText(32),
+  ewallet_phone: optionalText(32),
+  is_default: z.boolean('must be true or false').nullish().transform((v) => v ?? false),
+});
+
+export function beneficiaryRoutes(ctx: AppContext): Router {
+  const router = Router();
+
+  router.get('/v1/beneficiaries', async (req, res) => {
+    sendData(res, (await listMerchantBeneficiaries(ctx.pool, req.merchant.id)).map(presentBeneficiary));
+  });
+
+  router.post('/v1/beneficiaries', async (req, res) => {
+    const body = parseBody(createBody, req.body);
+    let phone: string | null = null;
+    if (body.ewallet_phone) {
+      phone = normalizePhone(body.ewallet_phone);
+      if (!phone) throw new ApiError('INVALID_BODY', 'ewallet_phone: must be an Indonesian phone number');
+    }
+    const beneficiary = await createBeneficiary(ctx.pool, ctx.boss, {
+      merchantId: req.merchant.id,
+      channel: body.channel,
+      label: body.label,
+      bankShortCode: body.bank_short_code,
+      accountNumber: body.account_number,
+      accountName: body.account_name,
+      ewalletProvider: body.ewallet_provider,
+      ewalletPhone: phone,
+      isDefault: body.is_default,
+    });
+    sendData(res, presentBeneficiary(beneficiary), 201);
+  });
+
+  router.get('/v1/beneficiaries/:id', async (req, res) => {
+    const found = await findMerchantBeneficiary(ctx.pool, req.merchant.id, uuidParam(req, 'id'));
+    if (!found) throw new ApiError('BENEFICIARY_NOT_FOUND');
+    sendData(res, presentBeneficiary(found));
+  });
+
+  router.delete('/v1/beneficiaries/:id', async (req, res) => {
+    const deleted = await softDeleteBeneficiary(ctx.pool, req.merchant.id, uuidParam(req, 'id'));
+    if (!deleted) throw new ApiError('BENEFICIARY_NOT_FOUND');
+    sendData(res, { deleted: true });
+  });
+
+  return router;
+}

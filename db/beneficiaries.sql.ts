@@ -1,0 +1,112 @@
+// One function per statement on the beneficiary aggregate (table beneficiaries).
+import { z } from 'zod';
+import { sql, type Db } from './pool.ts';
+
+export const verificationStatus = z.enum(['PENDING', 'VERIFIED', 'FAILED']);
+
+export const beneficiaryRow = z.object({
+  id: z.string(),
+  merchant_id: z.string(),
+  label: z.string(),
+  channel: z.enum(['BANK', 'EWALLET']),
+  bank_id: z.string().nullable(),
+  account_number: z.string().nullable(),
+  account_name: z.string().nullable(),
+  ewallet_provider: z.string().nullable(),
+  ewallet_phone: z.string().nullable(),
+  verification_status: verificationStatus,
+  verified_name: z.string().nullable(),
+  verification_failure: z.string().nullable(),
+  is_default: z.boolean(),
+  is_enabled: z.boolean(),
+  deleted_at: z.date().nullable(),
+  created_at: z.date(),
+  updated_at: z.date(),
+});
+export type BeneficiaryRow = z.infer<typeof beneficiaryRow>;
+
+const columns = sql.fragment`
+  id, merchant_id, label, channel, bank_id, account_number, account_name, ewallet_provider, ewallet_phone,
+  verification_status, verified_name, verification_failure, is_default, is_enabled, deleted_at, created_at, updated_at`;
+
+export interface NewBeneficiary {
+  id: string;
+  merchantId: string;
+  label: string;
+  channel: 'BANK' | 'EWALLET';
+  bankId: string | null;
+  accountNumber: string | null;
+  accountName: string | null;
+  ewalletProvider: string | null;
+  ewalletPhone: string | null;
+  isDefault: boolean;
+}
+
+/**
+ * Serialises default changes of one merchant. `no key update` rather than `update`: it does not
+ * conflict with the key-share locks that inserting the merchant's orders and disbursements take
+ * on this row, so their traffic never waits for a beneficiary.
+ */
+export function lockMerchantDefaults(db: Db, merchantId: string) {
+  return db.oneFirst(sql.type(z.object({ id: z.string() }))`
+    select id from merchants where id = ${merchantId} for no key update`);
+}
+
+export function unsetDefault(db: Db, merchantId: string) {
+  return db.query(sql.unsafe`
+    update beneficiaries set is_default = false, updated_at = now()
+    where merchant_id = ${merchantId} and is_default and deleted_at is null`);
+}
+
+export function insertBeneficiary(db: Db, b: NewBeneficiary) {
+  return db.one(sql.type(beneficiaryRow)`
+    insert into beneficiaries (id, merchant_id, label, channel, bank_id, account_number, account_name,
+                               ewallet_provider, ewallet_phone, is_default)
+    values (${b.id}, ${b.merchantId}, ${b.label}, ${b.channel}, ${b.bankId}, ${b.accountNumber}, ${b.accountName},
+            ${b.ewalletProvider}, ${b.ewalletPhone}, ${b.isDefault})
+    returning ${columns}`);
+}
+
+/** The merchant's live beneficiaries: the default first, then newest first. */
+export function listMerchantBeneficiaries(db: Db, merchantId: string) {
+  return db.any(sql.type(beneficiaryRow)`
+    select ${columns} from beneficiaries
+    where merchant_id = ${merchantId} and deleted_at is null
+    order by is_default desc, created_at desc, id desc`);
+}
+
+/** A live beneficiary of the merchant; deleted and other merchants' ones are null alike. */
+export function findMerchantBeneficiary(db: Db, merchantId: string, id: string) {
+  return db.maybeOne(sql.type(beneficiaryRow)`
+    select ${columns} from beneficiaries where id = ${id} and merchant_id = ${merchantId} and deleted_at is null`);
+}
+
+/** Any beneficiary, deleted or not (the verification job). */
+export function findBeneficiary(db: Db, id: string) {
+  return db.maybeOne(sql.type(beneficiaryRow)`select ${columns} from beneficiaries where id = ${id}`);
+}
+
+/** Soft delete, which also gives up the default; null when there was no live row to delete. */
+export function softDeleteBeneficiary(db: Db, merchantId: string, id: string) {
+  return db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+    update beneficiaries set deleted_at = now(), is_default = false, updated_at = now()
+    where id = ${id} and merchant_id = ${merchantId} and deleted_at is null
+    returning id`);
+}
+
+export type Verification = { status: 'VERIFIED'; verifiedName: string } | { status: 'FAILED'; reason: string };
+
+/**
+ * Records a verification result on a PENDING beneficiary, in one statement so that a duplicate
+ * or late job changes nothing: null when it was no longer PENDING.
+ */
+export function recordVerification(db: Db, id: string, result: Verification) {
+  return db.maybeOne(sql.type(beneficiaryRow)`
+    update beneficiaries
+    set verification_status = ${result.status},
+        verified_name = ${result.status === 'VERIFIED' ? result.verifiedName : null},
+        verification_failure = ${result.status === 'FAILED' ? result.reason : null},
+        updated_at = now()
+    where id = ${id} and verification_status = 'PENDING'
+    returning ${columns}`);
+}

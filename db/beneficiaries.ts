@@ -1,0 +1,130 @@
+// The beneficiary aggregate: a merchant's saved payout destinations (spec 2.4, 4.5).
+//
+// Invariants and why they hold:
+// - At most one live default per merchant: the partial unique index beneficiaries_one_default_key
+//   says so, and a create with is_default locks the merchant row before it unsets the old
+//   default and inserts, so concurrent default creates queue up instead of colliding on the
+//   index; the last to commit is the default.
+// - A beneficiary is checked with the rules of a disbursement to the same destination (bank
+//   known and enabled, e-wallet known, phone normalised by the caller), so a saved one can be
+//   paid to.
+// - Every beneficiary is verified once: its verify job is queued in the transaction that
+//   inserts it, and the result is written only onto a PENDING row (workers/beneficiary-verify.ts).
+// - Deleting is soft: disbursements keep their beneficiary_id, and a deleted beneficiary is
+//   never the default and is found by nothing but the verify job.
+import { randomUUID } from 'node:crypto';
+import type { PgBoss } from 'pg-boss';
+import { ApiError } from './errors.ts';
+import { findBankById, findBankByShortCode, findEwalletByShortCode } from './master-data.ts';
+import type { Pool, Db } from './pool.ts';
+import { inTransaction, sendJob } from './queue.ts';
+import {
+  findMerchantBeneficiary,
+  insertBeneficiary,
+  lockMerchantDefaults,
+  unsetDefault,
+  type BeneficiaryRow,
+} from './beneficiaries.sql.ts';
+
+/** A payout destination, as a disbursement request carries it. */
+export interface Destination {
+  channel: 'BANK' | 'EWALLET' | null;
+  bankShortCode: string | null;
+  accountNumber: string | null;
+  accountName: string | null;
+  ewalletProvider: string | null;
+  /** Already normalised to 62… by the caller. */
+  ewalletPhone: string | null;
+}
+
+export interface BeneficiaryRequest extends Destination {
+  merchantId: string;
+  channel: 'BANK' | 'EWALLET';
+  label: string | null;
+  isDefault: boolean;
+}
+
+/** Checks the destination in the order of a disbursement's rules, then saves it and queues its verification. */
+export async function createBeneficiary(pool: Pool, boss: PgBoss, r: BeneficiaryRequest): Promise<BeneficiaryRow> {
+  let bankId: string | null = null;
+  let provider: string | null = null;
+  let label: string;
+  if (r.channel === 'BANK') {
+    if (!r.bankShortCode || !r.accountNumber) throw new ApiError('MISSING_BANK_INFO', 'bank_short_code and account_number are required for BANK');
+    const bank = await findBankByShortCode(pool, r.bankShortCode);
+    if (!bank) throw new ApiError('BANK_NOT_FOUND');
+    if (!bank.is_enabled) throw new ApiError('BANK_DISABLED');
+    bankId = bank.id;
+    label = r.label ?? `${bank.short_code} ${r.accountNumber}`;
+  } else {
+    if (!r.ewalletProvider || !r.ewalletPhone) throw new ApiError('MISSING_EWALLET_INFO');
+    const wallet = await findEwalletByShortCode(pool, r.ewalletProvider);
+    if (!wallet || !wallet.is_enabled) throw new ApiError('INVALID_BODY', 'ewallet_provider: unknown or unavailable e-wallet');
+    provider = wallet.short_code;
+    label = r.label ?? `${wallet.short_code} ${r.ewalletPhone}`;
+  }
+  const isBank = r.channel === 'BANK';
+  return pool.transaction(async (tx) => {
+    if (r.isDefault) {
+      // Locked before the old default is read: a concurrent default create waits here, then
+      // unsets ours (read committed re-reads), so the index never sees two.
+      await lockMerchantDefaults(tx, r.merchantId);
+      await unsetDefault(tx, r.merchantId);
+    }
+    const row = await insertBeneficiary(tx, {
+      id: randomUUID(),
+      merchantId: r.merchantId,
+      label,
+      channel: r.channel,
+      bankId,
+      accountNumber: isBank ? r.accountNumber : null,
+      accountName: isBank ? r.accountName : null,
+      ewalletProvider: provider,
+      ewalletPhone: isBank ? null : r.ewalletPhone,
+      isDefault: r.isDefault,
+    });
+    await sendJob(boss, 'beneficiary-verify', { beneficiary_id: row.id }, { db: inTransaction(tx) });
+    return row;
+  });
+}
+
+const sameName = (a: string, b: string) => a.replace(/\s+/g, ' ').toUpperCase() === b.replace(/\s+/g, ' ').toUpperCase();
+
+const FIELDS = [
+  ['channel', 'channel', (a: string, b: string) => a === b],
+  ['bankShortCode', 'bank_short_code', (a: string, b: string) => a.toUpperCase() === b.toUpperCase()],
+  ['accountNumber', 'account_number', (a: string, b: string) => a === b],
+  ['accountName', 'account_name', sameName],
+  ['ewalletProvider', 'ewallet_provider', (a: string, b: string) => a.toUpperCase() === b.toUpperCase()],
+  ['ewalletPhone', 'ewallet_phone', (a: string, b: string) => a === b],
+] as const;
+
+/**
+ * The destination of a disbursement that names a beneficiary (DESIGN 6): the saved fields fill
+ * the request, and a field the request gives too must agree with the saved one (400
+ * INVALID_BODY naming it). A bank beneficiary saved without account_name takes the request's,
+ * else the name the vendor verified. Unknown, deleted or another merchant's: 404.
+ */
+export async function destinationOf(db: Db, merchantId: string, beneficiaryId: string, given: Destination): Promise<Destination> {
+  const b = await findMerchantBeneficiary(db, merchantId, beneficiaryId);
+  if (!b) throw new ApiError('BENEFICIARY_NOT_FOUND');
+  if (!b.is_enabled) throw new ApiError('INVALID_BODY', 'beneficiary_id: the beneficiary is disabled');
+  if (b.verification_status === 'FAILED') throw new ApiError('INVALID_BODY', 'beneficiary_id: the beneficiary failed account verification');
+  const bank = b.bank_id ? await findBankById(db, b.bank_id) : null;
+  const saved: Destination = {
+    channel: b.channel,
+    bankShortCode: bank?.short_code ?? null,
+    accountNumber: b.account_number,
+    accountName: b.account_name,
+    ewalletProvider: b.ewallet_provider,
+    ewalletPhone: b.ewallet_phone,
+  };
+  const fillsName = b.channel === 'BANK' && saved.accountName === null;
+  for (const [key, field, same] of FIELDS) {
+    const mine = given[key];
+    const theirs = saved[key];
+    if (mine === null || (key === 'accountName' && fillsName)) continue;
+    if (theirs === null || !same(mine, theirs)) throw new ApiError('INVALID_BODY', `${field}: does not match the beneficiary`);
+  }
+  return fillsName ? { ...saved, accountName: given.accountName ?? b.verified_name } : saved;
+}
