@@ -15,6 +15,7 @@ import { refundRoutes } from './v1/refunds.ts';
 import { masterDataRoutes } from './v1/master-data.ts';
 import { balanceRoutes } from './v1/balance.ts';
 import { disbursementRoutes } from './v1/disbursements.ts';
+import { beneficiaryRoutes } from './v1/beneficiaries.ts';
 import { legacyOrderRoutes } from './legacy/orders.ts';
 import { legacyDisbursementRoutes } from './legacy/disbursements.ts';
 import { callbackRoutes } from './callbacks.ts';
@@ -44,6 +45,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(balanceRoutes(ctx));
   app.use(disbursementRoutes(ctx));
   app.use(teamRoutes(ctx));
+  app.use(beneficiaryRoutes(ctx));
   app.use(legacyOrderRoutes(ctx));
   app.use(legacyDisbursementRoutes(ctx));
 

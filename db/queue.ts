@@ -33,6 +33,11 @@ export const queues = {
     schema: z.object({ disbursement_id: uuid }),
     options: { retryLimit: 30, retryDelay: 10, retryBackoff: true, retryDelayMax: 1800, expireInSeconds: 120 },
   },
+  // Account-name inquiry for a new beneficiary. Throws while no vendor gives a definite answer.
+  'beneficiary-verify': {
+    schema: z.object({ beneficiary_id: uuid }),
+    options: { retryLimit: 10, retryDelay: 5, retryBackoff: true, retryDelayMax: 600, expireInSeconds: 120 },
+  },
   // Sends a refund to the vendor that took the payment. Unknown outcomes and "pending" answers
   // throw, so pg-boss retries; a retry re-sends with the same refund reference, which the
   // vendor dedupes (a refund has no separate status query in the vendor interface).

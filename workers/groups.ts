@@ -2,6 +2,7 @@
 // handlers share a resource profile: vendor I/O, disbursement I/O, webhook I/O, periodic
 // sweeps, CSV work. Every group also answers `ping`.
 import type { WorkerContext } from './context.ts';
+import { handleBeneficiaryVerify } from './beneficiary-verify.ts';
 import { handleDisbursementExecute, handleDisbursementReconcile } from './disbursement-execute.ts';
 import { startIdempotencySweep } from './idempotency-sweep.ts';
 import { handleOrderCreate } from './order-create.ts';
@@ -46,6 +47,7 @@ export const groups: Record<string, Group> = {
       await ping(ctx);
       await workQueue(ctx.boss, 'disbursement-execute', { batchSize: DISBURSEMENT_BATCH, loops: 2 }, (p) => handleDisbursementExecute(ctx, p));
       await workQueue(ctx.boss, 'disbursement-reconcile', { batchSize: DISBURSEMENT_BATCH }, (p) => handleDisbursementReconcile(ctx, p));
+      await workQueue(ctx.boss, 'beneficiary-verify', { batchSize: DISBURSEMENT_BATCH }, (p) => handleBeneficiaryVerify(ctx, p));
     },
   },
   webhook: {
