@@ -166,3 +166,26 @@ export async function setMoneySettings(db: Db, id: string, s: Partial<Omit<Merch
   if (!row) throw new MerchantNotFound(id);
   return row;
 }
+
+export const settlementAccount = z.object({ bank_id: z.string(), account_number: z.string(), account_name: z.string() });
+export type SettlementAccount = z.infer<typeof settlementAccount>;
+
+/** Where a MANUAL merchant's settlements are paid; null until an operator sets it. */
+export async function getSettlementAccount(db: Db, id: string): Promise<SettlementAccount | null> {
+  const row = await db.maybeOne(sql.type(z.object({ bank_id: z.string().nullable(), account_number: z.string().nullable(), account_name: z.string().nullable() }))`
+    select settlement_bank_id as bank_id, settlement_account_number as account_number, settlement_account_name as account_name
+    from merchants where id = ${id}`);
+  if (!row) throw new MerchantNotFound(id);
+  // A CHECK keeps the three columns set or unset together.
+  return row.bank_id === null ? null : (row as SettlementAccount);
+}
+
+/** Sets the bank account settlements are paid to; the next settlement built uses it. */
+export async function setSettlementAccount(db: Db, id: string, account: { bankId: string; accountNumber: string; accountName: string }): Promise<void> {
+  const updated = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+    update merchants
+    set settlement_bank_id = ${account.bankId}, settlement_account_number = ${account.accountNumber},
+        settlement_account_name = ${account.accountName}, updated_at = now()
+    where id = ${id} returning id`);
+  if (!updated) throw new MerchantNotFound(id);
+}

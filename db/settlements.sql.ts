@@ -47,6 +47,15 @@ const columns = sql.fragment`
   s.status, s.vendor_code, s.vendor_disbursement_id, s.vendor_call_pending, s.vendors_tried, s.payout_attempt,
   s.failure_reason, s.completed_at, s.created_at, s.updated_at`;
 
+/**
+ * A build or cancel writes one row per order of the merchant's day (~25-40 µs each, measured in
+ * docs/performance.md): a merchant with a million orders a day would pass the pool's 30 s
+ * statement timeout, which guards request paths, not this batch work.
+ */
+export function allowLongStatements(tx: Db) {
+  return tx.query(sql.unsafe`set local statement_timeout = '15min'`);
+}
+
 /** The merchant's settlement of a day that is not CANCELLED (at most one: a partial unique index). */
 export function findLiveSettlement(db: Db, merchantId: string, settlementDate: string) {
   return db.maybeOne(sql.type(settlementRow)`

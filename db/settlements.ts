@@ -25,6 +25,7 @@ import { getMerchant, getMoneySettings, getSettlementAccount } from './merchants
 import type { Db, Pool } from './pool.ts';
 import { inTransaction, sendJob } from './queue.ts';
 import {
+  allowLongStatements,
   changeStatus,
   findLiveSettlement,
   insertSettlement,
@@ -109,6 +110,7 @@ export async function buildSettlement(
 
   return pool.transaction(async (tx): Promise<BuildResult> => {
     const accounts = await lockMerchantAccounts(tx, merchantId, ['SETTLEMENT_ACCRUAL', 'SETTLEMENTS_IN_FLIGHT', 'FEE_REVENUE']);
+    await allowLongStatements(tx);
     const existing = await findLiveSettlement(tx, merchantId, input.settlementDate);
     if (existing) return { merchant_id: merchantId, status: 'exists', settlement: existing };
 
@@ -287,6 +289,7 @@ export async function cancelSettlement(pool: Pool, boss: PgBoss, id: string, rea
       description: `Settlement ${s.ref_code} cancelled${reason ? `: ${reason}` : ''}`,
       legs: { SETTLEMENTS_IN_FLIGHT: -(s.net_payout + s.disbursement_fee), SETTLEMENT_ACCRUAL: s.net_payout + s.disbursement_fee },
     });
+    await allowLongStatements(tx);
     const released = await releaseSettlement(tx, s.id);
     const settlement = await moveSettlement(tx, boss, s, { status: 'CANCELLED', vendorCallPending: false, failureReason: reason ?? 'cancelled by the platform' }, webhookBody);
     return { settlement, released };

@@ -20,6 +20,7 @@ import {
 } from './ops/merchants.ts';
 import { ledgerAdjust, ledgerAudit, merchantSetFees } from './ops/ledger.ts';
 import { disbursementsApprove, disbursementsReject } from './ops/disbursements.ts';
+import { merchantSetSettlementAccount, settlementsCancel, settlementsList, settlementsRetry, settlementsRun } from './ops/settlements.ts';
 import { resolveDatabase } from './lib/local.ts';
 import { routeList, routeSet, vendorAdd, vendorDisable, vendorList } from './ops/vendors.ts';
 import { simulatePay, webhooksList, webhooksResend } from './ops/orders.ts';
@@ -34,10 +35,15 @@ const commands: Command[] = [
   merchantSetPublicKey,
   merchantSetWebhookSecret,
   merchantSetFees,
+  merchantSetSettlementAccount,
   ledgerAudit,
   ledgerAdjust,
   disbursementsApprove,
   disbursementsReject,
+  settlementsRun,
+  settlementsList,
+  settlementsRetry,
+  settlementsCancel,
   vendorAdd,
   vendorList,
   vendorDisable,
