@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
 import { ApiError } from './errors.ts';
 import { lockMerchantAccounts, postTransfer } from './ledger.ts';
-import { findBankByShortCode, findEwalletByShortCode } from './master-data.ts';
+import { findBankByShortCode, findEwalletByShortCode, type BankRow, type EwalletRow } from './master-data.ts';
 import type { MerchantMoneySettings } from './merchants.ts';
 import type { Db, Pool } from './pool.ts';
 import { inTransaction, sendJob } from './queue.ts';
@@ -53,23 +53,39 @@ export interface DisbursementRequest {
   beneficiaryId: string | null;
 }
 
+/** Where the rules look things up: the database per request, or a bulk caller's own answers. */
+export interface RuleLookups {
+  keyUsed(key: string): Promise<boolean> | boolean;
+  bank(shortCode: string): Promise<BankRow | null> | BankRow | null;
+  ewallet(shortCode: string): Promise<EwalletRow | null> | EwalletRow | null;
+}
+
 /**
  * Checks a request in the contract's order (spec 4.3, issue 9): key not used, destination
  * fields, bank known and enabled, e-wallet known, amount a positive integer within the
  * per-transaction limit. The daily limit and the balance are checked under the wallet lock.
  */
 export async function checkRequest(db: Db, settings: MerchantMoneySettings, r: DisbursementRequest) {
-  if (await findByIdempotencyKey(db, r.merchantId, r.idempotencyKey)) throw new ApiError('DUPLICATE_IDEMPOTENCY_KEY');
-  let bank: Awaited<ReturnType<typeof findBankByShortCode>> = null;
+  return checkRules(settings, r, {
+    keyUsed: async (key) => (await findByIdempotencyKey(db, r.merchantId, key)) !== null,
+    bank: (code) => findBankByShortCode(db, code),
+    ewallet: (code) => findEwalletByShortCode(db, code),
+  });
+}
+
+/** checkRequest's rules, for any source of lookups (the CSV import answers them in bulk). */
+export async function checkRules(settings: MerchantMoneySettings, r: DisbursementRequest, lookups: RuleLookups) {
+  if (await lookups.keyUsed(r.idempotencyKey)) throw new ApiError('DUPLICATE_IDEMPOTENCY_KEY');
+  let bank: BankRow | null = null;
   if (r.channel === 'BANK') {
     if (!r.accountNumber || !r.accountName) throw new ApiError('MISSING_BANK_INFO');
     if (!r.bankShortCode) throw new ApiError('MISSING_BANK_INFO', 'bank_short_code, account_number and account_name are required for BANK');
-    bank = await findBankByShortCode(db, r.bankShortCode);
+    bank = await lookups.bank(r.bankShortCode);
     if (!bank) throw new ApiError('BANK_NOT_FOUND');
     if (!bank.is_enabled) throw new ApiError('BANK_DISABLED');
   } else {
     if (!r.ewalletProvider || !r.ewalletPhone) throw new ApiError('MISSING_EWALLET_INFO');
-    const wallet = await findEwalletByShortCode(db, r.ewalletProvider);
+    const wallet = await lookups.ewallet(r.ewalletProvider);
     if (!wallet || !wallet.is_enabled) throw new ApiError('INVALID_BODY', 'ewallet_provider: unknown or unavailable e-wallet');
   }
   const amount = r.amount;

@@ -204,3 +204,57 @@ export function ledgerCounts(db: Db) {
            (select count(*) from ledger_transfers)::int as transfers,
            (select count(*) from ledger_postings)::int as postings`);
 }
+
+export interface BulkTransferRow {
+  id: string;
+  kind: TransferKind;
+  referenceType: ReferenceType;
+  referenceId: string;
+  refCode: string | null;
+  description: string | null;
+}
+
+export interface BulkPostingRow {
+  transferId: string;
+  accountId: number;
+  amount: number;
+  before: number;
+  after: number;
+}
+
+/**
+ * Writes many transfers of one merchant and their postings in one statement, postings in the
+ * given order (their seq follows it, so each account's balance chain reads in that order).
+ * Account balances are not touched: setAccountBalances follows. A reference already posted
+ * under the kind violates ledger_transfers_kind_reference_key and aborts the transaction.
+ */
+export function insertTransfersInBulk(db: Db, merchantId: string, transfers: readonly BulkTransferRow[], postings: readonly BulkPostingRow[]) {
+  return db.query(sql.unsafe`
+    with transfers as (
+      insert into ledger_transfers (id, merchant_id, kind, reference_type, reference_id, ref_code, description)
+      select t.id, ${merchantId}, t.kind, t.reference_type, t.reference_id, t.ref_code, t.description
+      from ${sql.unnest(
+        transfers.map((t) => [t.id, t.kind, t.referenceType, t.referenceId, t.refCode, t.description]),
+        ['uuid', 'text', 'text', 'uuid', 'text', 'text'],
+      )} with ordinality as t(id, kind, reference_type, reference_id, ref_code, description, n)
+      order by t.n
+    )
+    insert into ledger_postings (transfer_id, account_id, amount, balance_before, balance_after)
+    select p.transfer_id, p.account_id, p.amount, p.before, p.after
+    from ${sql.unnest(
+      postings.map((p) => [p.transferId, p.accountId, p.amount, p.before, p.after]),
+      ['uuid', 'int8', 'int8', 'int8', 'int8'],
+    )} with ordinality as p(transfer_id, account_id, amount, before, after, n)
+    order by p.n`);
+}
+
+/** Sets (locked) accounts to the balance their new postings reached, counting those postings. */
+export function setAccountBalances(db: Db, accounts: readonly { id: number; balance: number; postings: number }[]) {
+  return db.query(sql.unsafe`
+    update ledger_accounts a set balance = u.balance, version = a.version + u.postings
+    from ${sql.unnest(
+      accounts.map((a) => [a.id, a.balance, a.postings]),
+      ['int8', 'int8', 'int8'],
+    )} as u(id, balance, postings)
+    where a.id = u.id`);
+}
