@@ -124,12 +124,12 @@ export async function postTransfer(tx: Db, transfer: Transfer, locked?: Map<Acco
 }
 
 /** Transfers per statement in postTransfersInBulk: small enough that no one statement holds the event loop. */
-const BULK_CHUNK = 5_000;
+const BULK_CHUNK = 2_000;
 
 /**
  * Posts many transfers of one merchant, in order, with the very rows postTransfer would write one
  * at a time (one transfer per reference, postings summing to zero, balance chains continuous in
- * posting order) but set-based: one statement per 5,000 transfers, then one balance update.
+ * posting order) but set-based: one statement per 2,000 transfers, then one balance update.
  * `locked` must hold every account the legs touch, locked in this transaction with nothing
  * posted since; it is advanced to the new balances. Every reference must be new under its kind:
  * a repeat aborts the transaction (postTransfer would skip it). Throws InsufficientFunds, writing
