@@ -373,6 +373,15 @@ t.test('a scheduler killed mid-run: the rerun and the retried job leave exactly 
   const unsettled = await pool.oneFirst(sql.unsafe`
     select count(*)::int from orders where merchant_id = any(${sql.array(ids, 'uuid')}) and not is_settled`);
   t.equal(unsettled, 0, 'every order is settled once');
+
+  // The job the schedule sends carries no date: it builds the day that had just closed when it was sent.
+  const late = await makeMerchant(stack.api.ctx, { settlement: 'MANUAL' });
+  await setSettlementAccount(pool, late.merchant_id, { bankId: bca.id, accountNumber: '1234567890', accountName: 'PT Toko' });
+  await seedPaidOrder(pool, late.merchant_id, 80_000, wibNoon(yesterday));
+  await sendJob(stack.api.ctx.boss, 'settlement-run', {});
+  const scheduled = await eventually(async () => (await pool.maybeOne(sql.type(z.object({ settlement_date: z.string(), order_count: z.number() }))`
+    select settlement_date, order_count from settlements where merchant_id = ${late.merchant_id}`)) ?? undefined, 'the scheduled run', 20_000);
+  t.same(scheduled, { settlement_date: yesterday, order_count: 1 }, 'a dateless run builds yesterday (WIB)');
   await ledgerAudit(t, stack.env);
 });
 
