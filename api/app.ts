@@ -14,6 +14,7 @@ import { orderRoutes } from './v1/orders.ts';
 import { refundRoutes } from './v1/refunds.ts';
 import { masterDataRoutes } from './v1/master-data.ts';
 import { balanceRoutes } from './v1/balance.ts';
+import { reportRoutes } from './v1/reports.ts';
 import { disbursementRoutes } from './v1/disbursements.ts';
 import { beneficiaryRoutes } from './v1/beneficiaries.ts';
 import { legacyOrderRoutes } from './legacy/orders.ts';
@@ -43,6 +44,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(refundRoutes(ctx));
   app.use(masterDataRoutes(ctx));
   app.use(balanceRoutes(ctx));
+  app.use(reportRoutes(ctx));
   app.use(disbursementRoutes(ctx));
   app.use(teamRoutes(ctx));
   app.use(beneficiaryRoutes(ctx));

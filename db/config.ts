@@ -44,6 +44,10 @@ export const configSchema = z.object({
    * ones. At least 24 h: clients retry with the same key for a day (DESIGN 6).
    */
   IDEMPOTENCY_KEY_TTL_HOURS: z.coerce.number().int().min(24, 'at least 24 (hours)').max(87_600).default(48),
+  /** How long a report export (job record and CSV file) is kept; the csv group deletes older ones. */
+  EXPORT_RETENTION_HOURS: z.coerce.number().int().min(1).max(8_760).default(72),
+  /** Most data rows one export may hold: a larger one fails, asking for a narrower date range. */
+  EXPORT_MAX_ROWS: z.coerce.number().int().min(1).default(2_000_000),
   WEBHOOK_TIMEOUT_MS: ms(10_000),
   /** Delay before each webhook retry, in seconds (Stripe-like, about three days in all). */
   WEBHOOK_RETRY_SCHEDULE: schedule.default([5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]),

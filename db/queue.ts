@@ -51,6 +51,12 @@ export const queues = {
     // pg-boss retries only cover a worker dying mid-delivery.
     options: { retryLimit: 3, retryDelay: 5, expireInSeconds: 120 },
   },
+  // Builds a report export's CSV (csv group). A build is one transaction, so a retry starts
+  // over; the heartbeat notices a dead worker within seconds while a long build may run an hour.
+  'export-build': {
+    schema: z.object({ export_id: uuid }),
+    options: { retryLimit: 2, retryDelay: 30, retryBackoff: true, expireInSeconds: 3600, heartbeatSeconds: 10 },
+  },
 } satisfies Record<string, { schema: z.ZodType; options: QueueOptions }>;
 
 export type QueueName = keyof typeof queues;

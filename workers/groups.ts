@@ -4,6 +4,8 @@
 import type { WorkerContext } from './context.ts';
 import { handleBeneficiaryVerify } from './beneficiary-verify.ts';
 import { handleDisbursementExecute, handleDisbursementReconcile } from './disbursement-execute.ts';
+import { handleExportBuild, tuneHeapForExports } from './export-build.ts';
+import { startExportSweep } from './export-sweep.ts';
 import { startIdempotencySweep } from './idempotency-sweep.ts';
 import { handleOrderCreate } from './order-create.ts';
 import { startExpirySweep } from './order-expire.ts';
@@ -32,6 +34,7 @@ const DISBURSEMENT_BATCH = 50;
 
 let sweep: { stop(): Promise<void> } | null = null;
 let keySweep: { stop(): Promise<void> } | null = null;
+let exportSweep: { stop(): Promise<void> } | null = null;
 
 export const groups: Record<string, Group> = {
   vendor: {
@@ -66,7 +69,18 @@ export const groups: Record<string, Group> = {
       await Promise.all([sweep?.stop(), keySweep?.stop()]);
     },
   },
-  csv: { start: ping },
+  csv: {
+    async start(ctx) {
+      tuneHeapForExports();
+      await ping(ctx);
+      // One export at a time per process: its memory is one batch of rows and one chunk.
+      await workQueue(ctx.boss, 'export-build', { batchSize: 1 }, (p, job) => handleExportBuild(ctx, p, job));
+      exportSweep = startExportSweep(ctx);
+    },
+    stop: async () => {
+      await exportSweep?.stop();
+    },
+  },
 };
 
 export const groupNames = Object.keys(groups);

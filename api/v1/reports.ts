@@ -1,0 +1,128 @@
+// Reports (spec 4.8, DESIGN 6): the profits summary, computed in one statement
+// (db/reports.sql.ts), and CSV exports, built by the csv worker group and downloaded from
+// Postgres one stored chunk at a time (the file is never held whole by the API).
+//
+// Dates are WIB calendar days (YYYY-MM-DD), inclusive at both ends. A missing date_from is the
+// first day of the current WIB month and a missing date_to its last day (profits); an export
+// without them is open-ended on that side.
+import type { Request, Response } from 'express';
+import { Router } from 'express';
+import { z } from 'zod';
+import type { AppContext } from '../context.ts';
+import { ApiError } from '../../db/errors.ts';
+import { exportFileName, requestExport } from '../../db/exports.ts';
+import { exportType, findMerchantExport, listMerchantExports, readExportChunk } from '../../db/exports.sql.ts';
+import { sumProfits } from '../../db/reports.sql.ts';
+import { pageMeta, sendData, sendPage } from '../http/envelope.ts';
+import { pagination } from '../http/pagination.ts';
+import { parseBody } from '../http/validate.ts';
+import { uuidParam } from '../http/wallet.ts';
+import { presentExport } from '../present/exports.ts';
+
+const WIB_OFFSET_MS = 7 * 60 * 60 * 1000;
+const DATE = /^(19|[2-9]\d)\d{2}-\d{2}-\d{2}$/;
+
+/** A YYYY-MM-DD calendar date (1900–9999), or undefined when absent; anything else is INVALID_BODY naming it. */
+function dateParam(value: unknown, name: string): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'string' && DATE.test(value)) {
+    // Date.UTC rolls 2026-02-30 over into March: a real calendar date round-trips unchanged.
+    const [y, m, d] = value.split('-').map(Number);
+    if (new Date(Date.UTC(y, m - 1, d)).toISOString().startsWith(value)) return value;
+  }
+  throw new ApiError('INVALID_BODY', `${name} must be a date as YYYY-MM-DD`);
+}
+
+function checkOrder(from: string | undefined, to: string | undefined) {
+  if (from !== undefined && to !== undefined && from > to) throw new ApiError('INVALID_BODY', 'date_from must not be after date_to');
+}
+
+/** The first and last day of the current month in WIB (UTC+7, no DST). */
+export function currentWibMonth(now = new Date()): { first: string; last: string } {
+  const wib = new Date(now.getTime() + WIB_OFFSET_MS);
+  const [y, m] = [wib.getUTCFullYear(), wib.getUTCMonth()];
+  const day = (d: Date) => d.toISOString().slice(0, 10);
+  return { first: day(new Date(Date.UTC(y, m, 1))), last: day(new Date(Date.UTC(y, m + 1, 0))) };
+}
+
+const exportBody = z.object({
+  type: z.enum(exportType.options, `must be one of ${exportType.options.join(', ')}`),
+  date_from: z.unknown().optional(),
+  date_to: z.unknown().optional(),
+});
+
+/** Resolves once `res` can take more, or has closed (the client went away). */
+function writable(res: Response): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}
+
+export function reportRoutes(ctx: AppContext): Router {
+  const router = Router();
+
+  router.get('/v1/reports/profits', async (req, res) => {
+    const from = dateParam(req.query.date_from, 'date_from');
+    const to = dateParam(req.query.date_to, 'date_to');
+    const month = currentWibMonth();
+    const dateFrom = from ?? month.first;
+    const dateTo = to ?? month.last;
+    checkOrder(dateFrom, dateTo);
+    const totals = await sumProfits(ctx.pool, req.merchant.id, dateFrom, dateTo);
+    sendData(res, { date_from: dateFrom, date_to: dateTo, ...totals });
+  });
+
+  router.post('/v1/reports/export', async (req, res) => {
+    const body = parseBody(exportBody, req.body);
+    const dateFrom = dateParam(body.date_from, 'date_from') ?? null;
+    const dateTo = dateParam(body.date_to, 'date_to') ?? null;
+    checkOrder(dateFrom ?? undefined, dateTo ?? undefined);
+    const created = await requestExport(ctx.pool, ctx.boss, req.merchant, { type: body.type, dateFrom, dateTo });
+    sendData(res, presentExport(created), 201);
+  });
+
+  router.get('/v1/reports/exports', async (req, res) => {
+    const { page, limit } = pagination(req);
+    const [rows, total] = await listMerchantExports(ctx.pool, req.merchant.id, page, limit);
+    sendPage(res, rows.map(presentExport), pageMeta(page, limit, total));
+  });
+
+  router.get('/v1/reports/exports/:id/download', async (req: Request, res: Response) => {
+    const found = await findMerchantExport(ctx.pool, req.merchant.id, uuidParam(req, 'id'));
+    if (!found) throw new ApiError('NOT_FOUND', 'Export not found');
+    if (found.status === 'FAILED') throw new ApiError('NOT_FOUND', `Export failed: ${found.error ?? 'no file'}`);
+    if (found.status !== 'COMPLETED') throw new ApiError('NOT_FOUND', `Export is not ready (${found.status})`);
+    const size = found.byte_count!;
+    res.status(200);
+    res.setHeader('Content-Type', 'text/csv; charset=utf-8');
+    res.setHeader('Content-Disposition', `attachment; filename="${exportFileName(found)}"`);
+    res.setHeader('Content-Length', String(size));
+    res.setHeader('Cache-Control', 'private, no-store');
+    if (req.method === 'HEAD') {
+      res.end();
+      return;
+    }
+    try {
+      let sent = 0;
+      for (let seq = 0; sent < size && !res.destroyed; seq++) {
+        const data = await readExportChunk(ctx.pool, found.id, seq);
+        // Deleted meanwhile (retention): cut the response short rather than end it as if whole.
+        if (!data) throw new Error(`export ${found.id} lost chunk ${seq} while downloading`);
+        sent += data.length;
+        if (!res.write(data)) await writable(res);
+      }
+      res.end();
+    } catch (err) {
+      res.destroy();
+      throw err;
+    }
+  });
+
+  return router;
+}

@@ -1,0 +1,417 @@
+// Reports and exports (spec 4.8, DESIGN 6) through the whole stack: the API over HTTP, real
+// vendor, disbursement and csv worker processes, the simulator gateway. The profits report is
+// checked against the ledger's postings; each export type's CSV against what the API shows;
+// streaming by the csv worker's peak RSS (/proc/<pid>/status VmHWM) at 20k and 200k rows.
+import t from 'tap';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { parse } from 'csv-parse/sync';
+import { z } from 'zod';
+import { mdrOf } from '../../db/ledger.ts';
+import { rawQuery, sql } from '../../db/pool.ts';
+import { sendJob } from '../../db/queue.ts';
+import { insertSyntheticOrders } from '../../scripts/lib/synthetic-orders.ts';
+import { makeMerchant } from '../helpers/factories.ts';
+import { call, eventually } from '../helpers/http.ts';
+import { ledgerAudit, paidOrder } from '../helpers/money.ts';
+import { startWorkerGroup, type Proc } from '../helpers/processes.ts';
+import { simulatePay } from '../helpers/simulator.ts';
+import { startStack } from '../helpers/stack.ts';
+import { ISO_Z, UUID } from '../helpers/v1-orders.ts';
+
+type M = Awaited<ReturnType<typeof makeMerchant>>;
+
+// The csv worker runs apart from the stack's groups so the test holds its process (its pid for
+// memory, and restarts with other settings).
+const stack = await startStack(t, { groups: ['vendor', 'disbursement'] });
+const pool = stack.api.ctx.pool;
+let csv: Proc = await startWorkerGroup(t, 'csv', stack.env);
+
+async function restartCsv(env: Record<string, string> = {}) {
+  await csv.stop();
+  csv = await startWorkerGroup(t, 'csv', { ...stack.env, ...env });
+}
+
+const EXPORT_FIELDS = ['completed_at', 'created_at', 'date_from', 'date_to', 'error', 'id', 'row_count', 'status', 'type'];
+const PROFIT_FIELDS = [
+  'date_from', 'date_to', 'disbursement_count', 'disbursement_fee_total', 'disbursement_total', 'gross_amount', 'mdr_total',
+  'net_amount', 'order_count', 'refund_total',
+];
+const HEADERS = {
+  orders: 'id,ref_code,merchant_order_id,api,payment_method,amount,status,customer_name,customer_email,customer_phone,vendor_rrn,is_settled,created_at,paid_at,expires_at',
+  settlements: 'id,ref_code,settlement_date,period_start,period_end,order_count,gross_amount,mdr_total,refund_total,disbursement_fee,platform_fee,aggregator_fee,net_payout,bank_id,bank_short_code,account_number,account_name,status,completed_at,created_at,updated_at',
+  disbursements: 'id,ref_code,idempotency_key,source,channel,bank_id,bank_short_code,account_number,account_name,ewallet_provider,ewallet_phone,request_amount,fee,final_amount,total_debit,status,failure_reason,vendor_disbursement_id,requested_at,completed_at,created_at',
+  balance_history: 'id,type,amount,balance_before,balance_after,reference_type,reference_id,ref_code,description,created_at',
+};
+
+const get = (m: M, path: string) => call(stack.api.url, { path, headers: { 'x-api-key': m.api_key } });
+const post = (m: M, path: string, body: unknown) => call(stack.api.url, { path, headers: { 'x-api-key': m.api_key }, body });
+const requestExport = (m: M, body: Record<string, unknown>) => post(m, '/v1/reports/export', body);
+const download = (m: M, id: string) => get(m, `/v1/reports/exports/${id}/download`);
+
+/** Polls the export list until the export has `status`; returns its record. */
+function exportReaches(m: M, id: string, status: string, deadlineMs = 20_000) {
+  return eventually(async () => {
+    const list = await get(m, '/v1/reports/exports?limit=100');
+    const found = list.json.data.find((e: { id: string }) => e.id === id);
+    return found?.status === status ? found : undefined;
+  }, `export ${id} to become ${status}`, deadlineMs);
+}
+
+/** Requests an export, waits for it and returns its record and parsed CSV (header first). */
+async function exported(m: M, body: Record<string, unknown>) {
+  const res = await requestExport(m, body);
+  if (res.status !== 201) throw new Error(`export: ${res.status} ${res.text}`);
+  const record = await exportReaches(m, res.json.data.id, 'COMPLETED', 60_000);
+  const file = await download(m, record.id);
+  if (file.status !== 200) throw new Error(`download: ${file.status} ${file.text}`);
+  return { record, file, rows: parse(file.text) as string[][] };
+}
+
+/** WIB calendar date of an instant. */
+const wibDate = (d: Date) => new Date(d.getTime() + 7 * 3_600_000).toISOString().slice(0, 10);
+
+function legacyCreate(m: M, orderId: string, totalAmount: number) {
+  const signature = createHash('sha512').update(`${m.legacy_client_id}|${orderId}|${totalAmount}|${m.legacy_client_secret}`).digest('hex');
+  return call(stack.api.url, {
+    path: '/api/order/create',
+    body: { clientId: m.legacy_client_id, orderId, totalAmount, paymentType: 'QRIS', signature, customerName: '=HYPERLINK("x")' },
+  });
+}
+
+async function statusOf(table: 'orders' | 'refunds' | 'disbursements', id: string) {
+  return pool.oneFirst(sql.type(z.object({ status: z.string() }))`select status from ${sql.identifier([table])} where id = ${id}`);
+}
+
+function reaches(table: 'orders' | 'refunds' | 'disbursements', id: string, status: string) {
+  return eventually(async () => ((await statusOf(table, id)) === status ? true : undefined), `${table} ${id} to become ${status}`, 15_000);
+}
+
+/** What the ledger says about a merchant's period: postings by transfer kind and account. */
+async function ledgerTotals(merchantId: string, dateFrom: string, dateTo: string) {
+  return pool.one(sql.type(z.object({
+    order_count: z.number(), gross_amount: z.number(), mdr_total: z.number(), refund_total: z.number(),
+    disbursement_count: z.number(), disbursement_total: z.number(), disbursement_fee_total: z.number(),
+  }))`
+    select
+      count(*) filter (where t.kind = 'ORDER_PAYMENT' and a.kind = 'VENDOR_CLEARING')::int as order_count,
+      coalesce(-sum(p.amount) filter (where t.kind = 'ORDER_PAYMENT' and a.kind = 'VENDOR_CLEARING'), 0)::bigint as gross_amount,
+      coalesce(sum(p.amount) filter (where t.kind = 'ORDER_PAYMENT' and a.kind = 'FEE_REVENUE'), 0)::bigint as mdr_total,
+      coalesce(sum(p.amount) filter (where t.kind = 'REFUND_COMPLETED' and a.kind = 'VENDOR_CLEARING'), 0)::bigint as refund_total,
+      count(*) filter (where t.kind = 'DISBURSEMENT_COMPLETED' and a.kind = 'VENDOR_CLEARING')::int as disbursement_count,
+      coalesce(sum(p.amount) filter (where t.kind = 'DISBURSEMENT_COMPLETED' and a.kind = 'VENDOR_CLEARING'), 0)::bigint as disbursement_total,
+      coalesce(sum(p.amount) filter (where t.kind = 'DISBURSEMENT_COMPLETED' and a.kind = 'FEE_REVENUE'), 0)::bigint as disbursement_fee_total
+    from ledger_transfers t
+    join ledger_postings p on p.transfer_id = t.id
+    join ledger_accounts a on a.id = p.account_id
+    where t.merchant_id = ${merchantId}
+      and t.created_at >= (${dateFrom}::date)::timestamp at time zone 'Asia/Jakarta'
+      and t.created_at < (${dateTo}::date + 1)::timestamp at time zone 'Asia/Jakarta'`);
+}
+
+// One merchant with money moving every way the report counts: V1 and legacy payments, a refund,
+// a disbursement that succeeded and one that failed. Built once, read by several tests.
+const shop = await makeMerchant(stack.api.ctx);
+const other = await makeMerchant(stack.api.ctx);
+const AMOUNTS = [100_000, 250_000, 49_999];
+const shopOrders: { ref_code: string; id: string }[] = [];
+for (const amount of AMOUNTS) shopOrders.push(await paidOrder(stack, shop, amount));
+const legacyOrder = await legacyCreate(shop, `LGC-${randomBytes(4).toString('hex')}`, 80_000);
+await simulatePay(stack.sim.url, { reference: legacyOrder.json.data.refCode });
+const legacyId = await pool.oneFirst(sql.type(z.object({ id: z.string() }))`select id from orders where ref_code = ${legacyOrder.json.data.refCode}`);
+await reaches('orders', legacyId, 'PAID');
+const refund = await post(shop, `/v1/orders/${shopOrders[1].ref_code}/refund`, { amount: 30_000 });
+await reaches('refunds', refund.json.data.id, 'SUCCEEDED');
+const bank = { channel: 'BANK', bank_short_code: 'BCA', account_name: 'Budi Santoso' };
+const paidOut = await post(shop, '/v1/disbursements', { ...bank, idempotency_key: randomUUID(), account_number: '1234567890', amount: 50_000 });
+await reaches('disbursements', paidOut.json.data.id, 'SUCCESS');
+// The simulator refuses account numbers ending in 0000 (docs/simulator.md): FAILED, not counted.
+const refused = await post(shop, '/v1/disbursements', { ...bank, idempotency_key: randomUUID(), account_number: '1234560000', amount: 20_000 });
+await eventually(async () => (['FAILED', 'SUCCESS'].includes(await statusOf('disbursements', refused.json.data.id)) ? true : undefined), 'second disbursement to finish');
+await paidOrder(stack, other, 75_000);
+
+t.test('profits: the current WIB month by default, equal to the ledger', async (t) => {
+  const res = await get(shop, '/v1/reports/profits');
+  t.equal(res.status, 200, res.text);
+  const totals = res.json.data;
+  t.same(Object.keys(totals).sort(), PROFIT_FIELDS);
+  const today = wibDate(new Date());
+  t.equal(totals.date_from, `${today.slice(0, 8)}01`, 'from the first day of the WIB month');
+  t.ok(totals.date_to >= today && totals.date_to.slice(0, 7) === today.slice(0, 7), 'to its last day');
+
+  const paid = [...AMOUNTS, 80_000];
+  const gross = paid.reduce((a, b) => a + b, 0);
+  const mdr = paid.reduce((a, b) => a + mdrOf(b, 70), 0);
+  const failed = (await statusOf('disbursements', refused.json.data.id)) === 'FAILED';
+  t.ok(failed, 'the second disbursement was refused');
+  t.strictSame(totals, {
+    date_from: totals.date_from,
+    date_to: totals.date_to,
+    order_count: 4,
+    gross_amount: gross,
+    mdr_total: mdr,
+    refund_total: 30_000,
+    net_amount: gross - mdr - 30_000,
+    disbursement_count: 1,
+    disbursement_total: 50_000,
+    disbursement_fee_total: 2_500,
+  }, 'V1 and legacy payments, the succeeded refund, the successful disbursement only');
+
+  const ledger = await ledgerTotals(shop.merchant_id, totals.date_from, totals.date_to);
+  t.strictSame(
+    { ...ledger, net_amount: ledger.gross_amount - ledger.mdr_total - ledger.refund_total },
+    Object.fromEntries(Object.entries(totals).filter(([k]) => !k.startsWith('date_'))),
+    'every total equals the postings of its transfers (FEE_REVENUE legs of ORDER_PAYMENT, ...)',
+  );
+
+  const past = await get(shop, '/v1/reports/profits?date_from=2020-01-01&date_to=2020-12-31');
+  t.match(past.json.data, { date_from: '2020-01-01', date_to: '2020-12-31', order_count: 0, gross_amount: 0, net_amount: 0, disbursement_count: 0 });
+  const theirs = (await get(other, `/v1/reports/profits?date_from=${today}&date_to=${today}`)).json.data;
+  t.match(theirs, { order_count: 1, gross_amount: 75_000, mdr_total: mdrOf(75_000, 70), refund_total: 0, disbursement_count: 0 }, "each merchant's own");
+  await ledgerAudit(t, stack.env);
+});
+
+t.test('profits: orders count on their WIB payment day', async (t) => {
+  const m = await makeMerchant(stack.api.ctx, { settlement: 'MANUAL' });
+  const order = await paidOrder(stack, m, 40_000);
+  // 2026-01-31T17:30Z is 2026-02-01 00:30 in WIB. The ledger is history: only paid_at moves.
+  await pool.query(sql.unsafe`update orders set paid_at = '2026-01-31T17:30:00Z' where id = ${order.id}`);
+  const january = (await get(m, '/v1/reports/profits?date_from=2026-01-01&date_to=2026-01-31')).json.data;
+  const february = (await get(m, '/v1/reports/profits?date_from=2026-02-01&date_to=2026-02-01')).json.data;
+  t.equal(january.order_count, 0, 'not on the UTC day');
+  t.match(february, { order_count: 1, gross_amount: 40_000, mdr_total: mdrOf(40_000, 70), net_amount: 40_000 - mdrOf(40_000, 70) }, 'on the WIB day');
+  await ledgerAudit(t, stack.env);
+});
+
+t.test('profits: dates are YYYY-MM-DD and in order, else INVALID_BODY naming the parameter', async (t) => {
+  const cases: [string, string][] = [
+    ['date_from=2026-13-01', 'date_from'],
+    ['date_to=2026-02-30', 'date_to'],
+    ['date_from=26-01-01', 'date_from'],
+    ['date_from=2026-01-01T00:00:00Z', 'date_from'],
+    ['date_to=tomorrow', 'date_to'],
+    ['date_from=2026-01-01&date_from=2026-01-02', 'date_from'],
+    ['date_from=2026-03-01&date_to=2026-02-01', 'date_from'],
+  ];
+  for (const [query, name] of cases) {
+    const res = await get(shop, `/v1/reports/profits?${query}`);
+    t.equal(res.status, 400, query);
+    t.equal(res.json.error.code, 'INVALID_BODY', query);
+    t.match(res.json.error.message, name, `${query}: names ${name}`);
+  }
+  t.equal((await get(shop, '/v1/reports/profits?date_from=2024-02-29&date_to=2024-02-29')).status, 200, 'a leap day');
+});
+
+t.test('export requests: the job record, refusals, the paginated list', async (t) => {
+  await csv.stop(); // nothing builds: the records stay QUEUED
+  const m = await makeMerchant(stack.api.ctx);
+  const res = await requestExport(m, { type: 'orders', date_from: '2026-01-01', date_to: '2026-01-31' });
+  t.equal(res.status, 201, res.text);
+  t.same(Object.keys(res.json.data).sort(), EXPORT_FIELDS);
+  t.match(res.json.data, { id: UUID, type: 'orders', status: 'QUEUED', date_from: '2026-01-01', date_to: '2026-01-31', row_count: null, completed_at: null, error: null, created_at: ISO_Z });
+  const open = await requestExport(m, { type: 'balance_history' });
+  t.match(open.json.data, { status: 'QUEUED', date_from: null, date_to: null }, 'dates are optional');
+
+  for (const [body, field] of [
+    [{ type: 'invoices' }, 'type'],
+    [{}, 'type'],
+    [{ type: 'orders', date_from: '2026-02-30' }, 'date_from'],
+    [{ type: 'orders', date_to: 20260101 }, 'date_to'],
+    [{ type: 'orders', date_from: '2026-02-02', date_to: '2026-02-01' }, 'date_from'],
+  ] as const) {
+    const bad = await requestExport(m, body);
+    t.equal(bad.status, 400, JSON.stringify(body));
+    t.equal(bad.json.error.code, 'INVALID_BODY');
+    t.match(bad.json.error.message, field, `${JSON.stringify(body)}: names ${field}`);
+  }
+  const manual = await makeMerchant(stack.api.ctx, { settlement: 'MANUAL' });
+  for (const type of ['balance_history', 'disbursements']) {
+    const refusal = await requestExport(manual, { type });
+    t.equal(refusal.status, 403, type);
+    t.equal(refusal.json.error.code, 'NOT_WALLET_MERCHANT', `${type} is for WALLET merchants, as its list is`);
+  }
+  t.equal((await requestExport(manual, { type: 'settlements' })).status, 201, 'a MANUAL merchant exports settlements');
+
+  for (let i = 0; i < 3; i++) await requestExport(m, { type: 'settlements' });
+  const page = await get(m, '/v1/reports/exports?page=2&limit=2');
+  t.equal(page.status, 200);
+  t.same(page.json.meta, { page: 2, limit: 2, total: 5, total_pages: 3 });
+  const all = (await get(m, '/v1/reports/exports')).json;
+  t.equal(all.meta.limit, 20, 'spec 8 defaults');
+  t.equal(all.data[4].id, res.json.data.id, 'newest first');
+  t.equal((await get(manual, '/v1/reports/exports')).json.meta.total, 1, "another merchant's exports are not listed");
+  t.equal((await get(m, '/v1/reports/exports?limit=101')).json.error.code, 'INVALID_BODY');
+
+  const early = await download(m, res.json.data.id);
+  t.equal(early.status, 404, 'not downloadable before it is built');
+  t.equal(early.json.error.code, 'NOT_FOUND');
+  await restartCsv();
+  await exportReaches(m, res.json.data.id, 'COMPLETED');
+  t.equal((await download(m, res.json.data.id)).status, 200, 'downloadable once COMPLETED');
+});
+
+t.test('orders export: one header row, the merchant\'s visible orders, whole Rupiah, ISO 8601 UTC', async (t) => {
+  await pool.query(sql.unsafe`insert into orders (id, merchant_id, ref_code, merchant_order_id, api, amount, status, qr_token)
+    values (${randomUUID()}, ${shop.merchant_id}, ${`ORD-1-${randomBytes(5).toString('hex')}`}, 'never-confirmed', 'V1', 5000, 'FAILED', ${randomUUID()})`);
+  const { record, file, rows } = await exported(shop, { type: 'orders' });
+  t.equal(file.headers['content-type'], 'text/csv; charset=utf-8');
+  t.match(file.headers['content-disposition'], new RegExp(`^attachment; filename="orders_start_latest_${record.id.slice(0, 8)}\\.csv"$`));
+  t.equal(Number(file.headers['content-length']), file.raw.length);
+  t.equal(rows[0].join(','), HEADERS.orders, 'one header row');
+  const data = rows.slice(1);
+  t.equal(record.row_count, data.length);
+  t.match(record, { status: 'COMPLETED', completed_at: ISO_Z, error: null });
+  const byRef = new Map(data.map((r) => [r[1], r]));
+  const expected = [...shopOrders.map((o) => o.ref_code), legacyOrder.json.data.refCode];
+  t.same([...byRef.keys()].sort(), expected.sort(), "the merchant's orders only: no other merchant's, no FAILED attempt");
+  for (const o of shopOrders) {
+    const api = (await get(shop, `/v1/orders/${o.ref_code}`)).json.data;
+    const row = byRef.get(o.ref_code)!;
+    t.strictSame(
+      [row[0], row[2], row[3], row[4], row[5], row[6], row[12], row[13], row[14], row[11]],
+      [api.id, api.merchant_order_id, 'V1', 'QRIS', String(api.amount), 'PAID', api.created_at, api.paid_at, api.expires_at ?? '', 'false'],
+      `${o.ref_code} as the API shows it`,
+    );
+  }
+  const legacy = byRef.get(legacyOrder.json.data.refCode)!;
+  t.equal(legacy[3], 'LEGACY');
+  t.equal(legacy[7], `'=HYPERLINK("x")`, 'a cell a spreadsheet would run as a formula is escaped');
+  t.ok(data.every((r) => /^\d+$/.test(r[5]) && ISO_Z.test(r[12])), 'amounts are whole Rupiah, timestamps ISO 8601 UTC');
+  const ranged = await exported(shop, { type: 'orders', date_from: '2020-01-01', date_to: '2020-01-31' });
+  t.strictSame(ranged.rows, [HEADERS.orders.split(',')], 'an empty range is the header alone');
+  t.equal(ranged.record.row_count, 0);
+});
+
+t.test('disbursements and balance history exports match the API', async (t) => {
+  const disbursements = await exported(shop, { type: 'disbursements' });
+  t.equal(disbursements.rows[0].join(','), HEADERS.disbursements);
+  const d = (await get(shop, `/v1/disbursements/${paidOut.json.data.id}`)).json.data;
+  const row = disbursements.rows.find((r) => r[0] === d.id)!;
+  t.strictSame(
+    [row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[11], row[12], row[13], row[14], row[15], row[18], row[20]],
+    [d.ref_code, d.idempotency_key, 'API', 'BANK', d.bank_id, 'BCA', '1234567890', 'Budi Santoso', '50000', '2500', '50000', '52500', 'SUCCESS', d.requested_at, d.created_at],
+  );
+  t.ok(ISO_Z.test(row[19]), 'completed_at');
+  t.equal(disbursements.rows.length, 3, 'both disbursements');
+
+  const history = await exported(shop, { type: 'balance_history' });
+  t.equal(history.rows[0].join(','), HEADERS.balance_history);
+  const api = (await get(shop, '/v1/balance-history?limit=100')).json.data.reverse();
+  t.strictSame(
+    history.rows.slice(1),
+    api.map((m: Record<string, unknown>) =>
+      ['id', 'type', 'amount', 'balance_before', 'balance_after', 'reference_type', 'reference_id', 'ref_code', 'description', 'created_at'].map(
+        (k) => (m[k] === null ? '' : String(m[k])),
+      )),
+    'every wallet movement, oldest first, as GET /v1/balance-history shows it',
+  );
+  const amounts = history.rows.slice(1).map((r) => Number(r[2]));
+  t.ok(amounts.some((a) => a < 0), 'debits are negative numbers, not escaped as formulas');
+  t.ok(history.rows.slice(2).every((r, i) => r[3] === history.rows[i + 1][4]), "each row's balance_before is the previous balance_after");
+  await ledgerAudit(t, stack.env);
+});
+
+t.test('settlements export: by settlement day', async (t) => {
+  const m = await makeMerchant(stack.api.ctx, { settlement: 'MANUAL' });
+  const bca = await pool.oneFirst(sql.type(z.object({ id: z.string() }))`select id from banks where short_code = 'BCA'`);
+  for (const [date, gross] of [['2026-03-01', 1_000_000], ['2026-03-02', 500_000], ['2026-04-01', 700_000]] as const) {
+    await pool.query(sql.unsafe`
+      insert into settlements (merchant_id, ref_code, settlement_date, period_start, period_end, gross_amount, mdr_total,
+                               refund_total, disbursement_fee, net_payout, order_count, bank_id, account_number, account_name, status)
+      values (${m.merchant_id}, ${`STL-${date.replaceAll('-', '')}-${randomBytes(2).toString('hex')}`}, ${date},
+              (${date}::date - 1)::timestamp at time zone 'Asia/Jakarta', (${date}::date)::timestamp at time zone 'Asia/Jakarta',
+              ${gross}, ${gross / 100}, 0, 2500, ${gross - gross / 100 - 2500}, 3, ${bca}, '9876543210', 'Toko Maju', 'PAID')`);
+  }
+  const { rows } = await exported(m, { type: 'settlements', date_from: '2026-03-01', date_to: '2026-03-31' });
+  t.equal(rows[0].join(','), HEADERS.settlements);
+  t.strictSame(rows.slice(1).map((r) => [r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[12], r[14], r[15], r[16], r[17]]), [
+    ['2026-03-01', '2026-02-27T17:00:00.000Z', '2026-02-28T17:00:00.000Z', '3', '1000000', '10000', '0', '2500', '987500', 'BCA', '9876543210', 'Toko Maju', 'PAID'],
+    ['2026-03-02', '2026-02-28T17:00:00.000Z', '2026-03-01T17:00:00.000Z', '3', '500000', '5000', '0', '2500', '492500', 'BCA', '9876543210', 'Toko Maju', 'PAID'],
+  ], 'March only, oldest first');
+});
+
+t.test('downloads: another merchant\'s is 404, a non-UUID is INVALID_ID', async (t) => {
+  const { record } = await exported(shop, { type: 'orders' });
+  const theirs = await download(other, record.id);
+  t.equal(theirs.status, 404);
+  t.equal(theirs.json.error.code, 'NOT_FOUND');
+  t.equal((await download(shop, randomUUID())).json.error.code, 'NOT_FOUND', 'unknown id');
+  const bad = await download(shop, 'not-a-uuid');
+  t.equal(bad.status, 400);
+  t.equal(bad.json.error.code, 'INVALID_ID');
+});
+
+t.test('an export over EXPORT_MAX_ROWS fails at once: FAILED with its reason, no file', async (t) => {
+  await restartCsv({ EXPORT_MAX_ROWS: '3' });
+  t.teardown(() => restartCsv());
+  const res = await requestExport(shop, { type: 'orders' });
+  const failed = await exportReaches(shop, res.json.data.id, 'FAILED');
+  t.match(failed, { row_count: null, error: 'The export has more than 3 rows; request a narrower date range', completed_at: ISO_Z });
+  const file = await download(shop, failed.id);
+  t.equal(file.status, 404);
+  t.equal(file.json.error.code, 'NOT_FOUND');
+  const chunks = await pool.oneFirst(sql.unsafe`select count(*)::int from export_chunks where export_id = ${failed.id}`);
+  t.equal(chunks, 0, 'nothing of the file was kept');
+  const small = await exported(other, { type: 'orders' });
+  t.equal(small.record.row_count, 1, 'an export within the limit completes');
+});
+
+t.test('a repeated or stale build job changes nothing', async (t) => {
+  const { record, file } = await exported(shop, { type: 'orders' });
+  await sendJob(stack.api.ctx.boss, 'export-build', { export_id: record.id });
+  await sendJob(stack.api.ctx.boss, 'export-build', { export_id: randomUUID() });
+  const ping = await sendJob(stack.api.ctx.boss, 'ping', { sent_at: Date.now() });
+  await eventually(async () => ((await stack.api.ctx.boss.findJobs('ping', { id: ping! }))[0]?.state === 'completed' ? true : undefined), 'the csv worker to answer');
+  await eventually(async () => {
+    const left = await pool.oneFirst(sql.unsafe`select count(*)::int from pgboss.job where name = 'export-build' and state < 'completed'`);
+    return left === 0 ? true : undefined;
+  }, 'the repeated jobs to finish');
+  const again = await download(shop, record.id);
+  t.ok(again.raw.equals(file.raw), 'the same file');
+  t.match((await exportReaches(shop, record.id, 'COMPLETED')), { row_count: record.row_count, completed_at: record.completed_at });
+});
+
+t.test('streaming: the worker\'s peak memory does not grow with the rows', async (t) => {
+  const small = await makeMerchant(stack.api.ctx);
+  const large = await makeMerchant(stack.api.ctx);
+  const run = (text: string, values: unknown[]) => pool.query(rawQuery(text, values));
+  await insertSyntheticOrders(run, small.merchant_id, 20_000);
+  await insertSyntheticOrders(run, large.merchant_id, 200_000);
+  await pool.query(sql.unsafe`analyze orders`);
+  await restartCsv();
+  const peak = async () => Number(/VmHWM:\s+(\d+) kB/.exec(await readFile(`/proc/${csv.child.pid}/status`, 'utf8'))![1]) / 1024;
+  const idle = await peak();
+
+  const a = await exported(small, { type: 'orders' });
+  const afterSmall = await peak();
+  const b = await exported(large, { type: 'orders' });
+  const afterLarge = await peak();
+  t.equal(a.record.row_count, 20_000);
+  t.equal(b.record.row_count, 200_000);
+  t.equal(b.rows.length, 200_001, 'every row downloaded, streamed from its chunks');
+  const mb = (n: number) => `${n.toFixed(0)} MB`;
+  const fileMb = b.file.raw.length / 1e6;
+  t.comment(`csv worker VmHWM: idle ${mb(idle)}, after 20k rows ${mb(afterSmall)}, after 200k rows ${mb(afterLarge)}; files ${mb(a.file.raw.length / 1e6)} and ${mb(fileMb)}`);
+  t.ok(afterLarge - afterSmall < 25, `10x the rows (${mb(fileMb)} of CSV) raised the peak by ${mb(afterLarge - afterSmall)} (< 25 MB)`);
+  t.ok(afterLarge - idle < fileMb, `the peak stays below the file's size above idle`);
+});
+
+t.test('retention: the csv group deletes exports older than EXPORT_RETENTION_HOURS, and fails abandoned ones', async (t) => {
+  const m = await makeMerchant(stack.api.ctx);
+  const old = await exported(m, { type: 'orders' });
+  const kept = await exported(m, { type: 'orders' });
+  await pool.query(sql.unsafe`update exports set created_at = now() - interval '73 hours' where id = ${old.record.id}`);
+  const lost = randomUUID();
+  await pool.query(sql.unsafe`insert into exports (id, merchant_id, type, created_at) values (${lost}, ${m.merchant_id}, 'orders', now() - interval '7 hours')`);
+  await restartCsv(); // a pass runs at start (default retention 72 hours)
+  await eventually(async () => {
+    const n = await pool.oneFirst(sql.unsafe`select count(*)::int from exports where id = ${old.record.id}`);
+    return n === 0 ? true : undefined;
+  }, 'the old export to be deleted');
+  const chunks = await pool.oneFirst(sql.unsafe`select count(*)::int from export_chunks where export_id = ${old.record.id}`);
+  t.equal(chunks, 0, 'its file went with it');
+  t.equal((await download(m, old.record.id)).status, 404);
+  t.equal((await download(m, kept.record.id)).status, 200, 'a younger one stays');
+  const abandoned = await exportReaches(m, lost, 'FAILED');
+  t.match(abandoned.error, /did not finish/);
+});
