@@ -16,7 +16,9 @@ import { masterDataRoutes } from './v1/master-data.ts';
 import { balanceRoutes } from './v1/balance.ts';
 import { reportRoutes } from './v1/reports.ts';
 import { disbursementRoutes } from './v1/disbursements.ts';
+import { disbursementImportRoutes } from './v1/disbursement-import.ts';
 import { beneficiaryRoutes } from './v1/beneficiaries.ts';
+import { settlementRoutes } from './v1/settlements.ts';
 import { legacyOrderRoutes } from './legacy/orders.ts';
 import { legacyDisbursementRoutes } from './legacy/disbursements.ts';
 import { callbackRoutes } from './callbacks.ts';
@@ -45,9 +47,11 @@ export function createApp(ctx: AppContext): Express {
   app.use(masterDataRoutes(ctx));
   app.use(balanceRoutes(ctx));
   app.use(reportRoutes(ctx));
+  app.use(disbursementImportRoutes(ctx));
   app.use(disbursementRoutes(ctx));
-  app.use(teamRoutes(ctx));
   app.use(beneficiaryRoutes(ctx));
+  app.use(teamRoutes(ctx));
+  app.use(settlementRoutes(ctx));
   app.use(legacyOrderRoutes(ctx));
   app.use(legacyDisbursementRoutes(ctx));
 

@@ -22,6 +22,10 @@ export const configSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20),
   BODY_LIMIT: z.string().default('100kb'),
+  /** Largest CSV POST /v1/disbursements/import takes, in bytes (20 MiB holds ~200,000 rows). */
+  IMPORT_MAX_BYTES: z.coerce.number().int().min(1).default(20 * 1024 * 1024),
+  /** Most data rows one import may hold (one transaction holds the wallet lock for all of them). */
+  IMPORT_MAX_ROWS: z.coerce.number().int().min(1).max(1_000_000).default(100_000),
   /** How long POST /v1/orders waits for the vendor worker before answering 409. */
   ORDER_CREATE_DEADLINE_MS: ms(10_000),
   /** Per-request timeout of calls to vendors. */
@@ -44,6 +48,14 @@ export const configSchema = z.object({
    * ones. At least 24 h: clients retry with the same key for a day (DESIGN 6).
    */
   IDEMPOTENCY_KEY_TTL_HOURS: z.coerce.number().int().min(24, 'at least 24 (hours)').max(87_600).default(48),
+  /** When the scheduler builds the settlements of the day that just closed (cron, WIB). */
+  SETTLEMENT_CRON: z
+    .string()
+    .trim()
+    .regex(/^\S+( \S+){4}$/, 'a five-field cron expression (minute hour day month weekday), read in WIB')
+    .default('0 0 * * *'),
+  /** The hour of the WIB day at which a settlement period closes (0: midnight, the day before). */
+  SETTLEMENT_CUTOFF_HOUR: z.coerce.number().int().min(0).max(23).default(0),
   /** How long a report export (job record and CSV file) is kept; the csv group deletes older ones. */
   EXPORT_RETENTION_HOURS: z.coerce.number().int().min(1).max(8_760).default(72),
   /** Most data rows one export may hold: a larger one fails, asking for a narrower date range. */

@@ -51,6 +51,22 @@ export const queues = {
     // pg-boss retries only cover a worker dying mid-delivery.
     options: { retryLimit: 3, retryDelay: 5, expireInSeconds: 120 },
   },
+  // A day's settlement build over every MANUAL merchant (pg-boss schedule, or ops). Each
+  // merchant is its own transaction and reruns are idempotent, so a run cut off by a crash is
+  // simply run again: the heartbeat notices a dead worker within seconds, not an hour.
+  'settlement-run': {
+    schema: z.object({ settlement_date: z.iso.date().optional(), merchant_id: uuid.optional() }),
+    options: { retryLimit: 5, retryDelay: 10, retryBackoff: true, expireInSeconds: 3600, heartbeatSeconds: 10 },
+  },
+  'settlement-payout': {
+    schema: z.object({ settlement_id: uuid }),
+    options: { retryLimit: 10, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 120 },
+  },
+  // Asks the vendor what became of a sent payout; throws while it says "processing".
+  'settlement-reconcile': {
+    schema: z.object({ settlement_id: uuid }),
+    options: { retryLimit: 30, retryDelay: 10, retryBackoff: true, retryDelayMax: 1800, expireInSeconds: 120 },
+  },
   // Builds a report export's CSV (csv group). A build is one transaction, so a retry starts
   // over; the heartbeat notices a dead worker within seconds while a long build may run an hour.
   'export-build': {

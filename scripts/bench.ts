@@ -5,19 +5,29 @@ const benches: Record<string, { summary: string; load: () => Promise<{ run(args:
   queue: {
     summary:
       'pg-boss: ping pickup latency and burst drain rate through one real worker process\n' +
-      '           [--pings 200] [--jobs 10000] [--rounds 2] [--stale-stats]',
+      '                [--pings 200] [--jobs 10000] [--rounds 2] [--stale-stats]',
     load: () => import('./bench/queue.ts'),
   },
   orders: {
     summary:
       'POST /v1/orders through the API, vendor worker and simulator processes, vs Express 5 + one INSERT\n' +
-      '           [--connections 10,25,50] [--duration 15] [--warmup 3] [--pool 10] [--worker-pool 20] [--stats] [--orders-only]',
+      '                [--connections 10,25,50] [--duration 15] [--warmup 3] [--pool 10] [--worker-pool 20] [--stats] [--orders-only]',
     load: () => import('./bench/orders.ts'),
+  },
+  settlements: {
+    summary: 'one settlement build (and cancel) over one merchant\'s day of paid orders\n' + '                [--orders 100000] [--rounds 3]',
+    load: () => import('./bench/settlements.ts'),
+  },
+  import: {
+    summary:
+      'POST /v1/disbursements/import of a 100,000-row CSV through the API, and GET /v1/balance latency during it\n' +
+      '                [--rows 100000] [--connections 10] [--rate 200] [--baseline 5] [--pool 20]',
+    load: () => import('./bench/import.ts'),
   },
 };
 
 function help(): string {
-  const lines = Object.entries(benches).map(([name, b]) => `  ${name.padEnd(8)} ${b.summary}`);
+  const lines = Object.entries(benches).map(([name, b]) => `  ${name.padEnd(13)} ${b.summary}`);
   return ['usage: npm run bench -- <name> [--durable] [--json] [bench flags]', '', ...lines].join('\n');
 }
 

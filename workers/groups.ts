@@ -12,6 +12,8 @@ import { startExpirySweep } from './order-expire.ts';
 import { handleOrderReconcile } from './order-reconcile.ts';
 import { handleRefundExecute } from './refund-execute.ts';
 import { handlePing } from './ping.ts';
+import { handleSettlementPayout, handleSettlementReconcile } from './settlement-payout.ts';
+import { handleSettlementRun, scheduleSettlementRun } from './settlement-run.ts';
 import { handleWebhookDeliver } from './webhook-deliver.ts';
 import { workQueue } from './work.ts';
 
@@ -51,6 +53,8 @@ export const groups: Record<string, Group> = {
       await workQueue(ctx.boss, 'disbursement-execute', { batchSize: DISBURSEMENT_BATCH, loops: 2 }, (p) => handleDisbursementExecute(ctx, p));
       await workQueue(ctx.boss, 'disbursement-reconcile', { batchSize: DISBURSEMENT_BATCH }, (p) => handleDisbursementReconcile(ctx, p));
       await workQueue(ctx.boss, 'beneficiary-verify', { batchSize: DISBURSEMENT_BATCH }, (p) => handleBeneficiaryVerify(ctx, p));
+      await workQueue(ctx.boss, 'settlement-payout', { batchSize: DISBURSEMENT_BATCH }, (p) => handleSettlementPayout(ctx, p));
+      await workQueue(ctx.boss, 'settlement-reconcile', { batchSize: DISBURSEMENT_BATCH }, (p) => handleSettlementReconcile(ctx, p));
     },
   },
   webhook: {
@@ -64,6 +68,9 @@ export const groups: Record<string, Group> = {
       await ping(ctx);
       sweep = startExpirySweep(ctx);
       keySweep = startIdempotencySweep(ctx);
+      // One run at a time per process: a run walks every MANUAL merchant.
+      await workQueue(ctx.boss, 'settlement-run', { batchSize: 1 }, (p, job) => handleSettlementRun(ctx, p, job));
+      await scheduleSettlementRun(ctx);
     },
     stop: async () => {
       await Promise.all([sweep?.stop(), keySweep?.stop()]);
