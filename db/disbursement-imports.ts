@@ -17,7 +17,7 @@
 import { randomUUID } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { PgBoss } from 'pg-boss';
-import { checkRules, type DisbursementRequest } from './disbursements.ts';
+import { checkRules, destinationColumns, type DisbursementRequest } from './disbursements.ts';
 import { disbursedToday, type DisbursementStatus } from './disbursements.sql.ts';
 import { findByIdempotencyKeys, insertImport, insertImportedDisbursements, type ExistingDisbursement } from './disbursement-imports.sql.ts';
 import { ApiError, type ErrorCode } from './errors.ts';
@@ -240,13 +240,7 @@ async function writeAccepted(tx: Db, boss: PgBoss, merchantId: string, importId:
         refCode,
         idempotencyKey: r.idempotencyKey,
         channel: r.channel,
-        bankId: bank?.id ?? null,
-        bankShortCode: bank?.short_code ?? null,
-        bankName: bank?.name ?? null,
-        accountNumber: r.channel === 'BANK' ? r.accountNumber : null,
-        accountName: r.channel === 'BANK' ? r.accountName : null,
-        ewalletProvider: r.channel === 'EWALLET' ? r.ewalletProvider!.toUpperCase() : null,
-        ewalletPhone: r.channel === 'EWALLET' ? r.ewalletPhone : null,
+        ...destinationColumns(r, bank),
         requestAmount: amount,
         fee,
         notifyUrl: r.notifyUrl,

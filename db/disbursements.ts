@@ -97,6 +97,22 @@ export async function checkRules(settings: MerchantMoneySettings, r: Disbursemen
   return { amount, fee, bank };
 }
 
+/** The destination as stored: only the chosen channel's fields, the bank as it is today. */
+export function destinationColumns(
+  r: Pick<DisbursementRequest, 'channel' | 'accountNumber' | 'accountName' | 'ewalletProvider' | 'ewalletPhone'>,
+  bank: { id: string; short_code: string; name: string } | null,
+) {
+  return {
+    bankId: bank?.id ?? null,
+    bankShortCode: bank?.short_code ?? null,
+    bankName: bank?.name ?? null,
+    accountNumber: r.channel === 'BANK' ? r.accountNumber : null,
+    accountName: r.channel === 'BANK' ? r.accountName : null,
+    ewalletProvider: r.channel === 'EWALLET' ? r.ewalletProvider!.toUpperCase() : null,
+    ewalletPhone: r.channel === 'EWALLET' ? r.ewalletPhone : null,
+  };
+}
+
 /**
  * Creates a disbursement: one transaction locks the wallet, inserts the row (PENDING, or
  * IN_REVIEW above the merchant's review threshold), checks the daily limit and the balance,
@@ -121,13 +137,7 @@ export async function createDisbursement(pool: Pool, boss: PgBoss, settings: Mer
         api: r.api,
         source: r.source,
         channel: r.channel,
-        bankId: bank?.id ?? null,
-        bankShortCode: bank?.short_code ?? null,
-        bankName: bank?.name ?? null,
-        accountNumber: r.channel === 'BANK' ? r.accountNumber : null,
-        accountName: r.channel === 'BANK' ? r.accountName : null,
-        ewalletProvider: r.channel === 'EWALLET' ? r.ewalletProvider!.toUpperCase() : null,
-        ewalletPhone: r.channel === 'EWALLET' ? r.ewalletPhone : null,
+        ...destinationColumns(r, bank),
         beneficiaryId: r.beneficiaryId,
         requestAmount: amount,
         fee,

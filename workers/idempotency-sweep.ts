@@ -8,6 +8,7 @@
 import { logger } from '../db/logger.ts';
 import { deleteIdempotencyKeysOlderThan } from '../db/orders.sql.ts';
 import type { WorkerContext } from './context.ts';
+import { every, type Periodic } from './periodic.ts';
 
 const BATCH = 1_000;
 // Keys live for a day or more: a pass every 10 minutes keeps none more than that past its TTL,
@@ -25,32 +26,9 @@ export async function sweepIdempotencyKeys(ctx: WorkerContext, stopped: () => bo
 }
 
 /** Runs a pass at start and every INTERVAL_MS until stopped; passes never overlap. */
-export function startIdempotencySweep(ctx: WorkerContext): { stop(): Promise<void> } {
-  let stopped = false;
-  let timer: NodeJS.Timeout | null = null;
-  let running: Promise<void> = Promise.resolve();
-
-  const pass = async () => {
-    try {
-      const deleted = await sweepIdempotencyKeys(ctx, () => stopped);
-      if (deleted) logger.info({ deleted, ttlHours: ctx.config.IDEMPOTENCY_KEY_TTL_HOURS }, 'idempotency keys past their TTL deleted');
-    } catch (err) {
-      logger.error({ err }, 'idempotency key sweep failed; will retry next interval');
-    }
-  };
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      running = pass().finally(schedule);
-    }, INTERVAL_MS);
-  };
-  running = pass().finally(schedule);
-
-  return {
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await running;
-    },
-  };
+export function startIdempotencySweep(ctx: WorkerContext): Periodic {
+  return every('idempotency-keys', INTERVAL_MS, async (stopped) => {
+    const deleted = await sweepIdempotencyKeys(ctx, stopped);
+    if (deleted) logger.info({ deleted, ttlHours: ctx.config.IDEMPOTENCY_KEY_TTL_HOURS }, 'idempotency keys past their TTL deleted');
+  });
 }

@@ -15,6 +15,7 @@ import { findStaleCreating } from '../db/orders.sql.ts';
 import { sendJob } from '../db/queue.ts';
 import { orderWebhookBody } from '../api/present/orders.ts';
 import type { WorkerContext } from './context.ts';
+import { every, type Periodic } from './periodic.ts';
 import { requeueStaleDisbursements } from './disbursement-execute.ts';
 import { requeueStaleRefunds } from './refund-execute.ts';
 import { requeueStaleSettlements } from './settlement-payout.ts';
@@ -38,44 +39,21 @@ async function requeueStaleCreating(ctx: WorkerContext): Promise<number> {
 }
 
 /** Runs the sweep forever (until stopped); one pass at a time, never overlapping. */
-export function startExpirySweep(ctx: WorkerContext): { stop(): Promise<void> } {
-  let stopped = false;
-  let timer: NodeJS.Timeout | null = null;
-  let running: Promise<void> = Promise.resolve();
+export function startExpirySweep(ctx: WorkerContext): Periodic {
   let lastStaleCheck = 0;
-
-  const pass = async () => {
-    try {
-      const expired = await sweepExpiredOrders(ctx);
-      if (expired) logger.info({ expired }, 'orders expired');
-      if (Date.now() - lastStaleCheck > 60_000) {
-        lastStaleCheck = Date.now();
-        const requeued = await requeueStaleCreating(ctx);
-        if (requeued) logger.warn({ requeued }, 'stale create attempts re-queued');
-        const restarted = await requeueStaleDisbursements(ctx);
-        if (restarted) logger.warn({ restarted }, 'quiet disbursements re-queued');
-        const refunds = await requeueStaleRefunds(ctx);
-        if (refunds) logger.warn({ refunds }, 'quiet refunds re-queued');
-        const settlements = await requeueStaleSettlements(ctx);
-        if (settlements) logger.warn({ settlements }, 'quiet settlement payouts re-queued');
-      }
-    } catch (err) {
-      logger.error({ err }, 'expiry sweep failed; will retry next interval');
+  return every('expiry', ctx.config.EXPIRY_SWEEP_INTERVAL_MS, async () => {
+    const expired = await sweepExpiredOrders(ctx);
+    if (expired) logger.info({ expired }, 'orders expired');
+    if (Date.now() - lastStaleCheck > 60_000) {
+      lastStaleCheck = Date.now();
+      const requeued = await requeueStaleCreating(ctx);
+      if (requeued) logger.warn({ requeued }, 'stale create attempts re-queued');
+      const restarted = await requeueStaleDisbursements(ctx);
+      if (restarted) logger.warn({ restarted }, 'quiet disbursements re-queued');
+      const refunds = await requeueStaleRefunds(ctx);
+      if (refunds) logger.warn({ refunds }, 'quiet refunds re-queued');
+      const settlements = await requeueStaleSettlements(ctx);
+      if (settlements) logger.warn({ settlements }, 'quiet settlement payouts re-queued');
     }
-  };
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      running = pass().finally(schedule);
-    }, ctx.config.EXPIRY_SWEEP_INTERVAL_MS);
-  };
-  running = pass().finally(schedule);
-
-  return {
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await running;
-    },
-  };
+  });
 }

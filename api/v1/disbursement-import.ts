@@ -14,14 +14,12 @@ import { importDisbursements, type ImportResult, type ImportRow, type RowOutcome
 import { ApiError } from '../../db/errors.ts';
 import { logger } from '../../db/logger.ts';
 import { getMoneySettings } from '../../db/merchants.ts';
-import { checkNotifyUrl } from '../../db/notify-url.ts';
 import { IMPORT_COLUMNS, rowCells, type PackedRows } from '../../workers/csv/parse-import.ts';
 import { parseImportFile } from '../../workers/csv/pool.ts';
 import { readUpload } from '../http/multipart.ts';
-import { normalizePhone } from '../http/phone.ts';
 import { parseBody } from '../http/validate.ts';
 import { requireWalletMerchant } from '../http/wallet.ts';
-import { createBody } from './disbursements.ts';
+import { checkContactFields, createBody } from './disbursements.ts';
 
 // The JSON body's own field rules, for the fields a CSV row has.
 const rowShape = createBody.pick({
@@ -52,15 +50,7 @@ function readRow(cells: string[], merchantId: string, key: string, allowlist: re
     if (cells[i] !== '') fields[name] = name === 'amount' ? amountOf(cells[i]) : cells[i];
   }
   const body = parseBody(rowShape, fields);
-  let phone: string | null = null;
-  if (body.ewallet_phone) {
-    phone = normalizePhone(body.ewallet_phone);
-    if (!phone) throw new ApiError('INVALID_BODY', 'ewallet_phone: must be an Indonesian phone number');
-  }
-  if (body.notify_url) {
-    const problem = checkNotifyUrl(body.notify_url, allowlist);
-    if (problem) throw new ApiError('INVALID_BODY', `notify_url: ${problem}`);
-  }
+  const phone = checkContactFields(body, allowlist);
   if (!body.channel) throw new ApiError('INVALID_BODY', 'channel: is required');
   return {
     merchantId,

@@ -35,6 +35,23 @@ export const createBody = z.object({
   beneficiary_id: z.uuid('must be a UUID').nullish(),
 });
 
+/**
+ * The checks of a disbursement body past its shape, shared with the CSV import: the e-wallet
+ * phone (returned normalised to 62…, or null) and the notify_url. Throws INVALID_BODY.
+ */
+export function checkContactFields(body: { ewallet_phone?: string | null; notify_url?: string | null }, allowlist: readonly string[]): string | null {
+  let phone: string | null = null;
+  if (body.ewallet_phone) {
+    phone = normalizePhone(body.ewallet_phone);
+    if (!phone) throw new ApiError('INVALID_BODY', 'ewallet_phone: must be an Indonesian phone number');
+  }
+  if (body.notify_url) {
+    const problem = checkNotifyUrl(body.notify_url, allowlist);
+    if (problem) throw new ApiError('INVALID_BODY', `notify_url: ${problem}`);
+  }
+  return phone;
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function disbursementRoutes(ctx: AppContext): Router {
@@ -43,15 +60,7 @@ export function disbursementRoutes(ctx: AppContext): Router {
 
   router.post('/v1/disbursements', async (req, res) => {
     const body = parseBody(createBody, req.body);
-    let phone: string | null = null;
-    if (body.ewallet_phone) {
-      phone = normalizePhone(body.ewallet_phone);
-      if (!phone) throw new ApiError('INVALID_BODY', 'ewallet_phone: must be an Indonesian phone number');
-    }
-    if (body.notify_url) {
-      const problem = checkNotifyUrl(body.notify_url, ctx.config.NOTIFY_URL_ALLOWLIST);
-      if (problem) throw new ApiError('INVALID_BODY', `notify_url: ${problem}`);
-    }
+    const phone = checkContactFields(body, ctx.config.NOTIFY_URL_ALLOWLIST);
     const given: Destination = {
       channel: body.channel,
       bankShortCode: body.bank_short_code,

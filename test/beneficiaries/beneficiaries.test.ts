@@ -246,7 +246,12 @@ t.test('verification asks the next vendor when one cannot answer, and retries wh
   await setFaults(stack.sims[0].url, [{ op: 'inquireAccount', mode: 'reject' }]);
   const b = await created(stack, merchant, bankBeneficiary());
   await verified(stack, merchant, b.id, 'VERIFIED');
-  t.same((await verifyJobs(stack, b.id)).map((j) => j.output), [{ status: 'VERIFIED', vendor: 'sim2' }], 'answered by the second vendor');
+  // The row is VERIFIED before pg-boss records the job's output: wait for the job to complete.
+  const answered = await eventually(async () => {
+    const rows = await verifyJobs(stack, b.id);
+    return rows.every((r) => r.state === 'completed') ? rows : undefined;
+  }, 'the verify job to complete');
+  t.same(answered.map((j) => j.output), [{ status: 'VERIFIED', vendor: 'sim2' }], 'answered by the second vendor');
 
   // No vendor answers at first (a refusal, then a 5xx): it stays PENDING and the job retries.
   await setFaults(stack.sims[1].url, [{ op: 'inquireAccount', mode: 'error', count: 1 }]);
