@@ -24,6 +24,12 @@ const benches: Record<string, { summary: string; load: () => Promise<{ run(args:
       '                [--rows 100000] [--connections 10] [--rate 200] [--baseline 5] [--pool 20]',
     load: () => import('./bench/import.ts'),
   },
+  export: {
+    summary:
+      'orders CSV export through one csv worker process: rows/s and the worker\'s peak RSS per size\n' +
+      '                [--rows 100000,300000,1000000]',
+    load: () => import('./bench/export.ts'),
+  },
 };
 
 function help(): string {

@@ -5,10 +5,11 @@
 // until it ends. Exports still QUEUED or PROCESSING ABANDONED_HOURS after they were asked for
 // lost their job (a worker died on the last attempt) and are marked FAILED. Several csv
 // processes may sweep at once (SKIP LOCKED; a chunk deleted twice is deleted once); a pass that
-// fails is retried on the next one.
+// fails is retried on the next one (workers/periodic.ts).
 import { logger } from '../db/logger.ts';
 import { deleteExpiredChunks, deleteExpiredExports, failAbandonedExports } from '../db/exports.sql.ts';
 import type { WorkerContext } from './context.ts';
+import { every, type Periodic } from './periodic.ts';
 
 const CHUNK_BATCH = 50;
 const ROW_BATCH = 1_000;
@@ -37,32 +38,9 @@ export async function sweepExports(ctx: WorkerContext, stopped: () => boolean = 
 }
 
 /** Runs a pass at start and every INTERVAL_MS until stopped; passes never overlap. */
-export function startExportSweep(ctx: WorkerContext): { stop(): Promise<void> } {
-  let stopped = false;
-  let timer: NodeJS.Timeout | null = null;
-  let running: Promise<void> = Promise.resolve();
-
-  const pass = async () => {
-    try {
-      const done = await sweepExports(ctx, () => stopped);
-      if (done.abandoned || done.exports) logger.info({ ...done, retentionHours: ctx.config.EXPORT_RETENTION_HOURS }, 'export sweep');
-    } catch (err) {
-      logger.error({ err }, 'export sweep failed; will retry next interval');
-    }
-  };
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      running = pass().finally(schedule);
-    }, INTERVAL_MS);
-  };
-  running = pass().finally(schedule);
-
-  return {
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await running;
-    },
-  };
+export function startExportSweep(ctx: WorkerContext): Periodic {
+  return every('exports', INTERVAL_MS, async (stopped) => {
+    const done = await sweepExports(ctx, stopped);
+    if (done.abandoned || done.exports) logger.info({ ...done, retentionHours: ctx.config.EXPORT_RETENTION_HOURS }, 'export sweep');
+  });
 }
