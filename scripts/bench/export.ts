@@ -5,7 +5,11 @@
 // worker's VmHWM and VmRSS are read from /proc once it completes. Build time is the export's own
 // started_at → completed_at (database clock): claim, cursor, CSV, chunk writes and commit.
 //
-//   npm run bench -- export [--rows 100000,300000,1000000] [--durable] [--json]
+// With --profits it then times GET /v1/reports/profits's statement over the current WIB month,
+// once the merchant's PAID orders have their ORDER_PAYMENT transfers and fee postings (written
+// set-based here: a throwaway ledger for timing, not a balanced one).
+//
+//   npm run bench -- export [--rows 100000,300000,1000000] [--profits] [--durable] [--json]
 import os from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -14,6 +18,7 @@ import pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { defaultBrand } from '../../db/brands.ts';
 import { requestExport } from '../../db/exports.ts';
+import { sumProfits } from '../../db/reports.sql.ts';
 import { createMerchant } from '../../db/merchants.ts';
 import { createPool, type Pool } from '../../db/pool.ts';
 import { startBoss } from '../../db/queue.ts';
@@ -40,6 +45,7 @@ export async function run(args: string[]): Promise<void> {
     args,
     options: {
       rows: { type: 'string', default: '100000,300000,1000000' },
+      profits: { type: 'boolean', default: false },
       durable: { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
     },
@@ -96,12 +102,14 @@ export async function run(args: string[]): Promise<void> {
       }
     }
 
+    const profits = values.profits ? await timeProfits(client, pool, merchant.merchant_id) : null;
     const report = {
       bench: 'export',
       machine: { cores: os.availableParallelism(), load_before: loadBefore, node: process.version, postgres: db.settings.server_version },
       csv_stringify: await packageVersion('csv-stringify'),
       database: { source: db.source, fsync: db.settings.fsync, synchronous_commit: db.settings.synchronous_commit },
       runs,
+      profits,
     };
     process.stdout.write(values.json ? `${JSON.stringify(report)}\n` : text(report));
   } finally {
@@ -110,6 +118,43 @@ export async function run(args: string[]): Promise<void> {
     await client.end().catch(() => undefined);
     await db.release();
   }
+}
+
+/** Posts the merchant's PAID orders in bulk, then runs the profits statement three times. */
+async function timeProfits(client: pg.Client, pool: Pool, merchantId: string) {
+  await client.query(
+    `insert into ledger_accounts (merchant_id, kind, allow_negative)
+     select $1, k, k in ('VENDOR_CLEARING', 'ADJUSTMENTS')
+     from unnest(array['WALLET', 'SETTLEMENT_ACCRUAL', 'DISBURSEMENTS_IN_FLIGHT', 'VENDOR_CLEARING', 'FEE_REVENUE',
+                       'ADJUSTMENTS', 'REFUNDS_IN_FLIGHT', 'SETTLEMENTS_IN_FLIGHT']) k
+     on conflict do nothing`,
+    [merchantId],
+  );
+  await client.query(
+    `insert into ledger_transfers (merchant_id, kind, reference_type, reference_id, ref_code)
+     select merchant_id, 'ORDER_PAYMENT', 'ORDER', id, ref_code from orders where merchant_id = $1 and status = 'PAID'`,
+    [merchantId],
+  );
+  await client.query(
+    `insert into ledger_postings (transfer_id, account_id, amount, balance_before, balance_after)
+     select t.id, a.id, (o.amount * 70 + 5000) / 10000, 0, (o.amount * 70 + 5000) / 10000
+     from ledger_transfers t join orders o on o.id = t.reference_id
+     join ledger_accounts a on a.merchant_id = t.merchant_id and a.kind = 'FEE_REVENUE'
+     where t.merchant_id = $1`,
+    [merchantId],
+  );
+  await client.query('analyze');
+  const wib = new Date(Date.now() + 7 * 3_600_000).toISOString();
+  const from = `${wib.slice(0, 8)}01`;
+  const to = new Date(Date.UTC(Number(wib.slice(0, 4)), Number(wib.slice(5, 7)), 0)).toISOString().slice(0, 10);
+  const ms: number[] = [];
+  let orders = 0;
+  for (let i = 0; i < 3; i++) {
+    const started = performance.now();
+    orders = (await sumProfits(pool, merchantId, from, to)).order_count;
+    ms.push(Math.round(performance.now() - started));
+  }
+  return { date_from: from, date_to: to, paid_orders_in_month: orders, ms };
 }
 
 /** The process's peak (VmHWM) and current (VmRSS) resident set, in kB. */
@@ -136,7 +181,13 @@ async function completion(client: pg.Client, id: string) {
   }
 }
 
-function text(r: { machine: { cores: number; load_before: number; node: string; postgres: string }; csv_stringify: string; database: { source: string; fsync: string; synchronous_commit: string }; runs: Run[] }): string {
+function text(r: {
+  machine: { cores: number; load_before: number; node: string; postgres: string };
+  csv_stringify: string;
+  database: { source: string; fsync: string; synchronous_commit: string };
+  runs: Run[];
+  profits: Awaited<ReturnType<typeof timeProfits>> | null;
+}): string {
   return [
     `export bench: orders export built by one csv worker process (a fresh one per size), csv-stringify ${r.csv_stringify}`,
     `machine   ${r.machine.cores} cores (1-min load ${r.machine.load_before} at start` +
@@ -148,6 +199,9 @@ function text(r: { machine: { cores: number; load_before: number; node: string; 
         `file ${x.file_mb} MB in ${x.chunks} chunks  worker RSS idle ${x.worker_idle_rss_mb} MB, peak ${x.worker_peak_rss_mb} MB` +
         `  (load ${x.load_at_start})`,
     ),
+    ...(r.profits
+      ? [`profits   ${r.profits.date_from}..${r.profits.date_to}, ${r.profits.paid_orders_in_month} paid orders: ${r.profits.ms.join(' / ')} ms`]
+      : []),
     '',
   ].join('\n');
 }
