@@ -1,16 +1,19 @@
-// Process entry of the `web` Procfile line: config, pool, queue sender, HTTP server.
+// Process entry of the `web` Procfile line: config, pool, queue sender, HTTP server, and the
+// operator-only metrics listener when METRICS_PORT is set (GET /metrics is not on PORT).
 // SIGTERM/SIGINT stop accepting connections, let in-flight requests finish, then close the
 // pool and pg-boss, so a rolling restart drops no request.
 import { createServer } from 'node:http';
 import { createApp } from './app.ts';
 import { loadConfig, publicBaseUrl } from '../db/config.ts';
 import { logger } from '../db/logger.ts';
+import { startMetricsServer } from '../db/metrics.ts';
 import { openContext } from './context.ts';
 
 const config = loadConfig();
 logger.level = config.LOG_LEVEL;
 const { ctx, close } = await openContext(config);
 const app = createApp(ctx);
+const metrics = await startMetricsServer(config, ctx.pool);
 
 const server = createServer(app);
 server.keepAliveTimeout = 65_000; // longer than common load balancer idle timeouts
@@ -18,7 +21,7 @@ server.listen(config.PORT, config.HOST, () => {
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   logger.info({ port, publicBaseUrl: publicBaseUrl(config) }, 'api listening');
-  process.send?.({ listening: true, port });
+  process.send?.({ listening: true, port, metricsPort: metrics?.port ?? null });
 });
 
 let stopping = false;
@@ -29,6 +32,7 @@ async function stop(signal: string) {
   server.close();
   server.closeIdleConnections();
   await new Promise<void>((resolve) => server.once('close', resolve));
+  await metrics?.close();
   await close();
   process.exit(0);
 }

@@ -20,6 +20,13 @@ export const configSchema = z.object({
   KASIR_MASTER_KEY: masterKey,
   PUBLIC_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * Port of this process's operator-only Prometheus listener (GET /metrics); unset or empty:
+   * none. 0 picks a free port (tests; the process reports it in its ready message).
+   */
+  METRICS_PORT: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(0).max(65535).optional()),
+  /** Interface of that listener; HOST when unset. Never one the merchant-facing load balancer forwards. */
+  METRICS_HOST: z.string().min(1).optional(),
   DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20),
   BODY_LIMIT: z.string().default('100kb'),
   /** Largest CSV POST /v1/disbursements/import takes, in bytes (20 MiB holds ~200,000 rows). */

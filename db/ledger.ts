@@ -35,6 +35,7 @@ import {
 } from './ledger.sql.ts';
 import { randomUUID } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import { countLedgerTransfers } from './metrics.ts';
 import { sql } from './pool.ts';
 import { z } from 'zod';
 
@@ -112,7 +113,7 @@ export async function postTransfer(tx: Db, transfer: Transfer, locked?: Map<Acco
     if (await findTransfer(tx, transfer.kind, transfer.reference.id)) return null;
     throw new InsufficientFunds(overdrawn.kind, overdrawn.before, -overdrawn.amount);
   }
-  return insertTransfer(tx, {
+  const id = await insertTransfer(tx, {
     merchantId: transfer.merchantId,
     kind: transfer.kind,
     referenceType: transfer.reference.type,
@@ -121,6 +122,8 @@ export async function postTransfer(tx: Db, transfer: Transfer, locked?: Map<Acco
     description: transfer.description,
     legs: rows,
   });
+  if (id) countLedgerTransfers(tx, transfer.kind);
+  return id;
 }
 
 /** Transfers per statement in postTransfersInBulk: small enough that no one statement holds the event loop. */
@@ -138,6 +141,7 @@ const BULK_CHUNK = 2_000;
 export async function postTransfersInBulk(tx: Db, merchantId: string, transfers: readonly Transfer[], locked: Map<AccountKind, LockedAccount>): Promise<void> {
   const balances = new Map([...locked].map(([kind, account]) => [kind, account.balance]));
   const counts = new Map<AccountKind, number>();
+  const kinds = new Map<TransferKind, number>();
   const rows: BulkTransferRow[] = [];
   const postings: BulkPostingRow[][] = [];
   for (const [n, transfer] of transfers.entries()) {
@@ -161,6 +165,7 @@ export async function postTransfersInBulk(tx: Db, merchantId: string, transfers:
       counts.set(kind, (counts.get(kind) ?? 0) + 1);
       return { transferId: id, accountId: locked.get(kind)!.id, amount, before, after };
     });
+    kinds.set(transfer.kind, (kinds.get(transfer.kind) ?? 0) + 1);
     rows.push({ id, kind: transfer.kind, referenceType: transfer.reference.type, referenceId: transfer.reference.id, refCode: transfer.reference.refCode, description: transfer.description });
     postings.push(legRows);
   }
@@ -171,6 +176,7 @@ export async function postTransfersInBulk(tx: Db, merchantId: string, transfers:
   const touched = [...counts].map(([kind, n]) => ({ id: locked.get(kind)!.id, balance: balances.get(kind)!, postings: n }));
   if (touched.length) await setAccountBalances(tx, touched);
   for (const [kind] of counts) locked.set(kind, { ...locked.get(kind)!, balance: balances.get(kind)! });
+  for (const [kind, n] of kinds) countLedgerTransfers(tx, kind, n);
 }
 
 const merchantMoney = z.object({ settlement_type: z.enum(['WALLET', 'MANUAL']), mdr_bps: z.number() });

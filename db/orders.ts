@@ -10,7 +10,8 @@
 //   only once they are final (201 confirmed / 200 existing), by whichever transaction makes them
 //   final, so a replay is byte-identical whatever process answered the first request.
 // - Every status change appends an order event and, where the merchant is told, a webhook
-//   outbox row, in the transaction of the change itself.
+//   outbox row, in the transaction of the change itself. Its counter (db/metrics.ts) moves
+//   only once that transaction has committed.
 import { createHash } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
 import { ApiError } from './errors.ts';
@@ -39,6 +40,7 @@ import {
   type OrderRow,
 } from './orders.sql.ts';
 import { postOrderPayment } from './ledger.ts';
+import { afterCommit, orderAttemptsFailed, ordersCreated, ordersExpired, ordersPaid } from './metrics.ts';
 import { enqueueWebhooks } from './webhooks.ts';
 
 export const ORDER_OUTCOME_CHANNEL = 'kasir_order_outcome';
@@ -158,18 +160,21 @@ export async function confirmOrder(
     responseBody: body,
     channel: ORDER_OUTCOME_CHANNEL,
   });
+  if (confirmed) afterCommit(db, () => ordersCreated.inc());
   return confirmed !== null;
 }
 
 /** No vendor produced a QR (or none is routed): the attempt fails and frees its id. */
 export async function failOrder(pool: Pool, orderId: string, code: 'NO_VENDOR' | 'VENDOR_ERROR', detail: unknown): Promise<void> {
-  await pool.transaction(async (tx) => {
+  const failed = await pool.transaction(async (tx) => {
     const order = await lockOrder(tx, orderId);
-    if (!order || order.status !== 'CREATING') return;
+    if (!order || order.status !== 'CREATING') return false;
     await setOrderFailed(tx, orderId, code);
     await insertOrderEvent(tx, { orderId, status: 'FAILED', event: 'order.failed', source: 'vendor-worker', detail });
     await notifyOutcome(tx, orderId);
+    return true;
   });
+  if (failed) orderAttemptsFailed.inc({ reason: code });
 }
 
 /** Tells a waiting request that the attempt is unresolved (unknown outcome): it answers 409. */
@@ -220,6 +225,7 @@ export async function applyPayment(tx: Db, boss: PgBoss, payment: Payment, sourc
     // Paid before our create call returned (instant payers), or a given-up attempt with no live
     // successor: the QR exists and money was received, so it becomes the order.
     await insertOrderEvent(tx, { orderId: order.id, status: 'PENDING', event: 'order.created', source });
+    afterCommit(tx, () => ordersCreated.inc());
   }
   const paid = await setOrderPaid(tx, order.id, { paidAt: payment.paidAt, rrn: payment.rrn, vendorOrderId: payment.vendorOrderId, late });
   await insertOrderEvent(tx, { orderId: order.id, status: 'PAID', event: 'order.paid', source, detail: late ? { late: true } : undefined });
@@ -228,12 +234,13 @@ export async function applyPayment(tx: Db, boss: PgBoss, payment: Payment, sourc
     { merchantId: order.merchant_id, orderId: order.id, event: 'order.paid', url: order.notify_url, body: webhookBody(paid, 'order.paid') },
   ]);
   if (order.status === 'CREATING') await notifyOutcome(tx, order.id);
+  afterCommit(tx, () => ordersPaid.inc({ late: late ? 'true' : 'false' }));
   return late ? 'paid_late' : 'paid';
 }
 
 /** Expires one batch of overdue PENDING orders; returns how many. */
 export async function expireBatch(pool: Pool, boss: PgBoss, batchSize: number, webhookBody: WebhookBody): Promise<number> {
-  return pool.transaction(async (tx) => {
+  const count = await pool.transaction(async (tx) => {
     const expired = await expireDueOrders(tx, batchSize);
     await insertOrderEvents(tx, expired.map((o) => ({ orderId: o.id, status: 'EXPIRED' as const, event: 'order.expired', source: 'scheduler' })));
     await enqueueWebhooks(
@@ -243,4 +250,6 @@ export async function expireBatch(pool: Pool, boss: PgBoss, batchSize: number, w
     );
     return expired.length;
   });
+  if (count) ordersExpired.inc(count);
+  return count;
 }

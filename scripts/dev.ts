@@ -82,11 +82,17 @@ async function stopAll(code: number) {
   process.exit(code);
 }
 
+// A METRICS_PORT given to npm start is the first of a range: one port per Kasir process, in
+// Procfile order (one shared port would let only the first bind it; the simulator serves none).
+const metricsPorts: string[] = [];
 for (const line of await procfile()) {
   const [command, ...args] = line.argv;
+  const served = config.METRICS_PORT && (args[0] === 'api/server.ts' || args[0] === 'workers/run.ts');
+  const metrics = served ? { METRICS_PORT: String(config.METRICS_PORT! + metricsPorts.length) } : {};
+  if (metrics.METRICS_PORT) metricsPorts.push(`${line.name} :${metrics.METRICS_PORT}`);
   const child = spawn(`${ROOT}${command}`, args, {
     cwd: ROOT,
-    env: { ...env, KASIR_PROCESS: line.name },
+    env: { ...env, KASIR_PROCESS: line.name, ...metrics },
     // Own process group: a terminal Ctrl-C reaches only this supervisor, which stops the
     // children in order. The IPC channel lets each child notice if the supervisor is killed.
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -110,7 +116,7 @@ if (web) await new Promise<void>((resolve) => web.on('message', (m: { listening?
 const url = publicBaseUrl(config);
 process.stdout.write(`
 Kasir is running at ${url}  (started in ${Date.now() - started} ms; ${children.size} processes: ${[...children.keys()].join(', ')})
-Database: ${cluster ? 'embedded Postgres in .data/pg' : 'DATABASE_URL'}
+Database: ${cluster ? 'embedded Postgres in .data/pg' : 'DATABASE_URL'}${metricsPorts.length ? `\nMetrics (GET /metrics): ${metricsPorts.join(', ')}` : ''}
 
 Create a first merchant:
   npm run --silent ops -- merchant:create --name "Toko Contoh" --settlement WALLET --json

@@ -1,8 +1,10 @@
 // Process entry of every worker Procfile line: `node workers/run.ts <group>`.
 // On SIGTERM/SIGINT pg-boss stops fetching and waits for in-flight jobs; a job cut off by a
 // SIGKILL is retried after its expiry by another worker, and handlers are idempotent.
+// With METRICS_PORT set the process serves GET /metrics there (one port per process).
 import { loadConfig } from '../db/config.ts';
 import { logger } from '../db/logger.ts';
+import { startMetricsServer } from '../db/metrics.ts';
 import { createPool } from '../db/pool.ts';
 import { startBoss } from '../db/queue.ts';
 import { createSealer } from '../db/secrets.ts';
@@ -24,8 +26,9 @@ const boss = await startBoss(config.DATABASE_URL, {
   expireInSeconds: { 'order-create': config.ORDER_CREATE_JOB_EXPIRE_SECONDS },
 });
 await group.start({ config, pool, boss, sealer: createSealer(config.KASIR_MASTER_KEY) });
+const metrics = await startMetricsServer(config, pool);
 logger.info({ group: name }, 'worker group started');
-process.send?.({ ready: true, group: name });
+process.send?.({ ready: true, group: name, metricsPort: metrics?.port ?? null });
 
 let stopping = false;
 async function stop(signal: string) {
@@ -34,6 +37,7 @@ async function stop(signal: string) {
   logger.info({ group: name, signal }, 'worker group stopping');
   await group!.stop?.();
   await boss.stop({ graceful: true, timeout: 20_000 });
+  await metrics?.close();
   await pool.end();
   process.exit(0);
 }

@@ -9,6 +9,7 @@
 import got from 'got';
 import { logger } from '../db/logger.ts';
 import { getMerchant, webhookSecretOf } from '../db/merchants.ts';
+import { webhookAttempts } from '../db/metrics.ts';
 import { assertLiteralHostAllowed, BlockedDestination, guardedLookup } from '../db/notify-url.ts';
 import { inTransaction, sendJob } from '../db/queue.ts';
 import { findDelivery, recordAttempt, type DeliveryRow } from '../db/webhooks.ts';
@@ -71,6 +72,7 @@ export async function handleWebhookDeliver(ctx: WorkerContext, payload: { delive
     if (retryIn !== null) await sendJob(ctx.boss, 'webhook-deliver', { delivery_id: delivery.id }, { startAfter: retryIn, db: inTransaction(tx) });
     return n;
   });
+  webhookAttempts.inc({ outcome: result.ok ? 'delivered' : retryIn !== null ? 'retrying' : 'exhausted' });
   if (!result.ok) logger.info({ delivery: delivery.id, attempts, error: result.error, retryIn }, 'webhook attempt failed');
   return { ok: result.ok, attempts, status_code: result.statusCode };
 }

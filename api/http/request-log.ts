@@ -1,8 +1,12 @@
 // A request id per request (the caller's X-Request-Id if sane, else a fresh one), echoed in the
 // response and bound to one access-log line. Headers are not logged: they carry keys.
+// The same finish hook feeds the request duration histogram, labelled with the Express route
+// pattern that took the request (routers hold full paths), never the raw path: a path carries
+// ref codes and ids, and every distinct label value is a time series.
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 import { logger } from '../../db/logger.ts';
+import { observeHttpRequest } from '../../db/metrics.ts';
 
 const SANE_ID = /^[A-Za-z0-9._-]{1,100}$/;
 
@@ -12,6 +16,9 @@ export function requestLog(req: Request, res: Response, next: NextFunction): voi
   res.setHeader('X-Request-Id', req.requestId);
   const started = process.hrtime.bigint();
   res.on('finish', () => {
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    const route: unknown = req.route?.path;
+    observeHttpRequest(req.method, typeof route === 'string' ? route : 'unmatched', res.statusCode, ms / 1000);
     if (!logger.isLevelEnabled('info')) return;
     logger.info(
       {
@@ -19,7 +26,7 @@ export function requestLog(req: Request, res: Response, next: NextFunction): voi
         method: req.method,
         path: req.path,
         status: res.statusCode,
-        ms: Number(process.hrtime.bigint() - started) / 1e6,
+        ms,
         merchant: req.merchant?.id,
       },
       'request',

@@ -1,13 +1,41 @@
 // Picks the adapter for a configured vendor by its kind. A kind without an adapter is a
 // configuration error: it throws rather than letting orders reach a vendor nobody can talk to.
-import type { Gateway, VendorRecord } from './gateway.ts';
+// Every adapter comes back measured (one place for every vendor): each call's duration and
+// outcome, by vendor code and operation; a call that throws counts as unknown.
+import { observeVendorCall } from '../../db/metrics.ts';
+import type { Gateway, Outcome, VendorRecord } from './gateway.ts';
 import { createSimulatorGateway } from './simulator-adapter.ts';
 
 export function gatewayFor(vendor: VendorRecord, options: { timeoutMs?: number } = {}): Gateway {
   switch (vendor.kind) {
     case 'simulator':
-      return createSimulatorGateway(vendor, options);
+      return measured(vendor.code, createSimulatorGateway(vendor, options));
     default:
       throw new Error(`vendor ${vendor.code}: no adapter for kind ${vendor.kind}`);
   }
+}
+
+function measured(vendor: string, gateway: Gateway): Gateway {
+  const timed =
+    <A, T>(operation: string, call: (input: A) => Promise<Outcome<T>>) =>
+    async (input: A): Promise<Outcome<T>> => {
+      const started = performance.now();
+      let outcome: Outcome<T>['kind'] = 'unknown';
+      try {
+        const result = await call(input);
+        outcome = result.kind;
+        return result;
+      } finally {
+        observeVendorCall(vendor, operation, outcome, (performance.now() - started) / 1000);
+      }
+    };
+  return {
+    createQris: timed('create_qris', (input) => gateway.createQris(input)),
+    queryQris: timed('query_qris', (reference) => gateway.queryQris(reference)),
+    refund: timed('refund', (input) => gateway.refund(input)),
+    disburse: timed('disburse', (input) => gateway.disburse(input)),
+    queryDisbursement: timed('query_disbursement', (reference) => gateway.queryDisbursement(reference)),
+    inquireAccount: timed('inquire_account', (input) => gateway.inquireAccount(input)),
+    parseCallback: (headers, rawBody) => gateway.parseCallback(headers, rawBody),
+  };
 }

@@ -1,0 +1,285 @@
+// Prometheus metrics of every Kasir process: one registry, the metrics, and the operator-only
+// listener that serves them (METRICS_PORT, off by default; never the merchant-facing port).
+//
+// It lives in db/ because db/ is what api/ and workers/ both import, and the counters that
+// matter most (orders, ledger) are bumped by db/'s service functions.
+//
+// - Counters are per process and start at zero with it; Prometheus adds them up across
+//   processes (sum(rate(...))). Business counters move only after the change committed
+//   (afterCommit), so a rolled-back transaction counts nothing.
+// - The database gauges (queue depth and age, rows waiting in a watched state) are facts about
+//   the shared database, read on a scrape and cached for DATABASE_GAUGE_TTL_MS: every process
+//   reports the same values, so aggregate them with max, never sum. When the read fails they are
+//   left out of that scrape (and the failure logged) rather than shown stale.
+// - Recording is a few map lookups and additions: nothing here touches the database or the
+//   network on a request's path.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Config } from './config.ts';
+import { logger } from './logger.ts';
+import { readQueueGauges, readStateGauges, type QueueGaugeRow, type StateGaugeRow } from './metrics.sql.ts';
+import type { Db, Pool, Tx } from './pool.ts';
+
+export const registry = new Registry();
+
+// ---------------------------------------------------------------- HTTP (API processes)
+
+const httpRequestDuration = new Histogram({
+  name: 'kasir_http_request_duration_seconds',
+  help: 'API requests answered, by method, Express route pattern ("unmatched" when no route took the request) and status',
+  labelNames: ['method', 'route', 'status'] as const,
+  // POST /v1/orders may wait ORDER_CREATE_DEADLINE_MS (10 s) for the vendor worker.
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registers: [registry],
+});
+
+type Observe = (seconds: number) => void;
+const httpSeries = new Map<string, Map<string, Map<number, Observe>>>();
+
+/**
+ * Records one answered request. `route` must be a pattern (`/v1/orders/:ref_code`), never the
+ * raw path: every distinct value is a time series. Series are looked up by nested maps, so a
+ * request allocates no label object once its combination has been seen.
+ */
+export function observeHttpRequest(method: string, route: string, status: number, seconds: number): void {
+  let byMethod = httpSeries.get(route);
+  if (!byMethod) httpSeries.set(route, (byMethod = new Map()));
+  let byStatus = byMethod.get(method);
+  if (!byStatus) byMethod.set(method, (byStatus = new Map()));
+  let observe = byStatus.get(status);
+  if (!observe) byStatus.set(status, (observe = httpRequestDuration.labels(method, route, String(status)).observe));
+  observe(seconds);
+}
+
+// ---------------------------------------------------------------- orders
+
+export const ordersCreated = new Counter({
+  name: 'kasir_orders_created_total',
+  help: 'Orders that got a vendor QR (CREATING → PENDING, or paid before the create call returned)',
+  registers: [registry],
+});
+
+export const ordersPaid = new Counter({
+  name: 'kasir_orders_paid_total',
+  help: 'Orders paid; late="true": paid after Kasir had expired or given up on them (money received, recorded)',
+  labelNames: ['late'] as const,
+  registers: [registry],
+});
+
+export const ordersExpired = new Counter({
+  name: 'kasir_orders_expired_total',
+  help: 'PENDING orders expired by the scheduler sweep',
+  registers: [registry],
+});
+
+export const orderAttemptsFailed = new Counter({
+  name: 'kasir_order_attempts_failed_total',
+  help: 'Create attempts that got no QR: NO_VENDOR (none routed) or VENDOR_ERROR (every routed vendor refused)',
+  labelNames: ['reason'] as const,
+  registers: [registry],
+});
+
+// ---------------------------------------------------------------- vendors, webhooks, ledger
+
+const vendorCallDuration = new Histogram({
+  name: 'kasir_vendor_call_duration_seconds',
+  help: 'Gateway calls by vendor code, operation and outcome (ok; failed: surely not acted on; unknown: may have been). _count is the calls by outcome',
+  labelNames: ['vendor', 'operation', 'outcome'] as const,
+  buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+});
+
+export function observeVendorCall(vendor: string, operation: string, outcome: 'ok' | 'failed' | 'unknown', seconds: number): void {
+  vendorCallDuration.observe({ vendor, operation, outcome }, seconds);
+}
+
+export const webhookAttempts = new Counter({
+  name: 'kasir_webhook_attempts_total',
+  help: 'Webhook delivery attempts: delivered (2xx), retrying (failed, another attempt scheduled), exhausted (failed, no attempt left: the delivery is FAILED)',
+  labelNames: ['outcome'] as const,
+  registers: [registry],
+});
+
+const ledgerTransfers = new Counter({
+  name: 'kasir_ledger_transfers_total',
+  help: 'Ledger transfers committed by this process, by kind',
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+
+/** Counts `n` transfers of `kind` once the transaction that wrote them commits. */
+export function countLedgerTransfers(tx: Db, kind: string, n = 1): void {
+  afterCommit(tx, () => ledgerTransfers.inc({ kind }, n));
+}
+
+// Series with known labels exist at 0 from the start, so rate() and alerts see the first event.
+ordersPaid.inc({ late: 'false' }, 0);
+ordersPaid.inc({ late: 'true' }, 0);
+for (const reason of ['NO_VENDOR', 'VENDOR_ERROR']) orderAttemptsFailed.inc({ reason }, 0);
+for (const outcome of ['delivered', 'retrying', 'exhausted']) webhookAttempts.inc({ outcome }, 0);
+
+// ---------------------------------------------------------------- after commit
+
+const pendingByTx = new WeakMap<object, Array<() => void>>();
+
+/**
+ * Runs `fn` once `db`'s transaction commits, and never if it rolls back (slonik retries a
+ * transaction with a fresh connection object, so a retried attempt counts once). Outside a
+ * transaction (the pool: the statement has committed) it runs at once. Savepoints are not
+ * tracked: Kasir opens none.
+ */
+export function afterCommit(db: Db, fn: () => void): void {
+  const tx = db as Partial<Tx>;
+  if (typeof tx.transactionId !== 'string' || typeof tx.once !== 'function') return fn();
+  let pending = pendingByTx.get(tx);
+  if (!pending) {
+    const fns: Array<() => void> = [];
+    pendingByTx.set(tx, (pending = fns));
+    const committed = () => {
+      tx.off!('rollback', rolledBack);
+      for (const f of fns) f();
+    };
+    const rolledBack = () => tx.off!('commit', committed);
+    tx.once('commit', committed);
+    tx.once('rollback', rolledBack);
+  }
+  pending.push(fn);
+}
+
+// ---------------------------------------------------------------- database gauges (on scrape)
+
+/** Scrapes of every process share one read per interval: the figures move slower than that matters. */
+const DATABASE_GAUGE_TTL_MS = 5_000;
+
+interface DatabaseFacts {
+  queues: readonly QueueGaugeRow[];
+  states: readonly StateGaugeRow[];
+}
+
+let databasePool: Pool | null = null;
+let cached: { at: number; facts: Promise<DatabaseFacts | null> } | null = null;
+
+function databaseFacts(): Promise<DatabaseFacts | null> {
+  if (!databasePool) return Promise.resolve(null);
+  if (cached && Date.now() - cached.at < DATABASE_GAUGE_TTL_MS) return cached.facts;
+  const pool = databasePool;
+  const facts = Promise.all([readQueueGauges(pool), readStateGauges(pool)]).then(
+    ([queues, states]) => ({ queues, states }),
+    (err) => {
+      logger.warn({ err }, 'metrics: database gauges unavailable for this scrape');
+      return null;
+    },
+  );
+  cached = { at: Date.now(), facts };
+  return facts;
+}
+
+new Gauge({
+  name: 'kasir_queue_jobs',
+  help: 'Jobs per pg-boss queue: ready (due, waiting for a worker) and deferred (scheduled later) counted on scrape; active and failed (retained) as of pg-boss\'s last monitor pass. Same in every process: aggregate with max',
+  labelNames: ['queue', 'state'] as const,
+  registers: [registry],
+  async collect() {
+    const facts = await databaseFacts();
+    this.reset();
+    for (const q of facts?.queues ?? []) {
+      this.set({ queue: q.name, state: 'ready' }, q.ready);
+      this.set({ queue: q.name, state: 'deferred' }, q.deferred);
+      this.set({ queue: q.name, state: 'active' }, q.active);
+      this.set({ queue: q.name, state: 'failed' }, q.failed);
+    }
+  },
+});
+
+new Gauge({
+  name: 'kasir_queue_oldest_ready_job_age_seconds',
+  help: 'How long the oldest due job of each queue has waited for a worker (0 when none waits). Same in every process: aggregate with max',
+  labelNames: ['queue'] as const,
+  registers: [registry],
+  async collect() {
+    const facts = await databaseFacts();
+    this.reset();
+    for (const q of facts?.queues ?? []) this.set({ queue: q.name }, q.oldest_ready_seconds);
+  },
+});
+
+new Gauge({
+  name: 'kasir_rows_in_state',
+  help: 'Rows in a watched state: orders CREATING, disbursements ON_PROCESS, refunds PENDING, settlements PENDING/PROCESSING/FAILED. Same in every process: aggregate with max',
+  labelNames: ['table', 'status'] as const,
+  registers: [registry],
+  async collect() {
+    const facts = await databaseFacts();
+    this.reset();
+    for (const s of facts?.states ?? []) this.set({ table: s.table, status: s.status }, s.count);
+  },
+});
+
+new Gauge({
+  name: 'kasir_rows_in_state_oldest_age_seconds',
+  help: 'Seconds since the oldest row in a watched state last changed (0 when there is none). Same in every process: aggregate with max',
+  labelNames: ['table', 'status'] as const,
+  registers: [registry],
+  async collect() {
+    const facts = await databaseFacts();
+    this.reset();
+    for (const s of facts?.states ?? []) this.set({ table: s.table, status: s.status }, s.oldest_age_seconds);
+  },
+});
+
+// ---------------------------------------------------------------- the listener
+
+export interface MetricsServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+let defaultMetrics = false;
+
+/**
+ * Serves GET /metrics on METRICS_HOST (else HOST):METRICS_PORT, with the process's default
+ * metrics and, given a pool, the database gauges. Returns null when METRICS_PORT is unset.
+ * Nothing else is served there, and nothing of the API: access is by network (bind it where
+ * only Prometheus reaches), never by a merchant's API key.
+ */
+export async function startMetricsServer(config: Config, pool: Pool | null): Promise<MetricsServer | null> {
+  if (config.METRICS_PORT === undefined) return null;
+  if (!defaultMetrics) {
+    collectDefaultMetrics({ register: registry });
+    defaultMetrics = true;
+  }
+  databasePool = pool;
+  const server = createServer((req, res) => {
+    const path = req.url?.split('?', 1)[0];
+    if (req.method !== 'GET' || path !== '/metrics') {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+      return;
+    }
+    registry.metrics().then(
+      (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+      (err) => {
+        logger.error({ err }, 'metrics: scrape failed');
+        res.writeHead(500, { 'content-type': 'text/plain' }).end('scrape failed\n');
+      },
+    );
+  });
+  const host = config.METRICS_HOST ?? config.HOST;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.METRICS_PORT, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  logger.info({ host, port }, 'metrics listening');
+  return {
+    port,
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}
