@@ -23,6 +23,7 @@ import { legacyOrderRoutes } from './legacy/orders.ts';
 import { legacyDisbursementRoutes } from './legacy/disbursements.ts';
 import { callbackRoutes } from './callbacks.ts';
 import { qrRoutes } from './qr.ts';
+import { checkoutRoutes } from './checkout.ts';
 import { teamRoutes } from './v1/team.ts';
 
 export function createApp(ctx: AppContext): Express {
@@ -38,6 +39,7 @@ export function createApp(ctx: AppContext): Express {
 
   app.use(brandRoutes());
   app.use(qrRoutes(ctx));
+  app.use(checkoutRoutes(ctx));
   app.use(callbackRoutes(ctx));
   // Every other /v1 path needs a merchant: unauthenticated callers learn nothing about routes.
   // A team user's key then needs a role that allows the request (api/http/roles.ts).

@@ -108,6 +108,28 @@ export function findOrderByQrToken(db: Db, token: string) {
     select qris_string, status from orders where qr_token = ${token}`);
 }
 
+/** What the public checkout page (api/checkout.ts) may know of an order: internal attempts are not orders. */
+export const checkoutOrderRow = z.object({
+  ref_code: z.string(),
+  status: orderStatus,
+  amount: z.number(),
+  merchant_name: z.string(),
+  qr_token: z.string(),
+  has_qr: z.boolean(),
+  expires_at: z.date().nullable(),
+  paid_at: z.date().nullable(),
+  return_url: z.string().nullable(),
+});
+export type CheckoutOrderRow = z.infer<typeof checkoutOrderRow>;
+
+export function findCheckoutOrder(db: Db, refCode: string) {
+  return db.maybeOne(sql.type(checkoutOrderRow)`
+    select o.ref_code, o.status, o.amount, m.name as merchant_name, o.qr_token, o.qris_string is not null as has_qr,
+           o.expires_at, o.paid_at, o.return_url
+    from orders o join merchants m on m.id = o.merchant_id
+    where o.ref_code = ${refCode} and o.status not in ('CREATING', 'FAILED')`);
+}
+
 export function listMerchantOrders(db: Db, merchantId: string, filter: { merchantOrderId?: string }, page: number, limit: number) {
   const where = sql.fragment`merchant_id = ${merchantId} and status not in ('CREATING', 'FAILED')
     ${filter.merchantOrderId === undefined ? sql.fragment`` : sql.fragment`and merchant_order_id = ${filter.merchantOrderId}`}`;

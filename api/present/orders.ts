@@ -9,6 +9,11 @@ export function qrUrl(baseUrl: string, order: Pick<OrderRow, 'qr_token'>): strin
   return `${baseUrl}/qr/${order.qr_token}.png`;
 }
 
+/** The hosted checkout page for the order (api/checkout.ts). */
+export function checkoutUrl(baseUrl: string, order: Pick<OrderRow, 'ref_code'>): string {
+  return `${baseUrl}/pay/${encodeURIComponent(order.ref_code)}`;
+}
+
 export function presentOrder(order: OrderRow, baseUrl: string) {
   return {
     id: order.id,
@@ -18,6 +23,7 @@ export function presentOrder(order: OrderRow, baseUrl: string) {
     status: order.status,
     qris_string: order.qris_string,
     qr_url: qrUrl(baseUrl, order),
+    checkout_url: checkoutUrl(baseUrl, order),
     expires_at: iso(order.expires_at),
     paid_at: iso(order.paid_at),
     is_settled: order.is_settled,

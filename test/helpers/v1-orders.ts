@@ -12,7 +12,7 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 export const REF_CODE = /^ORD-\d+-[0-9A-Z]+$/;
 export const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
 
-/** The V1 order fields: spec 2.2 plus the extras DESIGN section 6 decides. */
+/** The V1 order fields: spec 2.2 plus the extras DESIGN section 6 decides, and checkout_url (issue 13). */
 export const ORDER_FIELDS = [
   'id',
   'ref_code',
@@ -21,6 +21,7 @@ export const ORDER_FIELDS = [
   'status',
   'qris_string',
   'qr_url',
+  'checkout_url',
   'expires_at',
   'paid_at',
   'is_settled',

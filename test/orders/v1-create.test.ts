@@ -74,7 +74,7 @@ t.test('201: the created order has every field of spec 2.2 with the stated types
   t.equal(res.headers['idempotent-replayed'], undefined, 'a first answer is not marked replayed');
   t.equal(res.json.success, true);
   const o = res.json.data;
-  t.strictSame(Object.keys(o).sort(), ORDER_FIELDS, 'exactly the spec 2.2 fields plus metadata, customer_email, notify_url, return_url');
+  t.strictSame(Object.keys(o).sort(), ORDER_FIELDS, 'exactly the spec 2.2 fields plus metadata, customer_email, notify_url, return_url, checkout_url');
 
   t.match(o.id, UUID, 'id is a UUID');
   t.match(o.ref_code, REF_CODE, 'ref_code is ORD-<digits>-<suffix>');
@@ -94,6 +94,7 @@ t.test('201: the created order has every field of spec 2.2 with the stated types
   const qrUrl = new URL(o.qr_url); // throws unless absolute
   t.match(qrUrl.protocol, /^https?:$/, 'qr_url is an http(s) URL');
   t.equal(qrUrl.origin, new URL(stack.api.url).origin, 'qr_url points at the service');
+  t.equal(o.checkout_url, `${stack.api.url}/pay/${o.ref_code}`, 'checkout_url is the hosted checkout page (PUBLIC_BASE_URL/pay/<ref_code>)');
 
   t.ok(isIsoZ(o.created_at), 'created_at is ISO 8601 UTC with Z');
   const created = Date.parse(o.created_at);
