@@ -25,6 +25,7 @@ import { callbackRoutes } from './callbacks.ts';
 import { qrRoutes } from './qr.ts';
 import { checkoutRoutes } from './checkout.ts';
 import { teamRoutes } from './v1/team.ts';
+import { docsRoutes } from './openapi/routes.ts';
 
 export function createApp(ctx: AppContext): Express {
   const app = express();
@@ -38,6 +39,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(brandResolver(ctx.pool));
 
   app.use(brandRoutes());
+  app.use(docsRoutes());
   app.use(qrRoutes(ctx));
   app.use(checkoutRoutes(ctx));
   app.use(callbackRoutes(ctx));

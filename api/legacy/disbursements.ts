@@ -30,9 +30,9 @@ const orderId = z.string().min(1).max(255);
 const requestAmount = z.number().int().min(1);
 const notifyUrl = z.string().max(2048).nullish().transform((v) => v || null);
 
-const clientBody = z.object({ clientId });
+export const clientBody = z.object({ clientId });
 
-const bankBody = z.object({
+export const bankBody = z.object({
   clientId,
   orderId,
   bankCode: z.string().trim().min(1).max(32),
@@ -42,7 +42,7 @@ const bankBody = z.object({
   notifyUrl,
 });
 
-const ewalletBody = z.object({
+export const ewalletBody = z.object({
   clientId,
   orderId,
   ewalletCode: z.string().trim().min(1).max(32),
@@ -52,7 +52,7 @@ const ewalletBody = z.object({
   notifyUrl,
 });
 
-const queryBody = z.object({ clientId, orderId });
+export const queryBody = z.object({ clientId, orderId });
 
 function parse<S extends z.ZodType>(schema: S, body: unknown): z.infer<S> {
   const result = schema.safeParse(body);

@@ -15,7 +15,7 @@ import { constantTimeEqual } from '../../db/secrets.ts';
 import { presentLegacyOrder } from '../present/orders.ts';
 import { LegacyError, legacyMessages } from './errors.ts';
 
-const createBody = z.object({
+export const createBody = z.object({
   clientId: z.string().min(1),
   orderId: z.string().min(1).max(255),
   totalAmount: z.number().int().min(1).max(9_999_999_999_999),
@@ -28,7 +28,7 @@ const createBody = z.object({
   returnUrl: z.url({ protocol: /^https?$/ }).max(2048).nullish(),
 });
 
-const queryBody = z.object({
+export const queryBody = z.object({
   clientId: z.string().min(1),
   orderId: z.string().min(1).max(255),
   signature: z.string().min(1),

@@ -16,7 +16,7 @@ import { presentBeneficiary } from '../present/beneficiaries.ts';
 const optionalText = (max: number) => z.string().trim().max(max, `must be at most ${max} characters`).nullish().transform((v) => v || null);
 
 // Only the shape is checked here; the destination rules live in db/beneficiaries.ts.
-const createBody = z.object({
+export const createBody = z.object({
   channel: z.enum(['BANK', 'EWALLET'], 'must be BANK or EWALLET'),
   label: optionalText(255),
   bank_short_code: optionalText(32),

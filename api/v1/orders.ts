@@ -31,7 +31,7 @@ import { iso } from '../present/time.ts';
 
 const MAX_AMOUNT = 9_999_999_999_999; // 13 digits: what QRIS tag 54 can carry
 
-const createBody = z.object({
+export const createBody = z.object({
   merchant_order_id: z.string().min(1, 'is required').max(255, 'must be at most 255 characters'),
   amount: z.number('must be an integer').int('must be an integer').min(1, 'must be at least 1').max(MAX_AMOUNT, 'is too large'),
   payment_method: z.string('is required'),
@@ -44,7 +44,7 @@ const createBody = z.object({
   metadata: z.record(z.string(), z.unknown(), 'must be an object').nullish(),
 });
 
-const idempotencyKey = z.string().min(1).max(255).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
+export const idempotencyKey = z.string().min(1).max(255).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
 
 export function orderRoutes(ctx: AppContext): Router {
   const router = Router();

@@ -10,7 +10,7 @@ import { sendData } from '../http/envelope.ts';
 import { parseBody } from '../http/validate.ts';
 import { presentRefund } from '../present/refunds.ts';
 
-const refundBody = z.object({
+export const refundBody = z.object({
   amount: z.number('must be an integer').int('must be an integer').min(1, 'must be at least 1').max(9_999_999_999_999, 'is too large').optional(),
   reason: z.string('must be a string').trim().max(500, 'must be at most 500 characters').nullish(),
 });

@@ -45,7 +45,7 @@ export function currentWibMonth(now = new Date()): { first: string; last: string
   return { first: day(new Date(Date.UTC(y, m, 1))), last: day(new Date(Date.UTC(y, m + 1, 0))) };
 }
 
-const exportBody = z.object({
+export const exportBody = z.object({
   type: z.enum(exportType.options, `must be one of ${exportType.options.join(', ')}`),
   date_from: z.unknown().optional(),
   date_to: z.unknown().optional(),

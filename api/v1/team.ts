@@ -14,14 +14,14 @@ import { presentUser } from '../present/users.ts';
 
 const roleField = z.enum(role.options, 'must be one of owner, finance, ops, viewer');
 
-const createBody = z.object({
+export const createBody = z.object({
   full_name: z.string('must be a string').trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
   email: z.string('must be a string').trim().max(254, 'must be at most 254 characters').pipe(z.email('must be an email address')),
   phone_number: z.string('must be a string').trim().nullish().transform((v) => v || null),
   role: roleField,
 });
 
-const roleBody = z.object({ role: roleField });
+export const roleBody = z.object({ role: roleField });
 
 export function teamRoutes(ctx: AppContext): Router {
   const router = Router();

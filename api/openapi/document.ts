@@ -1,0 +1,733 @@
+// The OpenAPI 3.1 document, generated, never written by hand: request bodies are the zod
+// schemas the routes validate with (exported from api/v1/*.ts and api/legacy/*.ts), responses
+// the record schemas of api/openapi/schemas.ts, error codes and statuses come from
+// db/errors.ts, and who may call what from api/http/roles.ts. zod 4's own z.toJSONSchema
+// (draft 2020-12, OpenAPI 3.1's dialect) does the conversion; no generator library.
+//
+// `operations` is the one list of documented endpoints. test/api/openapi.test.ts holds it equal
+// to the routes Express has mounted and validates real responses against it;
+// `npm run openapi` writes the document to docs/openapi.json and GET /openapi.json serves it.
+import { z } from 'zod';
+import { disbursementStatus } from '../../db/disbursements.sql.ts';
+import { errorCatalogue, type ErrorCode } from '../../db/errors.ts';
+import { settlementStatus } from '../../db/settlements.sql.ts';
+import { role, type Role } from '../../db/users.sql.ts';
+import { IMPORT_COLUMNS } from '../../workers/csv/parse-import.ts';
+import { mayDo, permissionFor } from '../http/roles.ts';
+import * as legacyDisbursements from '../legacy/disbursements.ts';
+import { legacyMessages } from '../legacy/errors.ts';
+import * as legacyOrders from '../legacy/orders.ts';
+import * as beneficiaries from '../v1/beneficiaries.ts';
+import * as disbursements from '../v1/disbursements.ts';
+import * as orders from '../v1/orders.ts';
+import * as refunds from '../v1/refunds.ts';
+import * as reports from '../v1/reports.ts';
+import * as team from '../v1/team.ts';
+import * as s from './schemas.ts';
+
+export type Method = 'get' | 'post' | 'patch' | 'delete';
+type LegacyStatus = 400 | 401 | 404 | 503;
+type JsonSchema = Record<string, unknown>;
+
+interface Reply {
+  description: string;
+  /** JSON body; omitted for other media. */
+  schema?: z.ZodType;
+  media?: { type: string; description: string };
+  headers?: Record<string, { description: string; schema: z.ZodType }>;
+}
+
+interface HeaderParam {
+  name: string;
+  required: boolean;
+  description: string;
+  schema: z.ZodType;
+}
+
+export interface Operation {
+  method: Method;
+  /** The Express route path (`:name` parameters). */
+  path: string;
+  tag: string;
+  summary: string;
+  description?: string;
+  /** apiKey (default): X-API-Key, then the role rule; legacy: signed per spec 5.3/5.4. */
+  auth?: 'apiKey' | 'none' | 'legacy';
+  params?: Record<string, z.ZodType>;
+  query?: Record<string, z.ZodType>;
+  headers?: HeaderParam[];
+  body?: { schema: z.ZodType; required?: boolean; multipart?: boolean };
+  responses: Record<number, Reply>;
+  /** V1 codes this operation answers beyond those every operation of its kind does (see errorsOf). */
+  errors?: ErrorCode[];
+  /** Legacy messages by status (the contract's texts). */
+  legacyErrors?: Partial<Record<LegacyStatus, string[]>>;
+}
+
+// ---------- Parameters the routes read by hand (api/http/pagination.ts, api/v1/reports.ts)
+
+/** Spec 8 pagination; each list passes its own default and maximum (the test checks both). */
+function paged(limit = 20, max = 100) {
+  return {
+    page: z.int().min(1).max(1_000_000).default(1),
+    limit: z.int().min(1).max(max).default(limit),
+  };
+}
+
+const wibDay = z.iso.date().describe('A WIB (UTC+7) calendar day, YYYY-MM-DD, inclusive');
+const uuidParam = z.uuid().describe('A UUID; anything else is 400 INVALID_ID');
+const refCode = z.string().describe('The order\'s ref_code (ORD-…)');
+
+/**
+ * Fields a route accepts as z.unknown() because the service checks them, in the contract's
+ * order, with the contract's codes (db/disbursements.ts, api/v1/reports.ts): documented here as
+ * what those checks accept. Keyed by the route's own schema instance.
+ */
+const checkedByService = new Map<unknown, JsonSchema>([
+  [disbursements.createBody.shape.amount, { type: 'integer', minimum: 1, description: 'Whole Rupiah, excluding the fee' }],
+  [reports.exportBody.shape.date_from.unwrap(), { type: 'string', format: 'date', description: 'First WIB day, YYYY-MM-DD; open-ended when absent' }],
+  [reports.exportBody.shape.date_to.unwrap(), { type: 'string', format: 'date', description: 'Last WIB day, YYYY-MM-DD; open-ended when absent' }],
+]);
+
+/** Request examples, for readers and "Try it out" (annotations only: nothing here validates). */
+const examples = new Map<unknown, unknown>([
+  [orders.createBody.shape.merchant_order_id, 'INV-1001'],
+  [orders.createBody.shape.amount, 150_000],
+  [orders.createBody.shape.payment_method, 'QRIS'],
+  [orders.createBody.shape.customer_name, 'Budi Santoso'],
+  [orders.createBody.shape.customer_phone, '081234567890'],
+  [orders.createBody.shape.notify_url, 'https://shop.example/kasir/webhook'],
+  [orders.createBody.shape.metadata, { cart_id: 'C-77', channel: 'web' }],
+  [disbursements.createBody.shape.idempotency_key, 'payout-2026-11-21-001'],
+  [disbursements.createBody.shape.bank_short_code, 'BCA'],
+  [disbursements.createBody.shape.account_number, '1234567890'],
+  [disbursements.createBody.shape.account_name, 'Budi Santoso'],
+  [disbursements.createBody.shape.amount, 150_000],
+  [beneficiaries.createBody.shape.bank_short_code, 'BCA'],
+  [beneficiaries.createBody.shape.account_number, '1234567890'],
+  [legacyOrders.createBody.shape.paymentType, 'QRIS'],
+  [legacyOrders.createBody.shape.totalAmount, 150_000],
+  [legacyOrders.createBody.shape.customerPhone, '6281234567890'],
+  [legacyDisbursements.bankBody.shape.bankCode, 'BCA'],
+  [legacyDisbursements.ewalletBody.shape.ewalletCode, 'OVO'],
+  [legacyDisbursements.ewalletBody.shape.accountNumber, '081234567890'],
+]);
+
+const idempotencyHeader: HeaderParam = {
+  name: 'Idempotency-Key',
+  required: false,
+  description: 'Recommended. Stable per intended order; a retry with the same key and byte-identical body replays the '
+    + 'stored answer (with `Idempotent-Replayed: true`); the same key with another body is 400 IDEMPOTENCY_KEY_REUSED. '
+    + 'Kept at least 24 hours.',
+  schema: orders.idempotencyKey,
+};
+
+const signatureHeader: HeaderParam = {
+  name: 'X-Signature',
+  required: false,
+  description: 'Required when the merchant has a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the exact raw body>` '
+    + 'keyed with the secret string as given (spec 5.2). Absent or wrong: 401 INVALID_SIGNATURE.',
+  schema: z.string().regex(/^sha256=[0-9a-f]{64}$/),
+};
+
+const legacyRsaHeader: HeaderParam = {
+  name: 'X-SIGNATURE',
+  required: true,
+  description: 'Base64 RSA-SHA256 (PKCS#1 v1.5) signature over `clientId|clientSecret|<lowercase hex SHA-256 of the raw body>`, '
+    + 'verified with the merchant\'s stored public key (spec 5.4).',
+  schema: z.string(),
+};
+
+const replayed = { 'Idempotent-Replayed': { description: '`true` when this is the stored answer to the Idempotency-Key, replayed', schema: z.literal('true') } };
+
+const masterDataCache = { 'Cache-Control': { description: '`private, max-age=3600` (the list is cached for an hour)', schema: z.string() } };
+
+const legacy = 'Legacy';
+
+export const operations: readonly Operation[] = [
+  // System
+  {
+    method: 'get', path: '/healthz', tag: 'System', auth: 'none', summary: 'Health check',
+    description: 'Answers before any database-dependent middleware; 503 when Postgres does not answer within 2 s.',
+    responses: { 200: { description: 'Up', schema: s.health }, 503: { description: 'The database is unreachable', schema: s.health } },
+  },
+  {
+    method: 'get', path: '/v1/brand', tag: 'System', auth: 'none', summary: 'The brand of the domain called',
+    responses: { 200: { description: 'Brand metadata', schema: s.v1Data(s.brand) } },
+  },
+
+  // Orders
+  {
+    method: 'get', path: '/v1/orders', tag: 'Orders', summary: 'List orders, newest first',
+    description: 'With merchant_order_id: the exact lookup to reconcile with after a timeout, VENDOR_ERROR or '
+      + 'ORDER_PENDING_CONFIRMATION (spec 4.2 rule 8).',
+    query: { ...paged(), merchant_order_id: z.string().describe('Exact merchant order id') },
+    responses: { 200: { description: 'A page of orders', schema: s.v1Page(s.order) } },
+    errors: ['INVALID_BODY'],
+  },
+  {
+    method: 'post', path: '/v1/orders', tag: 'Orders', summary: 'Create a QRIS order',
+    description: 'Waits for the gateway\'s QR. A merchant_order_id with a confirmed order and the same amount answers '
+      + 'that order with 200; a different amount is 400 MERCHANT_ORDER_ID_REUSED; an earlier attempt unresolved at a '
+      + 'gateway is 409 ORDER_PENDING_CONFIRMATION (reconcile with GET /v1/orders?merchant_order_id= before retrying).',
+    headers: [idempotencyHeader, signatureHeader],
+    body: { schema: orders.createBody },
+    responses: {
+      201: { description: 'The order was created', schema: s.v1Data(s.order), headers: replayed },
+      200: { description: 'An order with this merchant_order_id and amount exists', schema: s.v1Data(s.order), headers: replayed },
+    },
+    errors: ['INVALID_SIGNATURE', 'UNSUPPORTED_PAYMENT_METHOD', 'IDEMPOTENCY_KEY_REUSED', 'MERCHANT_ORDER_ID_REUSED',
+      'ORDER_PENDING_CONFIRMATION', 'NO_VENDOR', 'VENDOR_ERROR'],
+  },
+  {
+    method: 'get', path: '/v1/orders/:ref_code', tag: 'Orders', summary: 'Read an order',
+    params: { ref_code: refCode },
+    responses: { 200: { description: 'The order', schema: s.v1Data(s.order) } },
+    errors: ['ORDER_NOT_FOUND'],
+  },
+  {
+    method: 'get', path: '/v1/orders/:ref_code/events', tag: 'Orders', summary: 'An order\'s status timeline',
+    params: { ref_code: refCode },
+    responses: { 200: { description: 'Events, oldest first, no meta', schema: s.v1List(s.orderEvent) } },
+    errors: ['ORDER_NOT_FOUND'],
+  },
+  {
+    method: 'post', path: '/v1/orders/:ref_code/fetch-status', tag: 'Orders', summary: 'Reconcile an order with its gateway',
+    description: 'Asks the gateway (through the vendor worker), waits for its answer, then answers the order as it is.',
+    params: { ref_code: refCode },
+    responses: { 200: { description: 'The order after reconciliation', schema: s.v1Data(s.order) } },
+    errors: ['ORDER_NOT_FOUND'],
+  },
+  {
+    method: 'post', path: '/v1/orders/:ref_code/refund', tag: 'Orders', summary: 'Refund a PAID order',
+    description: 'amount defaults to what remains refundable. The money is held from the wallet (MANUAL merchants: the '
+      + 'next settlement) at once; the order\'s events and webhooks tell how the refund ends. The MDR is not returned.',
+    params: { ref_code: refCode },
+    body: { schema: refunds.refundBody, required: false },
+    responses: { 201: { description: 'The refund, PENDING', schema: s.v1Data(s.refund) } },
+    errors: ['ORDER_NOT_FOUND', 'INVALID_STATUS', 'AMOUNT_EXCEEDS_ORDER', 'INSUFFICIENT_BALANCE'],
+  },
+
+  // Disbursements
+  {
+    method: 'get', path: '/v1/disbursements', tag: 'Disbursements', summary: 'List disbursements, newest first',
+    query: paged(10, 50),
+    responses: { 200: { description: 'A page of disbursements', schema: s.v1Page(s.disbursement) } },
+    errors: ['NOT_WALLET_MERCHANT', 'INVALID_BODY'],
+  },
+  {
+    method: 'post', path: '/v1/disbursements', tag: 'Disbursements', summary: 'Pay out from the wallet',
+    description: 'WALLET merchants only. Checked in this order: idempotency_key unused, destination fields, bank or '
+      + 'e-wallet, amount, per-transaction limit; then, holding the wallet, the daily limit and the balance against amount '
+      + '+ fee. A beneficiary_id fills the destination from the saved beneficiary (channel then optional; a field that '
+      + 'disagrees is INVALID_BODY). Answers PENDING (IN_REVIEW above the merchant\'s review threshold); the worker sends it.',
+    body: { schema: disbursements.createBody },
+    responses: { 201: { description: 'The disbursement, debited', schema: s.v1Data(s.disbursement) } },
+    errors: ['NOT_WALLET_MERCHANT', 'BENEFICIARY_NOT_FOUND', 'DUPLICATE_IDEMPOTENCY_KEY', 'MISSING_BANK_INFO', 'MISSING_EWALLET_INFO',
+      'BANK_NOT_FOUND', 'BANK_DISABLED', 'AMOUNT_EXCEEDS_LIMIT', 'DAILY_LIMIT_EXCEEDED', 'INSUFFICIENT_BALANCE'],
+  },
+  {
+    method: 'post', path: '/v1/disbursements/import', tag: 'Disbursements', summary: 'Import disbursements from a CSV file',
+    description: `multipart/form-data. The file: UTF-8, comma- or semicolon-delimited, a header row naming each of `
+      + `${IMPORT_COLUMNS.join(', ')} once (any order). Every row is read as a POST /v1/disbursements body; row n's `
+      + 'idempotency key is `<idempotency_prefix>-<n>`, so a retry with the same prefix creates nothing twice. One balance '
+      + 'decision for the file, top-down. A file that cannot be read as a whole is INVALID_FILE and writes nothing.',
+    body: {
+      multipart: true,
+      schema: z.object({
+        file: z.string().meta({ description: 'The CSV file', format: 'binary', contentMediaType: 'text/csv' }),
+        idempotency_prefix: z.string().min(1).max(200).describe('Stable per file; row n is keyed <prefix>-<n>'),
+      }),
+    },
+    responses: { 200: { description: 'One result per data row', schema: s.v1Data(s.importResult) } },
+    errors: ['NOT_WALLET_MERCHANT', 'INVALID_FILE'],
+  },
+  {
+    method: 'get', path: '/v1/disbursements/:id', tag: 'Disbursements', summary: 'Read a disbursement',
+    params: { id: z.string().describe('The disbursement\'s UUID or its ref_code (DSB-…)') },
+    responses: { 200: { description: 'The disbursement', schema: s.v1Data(s.disbursement) } },
+    errors: ['NOT_WALLET_MERCHANT', 'DISBURSEMENT_NOT_FOUND'],
+  },
+
+  // Balance
+  {
+    method: 'get', path: '/v1/balance', tag: 'Balance', summary: 'The wallet balance',
+    responses: { 200: { description: 'The balance', schema: s.v1Data(s.balance) } },
+    errors: ['NOT_WALLET_MERCHANT'],
+  },
+  {
+    method: 'get', path: '/v1/balance-history', tag: 'Balance', summary: 'Wallet movements, newest first',
+    query: paged(),
+    responses: { 200: { description: 'A page of movements', schema: s.v1Page(s.movement) } },
+    errors: ['NOT_WALLET_MERCHANT', 'INVALID_BODY'],
+  },
+  {
+    method: 'get', path: '/v1/balance-history/:id', tag: 'Balance', summary: 'Read a wallet movement',
+    params: { id: uuidParam },
+    responses: { 200: { description: 'The movement', schema: s.v1Data(s.movement) } },
+    errors: ['NOT_WALLET_MERCHANT', 'INVALID_ID', 'NOT_FOUND'],
+  },
+
+  // Beneficiaries
+  {
+    method: 'get', path: '/v1/beneficiaries', tag: 'Beneficiaries', summary: 'List beneficiaries (default first, then newest)',
+    responses: { 200: { description: 'Every live beneficiary, no meta', schema: s.v1List(s.beneficiary) } },
+  },
+  {
+    method: 'post', path: '/v1/beneficiaries', tag: 'Beneficiaries', summary: 'Save a beneficiary',
+    description: 'Same destination rules as a disbursement. Created PENDING and verified with the vendors afterwards; '
+      + 'is_default true unsets the previous default.',
+    body: { schema: beneficiaries.createBody },
+    responses: { 201: { description: 'The beneficiary', schema: s.v1Data(s.beneficiary) } },
+    errors: ['MISSING_BANK_INFO', 'MISSING_EWALLET_INFO', 'BANK_NOT_FOUND', 'BANK_DISABLED'],
+  },
+  {
+    method: 'get', path: '/v1/beneficiaries/:id', tag: 'Beneficiaries', summary: 'Read a beneficiary',
+    params: { id: uuidParam },
+    responses: { 200: { description: 'The beneficiary', schema: s.v1Data(s.beneficiary) } },
+    errors: ['INVALID_ID', 'BENEFICIARY_NOT_FOUND'],
+  },
+  {
+    method: 'delete', path: '/v1/beneficiaries/:id', tag: 'Beneficiaries', summary: 'Delete a beneficiary (soft)',
+    params: { id: uuidParam },
+    responses: { 200: { description: 'Deleted; disbursements that used it keep it', schema: s.deleted } },
+    errors: ['INVALID_ID', 'BENEFICIARY_NOT_FOUND'],
+  },
+
+  // Settlements
+  {
+    method: 'get', path: '/v1/settlements', tag: 'Settlements', summary: 'List settlements, newest first',
+    query: paged(10, 100),
+    responses: { 200: { description: 'A page of settlements (none for WALLET merchants)', schema: s.v1Page(s.settlement) } },
+    errors: ['INVALID_BODY'],
+  },
+  {
+    method: 'get', path: '/v1/settlements/:id', tag: 'Settlements', summary: 'Read a settlement',
+    params: { id: uuidParam },
+    responses: { 200: { description: 'The settlement', schema: s.v1Data(s.settlement) } },
+    errors: ['INVALID_ID', 'NOT_FOUND'],
+  },
+
+  // Master data
+  {
+    method: 'get', path: '/v1/banks', tag: 'Master data', summary: 'Enabled banks',
+    responses: { 200: { description: 'Enabled banks by sort_order, no meta', schema: s.v1List(s.bank), headers: masterDataCache } },
+  },
+  {
+    method: 'get', path: '/v1/ewallets', tag: 'Master data', summary: 'Enabled e-wallets',
+    responses: { 200: { description: 'Enabled e-wallets by sort_order, no meta', schema: s.v1List(s.ewallet), headers: masterDataCache } },
+  },
+
+  // Reports
+  {
+    method: 'get', path: '/v1/reports/profits', tag: 'Reports', summary: 'Financial totals over WIB days',
+    description: 'Defaults: the current WIB month.',
+    query: { date_from: wibDay, date_to: wibDay },
+    responses: { 200: { description: 'The totals', schema: s.v1Data(s.profits) } },
+    errors: ['INVALID_BODY'],
+  },
+  {
+    method: 'post', path: '/v1/reports/export', tag: 'Reports', summary: 'Request a CSV export',
+    description: 'Built asynchronously; poll GET /v1/reports/exports, then download. disbursements and balance_history '
+      + 'exports are for WALLET merchants.',
+    body: { schema: reports.exportBody },
+    responses: { 201: { description: 'The export, QUEUED', schema: s.v1Data(s.exportJob) } },
+    errors: ['NOT_WALLET_MERCHANT'],
+  },
+  {
+    method: 'get', path: '/v1/reports/exports', tag: 'Reports', summary: 'List exports, newest first',
+    query: paged(),
+    responses: { 200: { description: 'A page of exports', schema: s.v1Page(s.exportJob) } },
+    errors: ['INVALID_BODY'],
+  },
+  {
+    method: 'get', path: '/v1/reports/exports/:id/download', tag: 'Reports', summary: 'Download a completed export',
+    params: { id: uuidParam },
+    responses: {
+      200: {
+        description: 'The CSV file',
+        media: { type: 'text/csv', description: 'UTF-8 CSV with a header row' },
+        headers: { 'Content-Disposition': { description: 'attachment; filename="…"', schema: z.string() } },
+      },
+    },
+    errors: ['INVALID_ID', 'NOT_FOUND'],
+  },
+
+  // Team
+  {
+    method: 'get', path: '/v1/my/users', tag: 'Team', summary: 'List the team\'s users (oldest first)',
+    responses: { 200: { description: 'Every current user, no meta', schema: s.v1List(s.user) } },
+  },
+  {
+    method: 'post', path: '/v1/my/users', tag: 'Team', summary: 'Add a user',
+    description: 'Users get API keys from a platform operator (`user:issue-key`), not from the API.',
+    body: { schema: team.createBody },
+    responses: { 201: { description: 'The user', schema: s.v1Data(s.user) } },
+    errors: ['DUPLICATE_EMAIL'],
+  },
+  {
+    method: 'patch', path: '/v1/my/users/:user_id/role', tag: 'Team', summary: 'Change a user\'s role',
+    params: { user_id: uuidParam },
+    body: { schema: team.roleBody },
+    responses: { 200: { description: 'The user', schema: s.v1Data(s.user) } },
+    errors: ['INVALID_ID', 'USER_NOT_FOUND', 'LAST_OWNER'],
+  },
+  {
+    method: 'delete', path: '/v1/my/users/:user_id/role', tag: 'Team', summary: 'Remove a user',
+    description: 'Spec 4.9 removes a user with DELETE on its role. The user\'s API keys are revoked.',
+    params: { user_id: uuidParam },
+    responses: { 200: { description: 'Removed', schema: s.deleted } },
+    errors: ['INVALID_ID', 'USER_NOT_FOUND', 'LAST_OWNER'],
+  },
+
+  // Legacy
+  {
+    method: 'post', path: '/api/order/create', tag: legacy, auth: 'legacy', summary: 'Create a QRIS order (legacy)',
+    description: '`signature` = lowercase hex SHA-512 of `clientId|orderId|totalAmount|clientSecret` (spec 5.3). A used '
+      + 'orderId (from either API) is never answered with the existing order.',
+    body: { schema: legacyOrders.createBody },
+    responses: { 200: { description: 'The order', schema: s.legacyOk(s.legacyOrder) } },
+    legacyErrors: {
+      400: [legacyMessages.invalidParameters, legacyMessages.merchantSettingInvalid, legacyMessages.orderIdUsed],
+      401: [legacyMessages.invalidClient, legacyMessages.invalidSignature],
+      503: ['Order is pending confirmation at the gateway; query it before retrying', 'Payment gateway error; retry later'],
+    },
+  },
+  {
+    method: 'post', path: '/api/order/query', tag: legacy, auth: 'legacy', summary: 'Query an order (legacy)',
+    description: '`signature` = lowercase hex SHA-512 of `clientId|orderId|clientSecret`. Finds V1-created orders too.',
+    body: { schema: legacyOrders.queryBody },
+    responses: { 200: { description: 'The order', schema: s.legacyOk(s.legacyOrder) } },
+    legacyErrors: {
+      400: [legacyMessages.invalidParameters],
+      401: [legacyMessages.invalidClient, legacyMessages.invalidSignature],
+      404: ['Order with orderId <orderId> not found.'],
+    },
+  },
+  {
+    method: 'post', path: '/api/disbursement/get-balance', tag: legacy, auth: 'legacy', summary: 'Wallet balance (legacy)',
+    headers: [legacyRsaHeader],
+    body: { schema: legacyDisbursements.clientBody },
+    responses: { 200: { description: 'The balance as a decimal string', schema: s.legacyOk(s.legacyBalance) } },
+    legacyErrors: {
+      400: [legacyMessages.invalidParameters, legacyMessages.notWalletMerchant],
+      401: [legacyMessages.invalidClient, legacyMessages.publicKeyNotSet, legacyMessages.invalidXSignature],
+    },
+  },
+  {
+    method: 'post', path: '/api/disbursement/create', tag: legacy, auth: 'legacy', summary: 'Bank disbursement (legacy)',
+    description: 'The orderId is the disbursement\'s idempotency key, in the key space V1 shares.',
+    headers: [legacyRsaHeader],
+    body: { schema: legacyDisbursements.bankBody },
+    responses: { 200: { description: 'The disbursement, PENDING (or IN_REVIEW)', schema: s.legacyOk(s.legacyBankDisbursementCreated) } },
+    legacyErrors: {
+      400: [legacyMessages.invalidParameters, legacyMessages.notWalletMerchant, 'Disbursement with orderId <orderId> Already Exists.',
+        legacyMessages.bankUnusable, legacyMessages.amountAboveLimit, legacyMessages.dailyLimitExceeded, legacyMessages.insufficientBalance],
+      401: [legacyMessages.invalidClient, legacyMessages.publicKeyNotSet, legacyMessages.invalidXSignature],
+    },
+  },
+  {
+    method: 'post', path: '/api/disbursement/create-ewallet', tag: legacy, auth: 'legacy', summary: 'E-wallet disbursement (legacy)',
+    description: 'accountNumber is the e-wallet phone in its local 08… form. DANA needs at least 20,000.',
+    headers: [legacyRsaHeader],
+    body: { schema: legacyDisbursements.ewalletBody },
+    responses: { 200: { description: 'The disbursement, PENDING (or IN_REVIEW)', schema: s.legacyOk(s.legacyEwalletDisbursementCreated) } },
+    legacyErrors: {
+      400: [legacyMessages.invalidParameters, legacyMessages.notWalletMerchant, legacyMessages.invalidEwalletCode, legacyMessages.danaMinimum,
+        'Disbursement with orderId <orderId> Already Exists.', legacyMessages.amountAboveLimit, legacyMessages.dailyLimitExceeded,
+        legacyMessages.insufficientBalance],
+      401: [legacyMessages.invalidClient, legacyMessages.publicKeyNotSet, legacyMessages.invalidXSignature],
+    },
+  },
+  {
+    method: 'post', path: '/api/disbursement/query', tag: legacy, auth: 'legacy', summary: 'Query a disbursement (legacy)',
+    description: 'Finds V1-created disbursements by their idempotency_key too.',
+    headers: [legacyRsaHeader],
+    body: { schema: legacyDisbursements.queryBody },
+    responses: { 200: { description: 'The disbursement', schema: s.legacyOk(s.legacyDisbursement) } },
+    legacyErrors: {
+      400: [legacyMessages.invalidParameters, legacyMessages.notWalletMerchant],
+      401: [legacyMessages.invalidClient, legacyMessages.publicKeyNotSet, legacyMessages.invalidXSignature],
+      404: ['Disbursement with orderId <orderId> not found.'],
+    },
+  },
+];
+
+const tags = [
+  { name: 'System', description: 'Health and brand; no API key.' },
+  { name: 'Orders', description: 'QRIS payment orders, their timeline, reconciliation and refunds (spec 4.2).' },
+  { name: 'Disbursements', description: 'Payouts from the wallet; WALLET merchants only (spec 4.3).' },
+  { name: 'Balance', description: 'The wallet and its movements; WALLET merchants only (spec 4.4).' },
+  { name: 'Beneficiaries', description: 'Saved payout destinations (spec 4.5).' },
+  { name: 'Settlements', description: 'Daily settlements of MANUAL merchants (spec 4.6).' },
+  { name: 'Master data', description: 'Banks and e-wallets a disbursement may go to (spec 4.7).' },
+  { name: 'Reports', description: 'Totals and asynchronous CSV exports (spec 4.8).' },
+  { name: 'Team', description: 'The merchant\'s users and roles; owner only (spec 4.9).' },
+  { name: legacy, description: 'The legacy compatibility API under /api/ (spec 4.10): `{code, message, data}` envelope, HTTP '
+    + 'status equal to code, signatures instead of the API key, decimal-string amounts and WIB times.' },
+];
+
+// ---------- What each operation answers besides its successes
+
+/** The roles whose keys may call the operation (api/http/roles.ts decides; the merchant's own key is owner). */
+export function rolesOf(op: Operation): Role[] {
+  if ((op.auth ?? 'apiKey') !== 'apiKey') return [];
+  const path = op.path.replace(/^\/v1/, '').replace(/:[a-z_]+/g, 'x');
+  return role.options.filter((r) => mayDo(r, permissionFor(op.method, path)));
+}
+
+/** V1 error codes by HTTP status: the operation's own plus those of authentication, roles and bodies. */
+export function errorsOf(op: Operation): Map<number, ErrorCode[]> {
+  if (op.auth === 'legacy') return new Map();
+  const byStatus = new Map<number, ErrorCode[]>();
+  const add = (code: ErrorCode, status: number = errorCatalogue[code][0]) => {
+    const list = byStatus.get(status) ?? [];
+    if (!list.includes(code)) list.push(code);
+    byStatus.set(status, list);
+  };
+  if ((op.auth ?? 'apiKey') === 'apiKey') {
+    add('UNAUTHORIZED');
+    add('MERCHANT_INACTIVE');
+    if (rolesOf(op).length < role.options.length) add('FORBIDDEN');
+  }
+  if (op.body && !op.body.multipart) {
+    add('INVALID_JSON');
+    add('INVALID_BODY');
+    add('INVALID_BODY', 413);
+  }
+  if (op.body?.multipart) add('INVALID_FILE', 413);
+  for (const code of op.errors ?? []) add(code);
+  add('INTERNAL_ERROR');
+  return new Map([...byStatus].sort(([a], [b]) => a - b));
+}
+
+/** Legacy error messages by HTTP status (= envelope code). */
+export function legacyErrorsOf(op: Operation): Map<number, string[]> {
+  if (op.auth !== 'legacy') return new Map();
+  const entries = Object.entries(op.legacyErrors ?? {}).map(([status, messages]) => [Number(status), messages] as [number, string[]]);
+  entries.push([500, ['Internal Server Error']]);
+  return new Map(entries.sort(([a], [b]) => a - b));
+}
+
+/** The JSON (zod) schema of a response: documented success, V1 error or legacy error. */
+export function responseSchemaOf(op: Operation, status: number): z.ZodType | null {
+  const reply = op.responses[status];
+  if (reply) return reply.schema ?? null;
+  const codes = errorsOf(op).get(status);
+  if (codes) return s.v1Error(codes as [ErrorCode, ...ErrorCode[]]);
+  if (legacyErrorsOf(op).has(status)) return s.legacyError(status as LegacyStatus | 500);
+  return null;
+}
+
+/** `/v1/orders/:ref_code` → `/v1/orders/{ref_code}`. */
+export function openApiPath(expressPath: string): string {
+  return expressPath.replace(/:([A-Za-z_]+)/g, '{$1}');
+}
+
+// ---------- zod → JSON Schema
+
+interface Build {
+  components: Record<string, JsonSchema>;
+}
+
+/**
+ * Examples for string formats: viewers otherwise make samples up from zod's patterns, and an
+ * e-mail or a timestamp built from a regular expression is no help to a reader.
+ */
+const FORMAT_EXAMPLES: Record<string, string> = {
+  email: 'budi@example.com',
+  'date-time': '2026-11-21T08:30:00.000Z',
+  date: '2026-11-21',
+  uri: 'https://shop.example/orders/INV-1001',
+  uuid: '3f0c2a8e-5b7d-4c1e-9a6f-2d8b7e4c1a90',
+};
+
+function convert(build: Build, schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  const json = z.toJSONSchema(schema, {
+    target: 'draft-2020-12',
+    io,
+    override: ({ zodSchema, jsonSchema }) => {
+      const documented = checkedByService.get(zodSchema);
+      if (documented) Object.assign(jsonSchema, documented);
+      if (examples.has(zodSchema)) jsonSchema.examples = [examples.get(zodSchema)];
+      const example = typeof jsonSchema.format === 'string' ? FORMAT_EXAMPLES[jsonSchema.format] : undefined;
+      if (example && !jsonSchema.examples) jsonSchema.examples = [example];
+    },
+  }) as JsonSchema;
+  const { $schema: _dialect, $defs, ...root } = json;
+  for (const [id, def] of Object.entries(($defs ?? {}) as Record<string, JsonSchema>)) {
+    const component = pointRefs(def) as JsonSchema;
+    const known = build.components[id];
+    if (known && JSON.stringify(known) !== JSON.stringify(component)) throw new Error(`component ${id} converts two ways`);
+    build.components[id] = component;
+  }
+  return pointRefs(root) as JsonSchema;
+}
+
+/** zod writes `#/$defs/<id>`; the document keeps them under components. */
+function pointRefs(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(pointRefs);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).map(([key, item]) =>
+    key === '$ref' && typeof item === 'string' ? [key, item.replace(/^#\/\$defs\//, '#/components/schemas/')] : [key, pointRefs(item)]));
+}
+
+function json(build: Build, schema: z.ZodType, examples?: Record<string, { summary: string; value: unknown }>) {
+  return { 'application/json': { schema: convert(build, schema, 'output'), ...(examples ? { examples } : {}) } };
+}
+
+function operationObject(build: Build, op: Operation) {
+  const parameters: unknown[] = [];
+  for (const name of [...op.path.matchAll(/:([A-Za-z_]+)/g)].map((m) => m[1])) {
+    parameters.push({ name, in: 'path', required: true, schema: convert(build, op.params?.[name] ?? z.string(), 'input') });
+  }
+  for (const [name, schema] of Object.entries(op.query ?? {})) {
+    parameters.push({ name, in: 'query', required: false, schema: convert(build, schema, 'input') });
+  }
+  for (const header of op.headers ?? []) {
+    parameters.push({ name: header.name, in: 'header', required: header.required, description: header.description, schema: convert(build, header.schema, 'input') });
+  }
+
+  const responses: Record<string, unknown> = {};
+  for (const [status, reply] of Object.entries(op.responses)) {
+    responses[status] = {
+      description: reply.description,
+      ...(reply.headers ? {
+        headers: Object.fromEntries(Object.entries(reply.headers).map(([name, h]) =>
+          [name, { description: h.description, schema: convert(build, h.schema, 'output') }])),
+      } : {}),
+      content: reply.schema
+        ? json(build, reply.schema)
+        : { [reply.media!.type]: { schema: { type: 'string', description: reply.media!.description } } },
+    };
+  }
+  for (const [status, codes] of errorsOf(op)) {
+    const examples = Object.fromEntries(codes.map((code) => [code, {
+      summary: errorCatalogue[code][1],
+      value: { success: false, error: { code, message: errorCatalogue[code][1] } },
+    }]));
+    responses[status] = { description: codes.join(', '), content: json(build, s.v1Error(codes as [ErrorCode, ...ErrorCode[]]), examples) };
+  }
+  for (const [status, messages] of legacyErrorsOf(op)) {
+    const examples = Object.fromEntries(messages.map((message, i) => [`m${i + 1}`, { summary: message, value: { code: status, message, data: null } }]));
+    responses[status] = { description: messages.join(' | '), content: json(build, s.legacyError(status as LegacyStatus | 500), examples) };
+  }
+
+  const roles = rolesOf(op);
+  const description = [
+    op.description,
+    roles.length ? `Roles: ${roles.join(', ')} (the merchant's own key acts as owner).` : undefined,
+  ].filter(Boolean).join('\n\n');
+
+  return {
+    tags: [op.tag],
+    summary: op.summary,
+    ...(description ? { description } : {}),
+    operationId: op.method + op.path.split(/[/:_-]/).map((w) => w && w[0].toUpperCase() + w.slice(1)).join(''),
+    ...((op.auth ?? 'apiKey') === 'apiKey' ? {} : { security: [] }),
+    ...(roles.length ? { 'x-roles': roles } : {}),
+    ...(parameters.length ? { parameters } : {}),
+    ...(op.body ? {
+      requestBody: {
+        required: op.body.required ?? true,
+        content: { [op.body.multipart ? 'multipart/form-data' : 'application/json']: { schema: convert(build, op.body.schema, 'input') } },
+      },
+    } : {}),
+    responses,
+  };
+}
+
+// ---------- Webhooks (OpenAPI 3.1 `webhooks`): what Kasir sends to a merchant's notify URL
+
+const webhookHeaders: HeaderParam[] = [
+  { name: 'X-Signature', required: false, description: 'With a webhook secret: `sha256=<hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md).', schema: z.string() },
+  { name: 'webhook-id', required: true, description: 'The delivery id, the same on every retry: dedupe on it.', schema: z.string() },
+  { name: 'webhook-timestamp', required: true, description: 'Unix seconds of this attempt.', schema: z.string() },
+  { name: 'webhook-signature', required: false, description: 'With a webhook secret: Standard Webhooks `v1,<base64 HMAC>`.', schema: z.string() },
+];
+
+interface Webhook {
+  summary: string;
+  description: string;
+  schema: z.ZodType;
+}
+
+export const webhooks = {
+  order: {
+    summary: 'An order changed status',
+    description: 'To the order\'s notify_url (else the merchant\'s default). Orders created through the legacy API get the legacy shape.',
+    schema: z.union([s.orderWebhook, s.legacyOrderWebhook]),
+  },
+  disbursement: {
+    summary: 'A disbursement changed status',
+    description: `event is disbursement.<status lowercase> (${disbursementStatus.options.map((x) => x.toLowerCase()).join(', ')}). `
+      + 'Legacy-created disbursements get the legacy query shape.',
+    schema: z.union([s.disbursementWebhook, s.legacyDisbursement]),
+  },
+  settlement: {
+    summary: 'A settlement changed status',
+    description: `To the merchant's default notify URL; event is settlement.<status lowercase> (${settlementStatus.options.map((x) => x.toLowerCase()).join(', ')}).`,
+    schema: s.settlementWebhook,
+  },
+} satisfies Record<string, Webhook>;
+
+function webhookObject(build: Build, hook: Webhook) {
+  return {
+    post: {
+      summary: hook.summary,
+      description: `${hook.description} A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).`,
+      security: [],
+      parameters: webhookHeaders.map((h) => ({ name: h.name, in: 'header', required: h.required, description: h.description, schema: convert(build, h.schema, 'input') })),
+      requestBody: { required: true, content: json(build, hook.schema) },
+      responses: { 200: { description: 'Any 2xx acknowledges the delivery' } },
+    },
+  };
+}
+
+// ---------- The document
+
+let built: Record<string, unknown> | null = null;
+let text: string | null = null;
+
+/** The document as served and as docs/openapi.json holds it. */
+export function openApiText(): string {
+  text ??= `${JSON.stringify(openApiDocument(), null, 2)}\n`;
+  return text;
+}
+
+/** The OpenAPI 3.1 document (built once per process; deterministic, so docs/openapi.json can be compared). */
+export function openApiDocument(): Record<string, unknown> {
+  if (built) return built;
+  const build: Build = { components: {} };
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const op of operations) {
+    const path = openApiPath(op.path);
+    paths[path] ??= {};
+    paths[path][op.method] = operationObject(build, op);
+  }
+  const hooks = Object.fromEntries(Object.entries(webhooks).map(([name, hook]) => [name, webhookObject(build, hook)]));
+  convert(build, s.errorEnvelope, 'output');
+  built = {
+    openapi: '3.1.1',
+    info: {
+      title: 'Kasir merchant payment API',
+      version: '1.0.0',
+      description: 'QRIS payment orders, refunds, wallet disbursements, balance, beneficiaries, settlements, master data, '
+        + 'reports and team users (V1), and the legacy compatibility API under /api/. Amounts are whole Rupiah everywhere '
+        + '(never minor units). V1 answers `{success, data[, meta]}` or `{success: false, error: {code, message}}`; clients '
+        + 'branch on error.code. The API domain decides the brand: use the domain your key belongs to.',
+    },
+    servers: [{ url: '/', description: 'The Kasir server answering this document' }],
+    tags,
+    security: [{ ApiKey: [] }],
+    paths,
+    webhooks: hooks,
+    components: {
+      securitySchemes: {
+        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The merchant\'s (or a team user\'s) 64-hex API key. Never in the query string.' },
+      },
+      schemas: Object.fromEntries(Object.entries(build.components).sort(([a], [b]) => a.localeCompare(b))),
+    },
+  };
+  return built;
+}

@@ -1,0 +1,416 @@
+// The shapes Kasir answers with, as zod schemas: the OpenAPI document's components
+// (api/openapi/document.ts turns them into JSON Schema) and what test/api/openapi.test.ts
+// validates real responses with, so the documented shapes are the produced ones.
+//
+// Records are strict objects: a presenter that gains or loses a field fails the test (for the
+// records the test samples) and, for every record, the type check at the bottom of this file,
+// which holds each schema's keys equal to its presenter's. Enums come from the db modules'
+// own row schemas, so a status added there is documented here.
+import { z } from 'zod';
+import type { presentBrand } from '../http/brand.ts';
+import type { presentBeneficiary } from '../present/beneficiaries.ts';
+import type { presentDisbursement, presentLegacyDisbursement } from '../present/disbursements.ts';
+import type { presentExport } from '../present/exports.ts';
+import type { presentMovement } from '../present/ledger.ts';
+import type { presentBank, presentEwallet } from '../present/master-data.ts';
+import type { OrderEvent, presentLegacyOrder, presentOrder } from '../present/orders.ts';
+import type { presentRefund } from '../present/refunds.ts';
+import type { presentSettlement } from '../present/settlements.ts';
+import type { presentUser } from '../present/users.ts';
+import { verificationStatus } from '../../db/beneficiaries.sql.ts';
+import { disbursementStatus } from '../../db/disbursements.sql.ts';
+import { errorCatalogue, type ErrorCode } from '../../db/errors.ts';
+import { exportStatus, exportType } from '../../db/exports.sql.ts';
+import { transferKind } from '../../db/ledger.sql.ts';
+import { orderStatus } from '../../db/orders.sql.ts';
+import type { ProfitTotals } from '../../db/reports.sql.ts';
+import { refundStatus } from '../../db/refunds.sql.ts';
+import { settlementStatus } from '../../db/settlements.sql.ts';
+import { role } from '../../db/users.sql.ts';
+
+/** A schema with an id (zod's global registry) becomes `#/components/schemas/<id>` in the document. */
+function named<S extends z.ZodType>(id: string, description: string, schema: S): S {
+  return schema.meta({ id, description });
+}
+
+const uuid = z.uuid();
+const instant = z.iso.datetime().meta({ description: 'ISO 8601 UTC', examples: ['2026-11-21T08:30:00.000Z'] });
+const day = z.iso.date().meta({ examples: ['2026-11-21'] });
+const phone = z.string().regex(/^62\d+$/).meta({ description: 'Normalised to 62…', examples: ['6281234567890'] });
+const rupiah = z.number().int().describe('Whole Rupiah');
+const count = z.number().int().min(0);
+const channel = z.enum(['BANK', 'EWALLET']);
+const text = z.string();
+
+export const pageMeta = named('PageMeta', 'Pagination of a list (spec 2.1, 8).', z.strictObject({
+  page: z.number().int().min(1),
+  limit: z.number().int().min(1),
+  total: count,
+  total_pages: count,
+}));
+
+// ---------- V1 records
+
+/** CREATING and FAILED are internal attempts, never listed or returned (docs/decisions.md). */
+export const visibleOrderStatus = orderStatus.exclude(['CREATING', 'FAILED']);
+
+export const order = named('Order', 'A QRIS payment order (spec 2.2 and the decided extras).', z.strictObject({
+  id: uuid,
+  ref_code: z.string().regex(/^ORD-\d+-[0-9A-Z]+$/).meta({ examples: ['ORD-1763713800-7K3M9Q2X4B'] }),
+  merchant_order_id: z.string().max(255),
+  amount: rupiah.min(1),
+  status: visibleOrderStatus,
+  qris_string: text.describe('Raw QRIS data, to be rendered as a QR code'),
+  qr_url: z.url().meta({ description: 'PNG of the QR code (public, no API key)', examples: ['https://api.kasir.example/qr/q8Xw2LrT0pZk9sVbN4mC.png'] }),
+  checkout_url: z.url().meta({ description: 'The hosted checkout page for the payer (public, no API key)', examples: ['https://api.kasir.example/pay/ORD-1763713800-7K3M9Q2X4B'] }),
+  expires_at: instant.nullable().describe('Null when the order has no expiry (expire_minutes 0)'),
+  paid_at: instant.nullable(),
+  is_settled: z.boolean(),
+  vendor_rrn: text.nullable(),
+  customer_name: text.nullable(),
+  customer_email: text.nullable(),
+  customer_phone: phone.nullable(),
+  notify_url: text.nullable(),
+  return_url: text.nullable(),
+  metadata: z.record(z.string(), z.unknown()).nullable().describe('The object sent at creation, returned as sent (key order and number spelling kept)'),
+  created_at: instant,
+}));
+
+export const orderEvent = named('OrderEvent', 'One entry of an order\'s status timeline, oldest first.', z.strictObject({
+  status: visibleOrderStatus,
+  event: text.describe('order.created, order.paid, order.expired, refund.requested, refund.succeeded, refund.failed, …'),
+  source: text.describe('Who caused it: vendor-worker, callback:<vendor>, reconcile:<vendor>, scheduler, api, …'),
+  created_at: instant,
+}));
+
+export const refund = named('Refund', 'A refund of a PAID order (docs/money.md, Refunds).', z.strictObject({
+  id: uuid,
+  ref_code: text,
+  order_ref_code: text,
+  amount: rupiah.min(1),
+  reason: text.nullable(),
+  status: refundStatus,
+  created_at: instant,
+}));
+
+export const disbursement = named('Disbursement', 'A payout from the wallet to a bank account or e-wallet (spec 2.3).', z.strictObject({
+  id: uuid,
+  ref_code: z.string().regex(/^DSB-\d+-[0-9A-Z]+$/).meta({ examples: ['DSB-1763713800-4B7N2P9R1K'] }),
+  idempotency_key: text,
+  channel,
+  bank_id: uuid.nullable(),
+  account_number: text.nullable(),
+  account_name: text.nullable(),
+  ewallet_provider: text.nullable(),
+  ewallet_phone: phone.nullable(),
+  request_amount: rupiah.min(1),
+  fee: rupiah.min(0),
+  final_amount: rupiah.min(1).describe('What the payee receives; never includes the fee'),
+  total_debit: rupiah.min(1).describe('request_amount + fee, taken from the wallet'),
+  vendor_disbursement_id: text.nullable(),
+  source: text.describe('API (V1 and legacy) or IMPORT (CSV import)'),
+  status: disbursementStatus,
+  requested_at: instant,
+  created_at: instant,
+}));
+
+const importedRow = z.strictObject({
+  row: z.number().int().min(1),
+  idempotency_key: text,
+  status: z.enum(['ACCEPTED', 'ALREADY_IMPORTED']),
+  disbursement_id: uuid,
+  ref_code: text,
+  disbursement_status: disbursementStatus,
+  total_debit: rupiah,
+});
+
+export const importResult = named('DisbursementImport', 'The outcome of a CSV import, one result per data row in file order (docs/decisions.md, CSV import).', z.strictObject({
+  import_id: uuid,
+  idempotency_prefix: text,
+  rows: count,
+  accepted: count,
+  already_imported: count,
+  refused: count,
+  skipped: count,
+  queued: count,
+  total_debit: rupiah.describe('What this request took from the wallet'),
+  results: z.array(z.discriminatedUnion('status', [
+    importedRow.extend({ status: z.literal('ACCEPTED') }),
+    importedRow.extend({ status: z.literal('ALREADY_IMPORTED') }),
+    z.strictObject({
+      row: z.number().int().min(1),
+      idempotency_key: text,
+      status: z.literal('REFUSED'),
+      error: z.strictObject({ code: z.enum(Object.keys(errorCatalogue) as [ErrorCode, ...ErrorCode[]]), message: text }),
+    }),
+    z.strictObject({ row: z.number().int().min(1), idempotency_key: text, status: z.literal('SKIPPED') }),
+  ])),
+}));
+
+export const balance = named('Balance', 'The WALLET balance (spec 2.6).', z.strictObject({
+  merchant_id: uuid,
+  balance: rupiah.min(0),
+}));
+
+export const movement = named('BalanceMovement', 'One posting on the WALLET account, newest first (docs/money.md).', z.strictObject({
+  id: uuid,
+  type: transferKind,
+  amount: rupiah.describe('Signed: negative leaves the wallet'),
+  balance_before: rupiah,
+  balance_after: rupiah,
+  reference_type: z.enum(['ORDER', 'DISBURSEMENT', 'ADJUSTMENT', 'REFUND', 'SETTLEMENT']),
+  reference_id: uuid,
+  ref_code: text.nullable(),
+  description: text.nullable(),
+  created_at: instant,
+}));
+
+export const beneficiary = named('Beneficiary', 'A saved payout destination (spec 2.4).', z.strictObject({
+  id: uuid,
+  organization_id: uuid.describe('The merchant\'s id: each merchant is an organisation of one'),
+  merchant_id: uuid,
+  label: text,
+  channel,
+  bank_id: uuid.nullable(),
+  account_number: text.nullable(),
+  account_name: text.nullable(),
+  ewallet_provider: text.nullable(),
+  ewallet_phone: phone.nullable(),
+  verification_status: verificationStatus,
+  verified_name: text.nullable(),
+  is_default: z.boolean(),
+  is_enabled: z.boolean(),
+  created_at: instant,
+  updated_at: instant,
+}));
+
+export const settlement = named('Settlement', 'A settlement of a MANUAL merchant\'s paid orders for one day (spec 2.5; net_payout = gross_amount − mdr_total − refund_total − disbursement_fee).', z.strictObject({
+  id: uuid,
+  ref_code: z.string().regex(/^STL-\d{8}-\d+$/).meta({ examples: ['STL-20261121-000042'] }),
+  settlement_date: day,
+  period_start: instant,
+  period_end: instant,
+  gross_amount: rupiah,
+  mdr_total: rupiah,
+  platform_fee: rupiah,
+  aggregator_fee: rupiah,
+  refund_total: rupiah.describe('Negative when failed refunds counted earlier are given back'),
+  disbursement_fee: rupiah,
+  net_payout: rupiah.min(1),
+  order_count: count,
+  bank_id: uuid,
+  account_number: text,
+  account_name: text,
+  status: settlementStatus,
+  created_at: instant,
+  updated_at: instant,
+}));
+
+export const bank = named('Bank', 'An enabled bank destination (GET /v1/banks); bi_code is the Bank Indonesia clearing code.', z.strictObject({
+  id: uuid,
+  name: text,
+  short_code: text,
+  bi_code: z.string().regex(/^\d{3}$/),
+  is_enabled: z.boolean(),
+  sort_order: z.number().int(),
+}));
+
+export const ewallet = named('Ewallet', 'An enabled e-wallet destination (spec 2.7).', z.strictObject({
+  id: uuid,
+  name: text,
+  short_code: text,
+  logo_url: z.url(),
+  is_enabled: z.boolean(),
+  sort_order: z.number().int(),
+}));
+
+export const exportJob = named('ExportJob', 'An asynchronous CSV export; download it once COMPLETED.', z.strictObject({
+  id: uuid,
+  type: exportType,
+  status: exportStatus,
+  date_from: day.nullable(),
+  date_to: day.nullable(),
+  row_count: count.nullable(),
+  created_at: instant,
+  completed_at: instant.nullable(),
+  error: text.nullable(),
+}));
+
+export const profits = named('ProfitsReport', 'The merchant\'s totals over WIB calendar days date_from..date_to, inclusive.', z.strictObject({
+  date_from: day,
+  date_to: day,
+  order_count: count,
+  gross_amount: rupiah,
+  mdr_total: rupiah,
+  refund_total: rupiah,
+  net_amount: rupiah.describe('gross_amount − mdr_total − refund_total'),
+  disbursement_count: count,
+  disbursement_total: rupiah,
+  disbursement_fee_total: rupiah,
+}));
+
+export const user = named('User', 'A team user (docs/decisions.md, Team and roles).', z.strictObject({
+  id: uuid,
+  full_name: text,
+  email: z.email(),
+  phone_number: phone.nullable(),
+  role,
+  created_at: instant,
+}));
+
+export const brand = named('Brand', 'The brand of the domain called.', z.strictObject({
+  name: text,
+  domain: text,
+  logo_url: text.nullable(),
+  support_email: text.nullable(),
+}));
+
+export const health = named('Health', 'Liveness with the database reachability (a bare object, not the V1 envelope).', z.strictObject({
+  status: z.enum(['ok', 'unavailable']),
+  db: z.enum(['ok', 'unreachable']),
+}));
+
+// ---------- V1 envelopes (spec 2.1)
+
+export function v1Data<S extends z.ZodType>(data: S) {
+  return z.strictObject({ success: z.literal(true), data });
+}
+
+export function v1List<S extends z.ZodType>(item: S) {
+  return z.strictObject({ success: z.literal(true), data: z.array(item) });
+}
+
+export function v1Page<S extends z.ZodType>(item: S) {
+  return z.strictObject({ success: z.literal(true), data: z.array(item), meta: pageMeta });
+}
+
+export const deleted = v1Data(z.strictObject({ deleted: z.literal(true) }));
+
+/** The V1 error envelope, its code narrowed to `codes` (an operation's answers of one status). */
+export function v1Error(codes: readonly [ErrorCode, ...ErrorCode[]]) {
+  return z.strictObject({ success: z.literal(false), error: z.strictObject({ code: z.enum(codes), message: text }) });
+}
+
+export const errorEnvelope = named('Error', 'The V1 error envelope. Clients branch on error.code (spec 7).',
+  v1Error(Object.keys(errorCatalogue) as [ErrorCode, ...ErrorCode[]]));
+
+// ---------- Legacy (spec 2.8, 2.9, 4.10)
+
+const wibTime = z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/).meta({ description: 'WIB (UTC+7) wall time', examples: ['2026-11-21 15:30:00'] });
+const decimal = z.string().regex(/^\d+\.\d{2}$/).meta({ description: 'Whole Rupiah as a decimal string with two decimals', examples: ['150000.00'] });
+
+export function legacyOk<S extends z.ZodType>(data: S) {
+  return z.strictObject({ code: z.literal(200), message: z.literal('Success'), data });
+}
+
+/** Legacy errors: HTTP status equal to code, the contract's message, data null. */
+export function legacyError(status: 400 | 401 | 404 | 500 | 503) {
+  return z.strictObject({ code: z.literal(status), message: text, data: z.null() });
+}
+
+export const legacyOrder = named('LegacyOrder', 'A legacy order (spec 2.8).', z.strictObject({
+  refCode: text,
+  transactionTime: wibTime,
+  orderId: text,
+  totalAmount: rupiah.min(1),
+  customerName: text.nullable(),
+  customerEmail: text.nullable(),
+  customerPhone: phone.nullable(),
+  notifyUrl: text.nullable(),
+  returnUrl: text.nullable(),
+  status: visibleOrderStatus,
+  paidAt: wibTime.nullable(),
+  qrString: text,
+}));
+
+export const legacyBalance = named('LegacyBalance', 'The legacy wallet balance.', z.strictObject({
+  clientId: text,
+  balance: decimal,
+}));
+
+const legacyAmounts = {
+  requestAmount: decimal,
+  disbursementFee: decimal,
+  disbursementAmount: decimal.describe('Delivered to the payee; the fee is never added'),
+  status: disbursementStatus,
+  requestAt: wibTime,
+};
+
+const legacyBankFields = {
+  refCode: text,
+  orderId: text,
+  accountNumber: text,
+  accountName: text,
+  bank: z.strictObject({ name: text, code: text }),
+  ...legacyAmounts,
+};
+
+const legacyEwallet = z.strictObject({
+  refCode: text,
+  orderId: text,
+  method: z.literal('EWALLET'),
+  ewallet: z.strictObject({ code: text, accountNumber: z.string().regex(/^08\d+$/).meta({ examples: ['081234567890'] }) }),
+  ...legacyAmounts,
+});
+
+export const legacyDisbursement = named('LegacyDisbursement', 'A legacy disbursement as the query shows it (spec 2.9).',
+  z.union([z.strictObject({ ...legacyBankFields, method: z.literal('BANK_ACCOUNT') }), legacyEwallet]));
+
+export const legacyBankDisbursementCreated = named('LegacyBankDisbursementCreated', 'The answer to a legacy bank disbursement create (no method, spec 4.10).',
+  z.strictObject(legacyBankFields));
+
+export const legacyEwalletDisbursementCreated = named('LegacyEwalletDisbursementCreated', 'The answer to a legacy e-wallet disbursement create (spec 4.10).', legacyEwallet);
+
+// ---------- Webhook bodies (docs/decisions.md, Webhooks; docs/money.md)
+
+export const orderWebhookEvent = z.enum(['order.paid', 'order.expired', 'order.refunded', 'order.partially_refunded', 'order.refund_failed']);
+
+export const orderWebhook = named('OrderWebhook', 'The V1 order webhook; refund events carry the refund.', z.strictObject({
+  ref_code: text,
+  merchant_order_id: text,
+  amount: rupiah.min(1),
+  status: visibleOrderStatus,
+  event: orderWebhookEvent,
+  paid_at: instant.nullable(),
+  refund: refund.optional(),
+}));
+
+export const legacyOrderWebhook = named('LegacyOrderWebhook', 'The webhook of a legacy-created order.', z.strictObject({
+  refCode: text,
+  orderId: text,
+  totalAmount: rupiah.min(1),
+  status: visibleOrderStatus,
+  paidAt: wibTime.nullable(),
+}));
+
+export const disbursementWebhook = named('DisbursementWebhook', 'The V1 disbursement with the event.',
+  disbursement.extend({ event: z.string().regex(/^disbursement\.[a-z_]+$/) }));
+
+export const settlementWebhook = named('SettlementWebhook', 'The settlement with the event.',
+  settlement.extend({ event: z.string().regex(/^settlement\.[a-z_]+$/) }));
+
+// ---------- Each schema's keys are its presenter's (a type check; `npm test` runs tsc first).
+
+type SameKeys<A, B> = [Exclude<keyof A, keyof B> | Exclude<keyof B, keyof A>] extends [never] ? true : false;
+type Holds<T extends true> = T;
+type Shown<F extends (...args: never[]) => unknown> = ReturnType<F>;
+type Documented<S extends z.ZodType> = z.output<S>;
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+
+export type PresentersMatchSchemas = [
+  Holds<SameKeys<Shown<typeof presentOrder>, Documented<typeof order>>>,
+  Holds<SameKeys<Shown<typeof presentRefund>, Documented<typeof refund>>>,
+  Holds<SameKeys<Shown<typeof presentDisbursement>, Documented<typeof disbursement>>>,
+  Holds<SameKeys<Shown<typeof presentMovement>, Documented<typeof movement>>>,
+  Holds<SameKeys<Shown<typeof presentBeneficiary>, Documented<typeof beneficiary>>>,
+  Holds<SameKeys<Shown<typeof presentSettlement>, Documented<typeof settlement>>>,
+  Holds<SameKeys<Shown<typeof presentBank>, Documented<typeof bank>>>,
+  Holds<SameKeys<Shown<typeof presentEwallet>, Documented<typeof ewallet>>>,
+  Holds<SameKeys<Shown<typeof presentExport>, Documented<typeof exportJob>>>,
+  Holds<SameKeys<Shown<typeof presentUser>, Documented<typeof user>>>,
+  Holds<SameKeys<Shown<typeof presentBrand>, Documented<typeof brand>>>,
+  Holds<SameKeys<Shown<typeof presentLegacyOrder>, Documented<typeof legacyOrder>>>,
+  Holds<SameKeys<ProfitTotals & { date_from: string; date_to: string }, Documented<typeof profits>>>,
+  Holds<SameKeys<Shown<typeof presentLegacyDisbursement>, Documented<typeof legacyDisbursement>>>,
+  Holds<Same<OrderEvent, Documented<typeof orderWebhookEvent>>>,
+];
