@@ -11,6 +11,8 @@ declare module 'autocannon' {
     interface Request extends RequestParams {
       /** Called before each request a connection sends; returns the request to send. */
       setupRequest?: (request: RequestParams, context: Record<string, unknown>) => RequestParams;
+      /** Called with each response (autocannon reads every body anyway). */
+      onResponse?: (status: number, body: string, context: Record<string, unknown>, headers: Record<string, string>) => void;
     }
 
     interface Options {

@@ -1,7 +1,7 @@
-// The ceiling the orders bench compares Kasir against: the least an HTTP order endpoint on this
-// stack can do. A minimal Express 5 app whose POST handler does ONE INSERT (one round trip,
-// autocommit) into a scratch table of the same database and answers JSON. Run as a child process
-// by scripts/bench/orders.ts, like the API it is compared with:
+// The ceiling the orders and disbursements benches compare Kasir against: the least an HTTP create
+// endpoint on this stack can do. A minimal Express 5 app whose POST handler does ONE INSERT (one
+// round trip, autocommit) into a scratch table of the same database and answers JSON. Run as a
+// child process by scripts/bench/orders.ts and disbursements.ts, like the API it is compared with:
 //
 //   DATABASE_URL=postgres://… PORT=0 DB_POOL_SIZE=10 node scripts/bench/ceiling.ts
 //
@@ -31,13 +31,16 @@ await pool.query(`
 const app = express();
 app.disable('x-powered-by');
 app.use(express.json());
-app.post('/v1/orders', async (req, res) => {
-  const body = req.body as { merchant_order_id?: unknown; amount?: unknown };
+// The same handler for both paths: a disbursement's idempotency_key goes where an order's
+// merchant_order_id does.
+app.post(['/v1/orders', '/v1/disbursements'], async (req, res) => {
+  const body = req.body as { merchant_order_id?: unknown; idempotency_key?: unknown; amount?: unknown };
+  const key = body.merchant_order_id ?? body.idempotency_key;
   const { rows } = await pool.query<{ id: string; created_at: Date }>(
     `insert into ${CEILING_TABLE} (merchant_order_id, amount) values ($1, $2) returning id, created_at`,
-    [String(body.merchant_order_id), Number(body.amount)],
+    [String(key), Number(body.amount)],
   );
-  res.status(201).json({ success: true, data: { id: rows[0].id, merchant_order_id: body.merchant_order_id, created_at: rows[0].created_at } });
+  res.status(201).json({ success: true, data: { id: rows[0].id, merchant_order_id: key, created_at: rows[0].created_at } });
 });
 
 const server = createServer(app);
