@@ -78,11 +78,6 @@ export async function createMerchant(db: Db, sealer: Sealer, input: NewMerchant)
   };
 }
 
-export async function findMerchantByApiKey(db: Db, apiKey: string): Promise<MerchantRow | null> {
-  return db.maybeOne(sql.type(merchantRow)`
-    select ${columns} from merchants where api_key_hash = ${sql.binary(hashApiKey(apiKey))}`);
-}
-
 export async function findMerchantByLegacyClientId(db: Db, clientId: string): Promise<MerchantRow | null> {
   return db.maybeOne(sql.type(merchantRow)`
     select ${columns} from merchants where legacy_client_id = ${clientId}`);

@@ -7,7 +7,7 @@
 // The server's actual fsync/synchronous_commit settings are read back and reported, so a figure
 // is never quoted without knowing which of these it came from.
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
 import pg from 'pg';
 import { prepareDatabase } from '../../db/migrate.ts';
 import { ensureDatabase, newPassword, startCluster, type Cluster } from '../lib/cluster.ts';
@@ -70,4 +70,18 @@ async function readSettings(url: string): Promise<BenchDatabase['settings']> {
   } finally {
     await client.end();
   }
+}
+
+/** The machine and database facts every bench report opens with: figures compare only within a run. */
+export function runFacts(db: BenchDatabase, loadBefore: number) {
+  return {
+    machine: {
+      cores: os.availableParallelism(),
+      load_before: loadBefore,
+      load_after: Number(os.loadavg()[0].toFixed(2)),
+      node: process.version,
+      postgres: db.settings.server_version,
+    },
+    database: { source: db.source, fsync: db.settings.fsync, synchronous_commit: db.settings.synchronous_commit },
+  };
 }

@@ -22,7 +22,7 @@ import { createPool, sql } from '../../db/pool.ts';
 import { createSealer, newMasterKey } from '../../db/secrets.ts';
 import { freePort } from '../lib/cluster.ts';
 import { processTicks, startCpuSample, treeTicks, parentPid } from './cpu.ts';
-import { benchDatabase } from './database.ts';
+import { benchDatabase, runFacts } from './database.ts';
 import { startProcess, type BenchProcess } from './processes.ts';
 
 /** The target: 100,000 rows in at most 20 s. */
@@ -105,8 +105,7 @@ export async function run(args: string[]): Promise<void> {
 
     const report = {
       bench: 'import',
-      machine: { cores: os.availableParallelism(), load_before: loadBefore, load_after: Number(os.loadavg()[0].toFixed(2)), node: process.version, postgres: db.settings.server_version },
-      database: { source: db.source, fsync: db.settings.fsync, synchronous_commit: db.settings.synchronous_commit },
+      ...runFacts(db, loadBefore),
       settings: { rows, file_bytes: Buffer.byteLength(file.csv), balance_connections: connections, balance_rate: rate, api_db_pool: apiPool, target_s: TARGET_SECONDS },
       import: {
         seconds: Number(seconds.toFixed(2)),

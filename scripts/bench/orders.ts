@@ -28,7 +28,7 @@ import { createSealer, newMasterKey } from '../../db/secrets.ts';
 import { setRoute, upsertVendor } from '../../db/vendors.ts';
 import { freePort } from '../lib/cluster.ts';
 import { processTicks, selfTicks, startCpuSample, treeTicks, parentPid, type Probe } from './cpu.ts';
-import { benchDatabase, type BenchDatabase } from './database.ts';
+import { benchDatabase, runFacts, type BenchDatabase } from './database.ts';
 import { startProcess, type BenchProcess } from './processes.ts';
 import { statsDatabase } from './stats-database.ts';
 
@@ -156,14 +156,7 @@ export async function run(args: string[]): Promise<void> {
 
     const report = {
       bench: 'orders',
-      machine: {
-        cores: os.availableParallelism(),
-        load_before: loadBefore,
-        load_after: Number(os.loadavg()[0].toFixed(2)),
-        node: process.version,
-        postgres: db.settings.server_version,
-      },
-      database: { source: db.source, fsync: db.settings.fsync, synchronous_commit: db.settings.synchronous_commit },
+      ...runFacts(db, loadBefore),
       settings: {
         duration_s: duration,
         warmup_s: warmup,
