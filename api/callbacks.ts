@@ -11,11 +11,8 @@ import { completeDisbursement } from '../db/disbursements.ts';
 import { completeSettlement } from '../db/settlements.ts';
 import { applyPayment } from '../db/orders.ts';
 import { getVendor, recordCallback } from '../db/vendors.ts';
-import { gatewayFor } from '../workers/vendors/registry.ts';
+import { gatewayFor } from '../db/gateways/registry.ts';
 import { sendData } from './http/envelope.ts';
-import { disbursementWebhookBody } from './present/disbursements.ts';
-import { orderWebhookBody } from './present/orders.ts';
-import { settlementWebhookBody } from './present/settlements.ts';
 
 export function callbackRoutes(ctx: AppContext): Router {
   const router = Router();
@@ -23,7 +20,7 @@ export function callbackRoutes(ctx: AppContext): Router {
   router.post('/callbacks/:vendor', async (req, res) => {
     const vendor = await getVendor(ctx.pool, ctx.sealer, String(req.params.vendor));
     if (!vendor) throw new ApiError('NOT_FOUND', 'Unknown vendor');
-    const event = gatewayFor(vendor).parseCallback(req.headers, req.rawBody ?? Buffer.alloc(0));
+    const event = await gatewayFor(vendor).parseCallback(req.headers, req.rawBody ?? Buffer.alloc(0));
     if (!event) throw new ApiError('INVALID_SIGNATURE', 'Callback signature is missing or wrong');
 
     const result = await ctx.pool.transaction(async (tx) => {
@@ -40,8 +37,7 @@ export function callbackRoutes(ctx: AppContext): Router {
           tx,
           ctx.boss,
           { refCode: event.reference, amount: event.amount, paidAt: event.paidAt, rrn: event.rrn, vendorOrderId: event.vendorOrderId },
-          `callback:${vendor.code}`,
-          orderWebhookBody,
+          `callback:${vendor.code}`
         );
       }
       if (event.type === 'disbursement.updated') {
@@ -51,9 +47,9 @@ export function callbackRoutes(ctx: AppContext): Router {
             : { status: 'FAILED' as const, vendorDisbursementId: event.vendorDisbursementId, reason: event.failureReason ?? 'FAILED' };
         // Settlement payouts go out under the settlement's reference (STL-…).
         if (event.reference.startsWith('STL-')) {
-          return completeSettlement(tx, ctx.boss, { reference: event.reference }, outcome, `callback:${vendor.code}`, settlementWebhookBody);
+          return completeSettlement(tx, ctx.boss, { reference: event.reference }, outcome, `callback:${vendor.code}`);
         }
-        return completeDisbursement(tx, ctx.boss, { refCode: event.reference }, outcome, `callback:${vendor.code}`, disbursementWebhookBody);
+        return completeDisbursement(tx, ctx.boss, { refCode: event.reference }, outcome, `callback:${vendor.code}`);
       }
       return 'recorded';
     });

@@ -14,8 +14,8 @@ import { ApiError } from '../db/errors.ts';
 import type { BrandRow } from '../db/brands.ts';
 import { findCheckoutOrder, type CheckoutOrderRow } from '../db/orders.sql.ts';
 import { checkoutPage, notFoundPage, type PageAssets, type PageBrand } from './checkout/page.ts';
-import { formatRupiah } from './present/rupiah.ts';
-import { iso } from './present/time.ts';
+import { formatRupiah } from '../db/present/rupiah.ts';
+import { iso } from '../db/present/time.ts';
 
 export type PublicStatus = 'PENDING' | 'PAID' | 'EXPIRED';
 

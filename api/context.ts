@@ -1,7 +1,7 @@
 // What the API's handlers share: built once per process by api/server.ts (or by a test).
 import type { PgBoss } from 'pg-boss';
 import type { Config } from '../db/config.ts';
-import { MASTER_DATA_CHANNEL } from '../db/master-data.ts';
+import { MASTER_DATA_CHANNEL, createMasterDataCache, type MasterDataCache } from '../db/master-data.ts';
 import { ORDER_OUTCOME_CHANNEL } from '../db/orders.ts';
 import { createPool, type Pool } from '../db/pool.ts';
 import { startBoss } from '../db/queue.ts';
@@ -10,7 +10,6 @@ import type { BrandRow } from '../db/brands.ts';
 import type { MerchantRow } from '../db/merchants.ts';
 import { startListener } from './http/listener.ts';
 import { createOutcomeWaiter, type OutcomeWaiter } from './http/outcome-waiter.ts';
-import { createMasterDataCache, type MasterDataCache } from './v1/master-data.ts';
 
 export interface AppContext {
   config: Config;

@@ -31,9 +31,7 @@ import {
   type StatusChange,
 } from './disbursements.sql.ts';
 import { enqueueWebhooks } from './webhooks.ts';
-
-/** Webhook bodies are API contracts (api/present); callers pass the presenter in. */
-export type DisbursementWebhookBody = (d: DisbursementRow, event: string) => Record<string, unknown>;
+import { disbursementWebhookBody } from './present/disbursements.ts';
 
 export interface DisbursementRequest {
   merchantId: string;
@@ -166,9 +164,9 @@ export async function createDisbursement(pool: Pool, boss: PgBoss, settings: Mer
   });
 }
 
-async function notify(tx: Db, boss: PgBoss, d: DisbursementRow, webhookBody: DisbursementWebhookBody) {
+async function notify(tx: Db, boss: PgBoss, d: DisbursementRow) {
   const event = `disbursement.${d.status.toLowerCase()}`;
-  await enqueueWebhooks(tx, boss, [{ merchantId: d.merchant_id, orderId: null, disbursementId: d.id, event, url: d.notify_url, body: webhookBody(d, event) }]);
+  await enqueueWebhooks(tx, boss, [{ merchantId: d.merchant_id, orderId: null, disbursementId: d.id, event, url: d.notify_url, body: disbursementWebhookBody(d, event) }]);
 }
 
 /** A status change of a locked row, with its webhook. */
@@ -178,10 +176,9 @@ export async function moveDisbursement(
   d: DisbursementRow,
   change: StatusChange,
   event: { source: string; detail?: unknown },
-  webhookBody: DisbursementWebhookBody,
 ): Promise<DisbursementRow> {
   const moved = await changeStatus(tx, d.id, change, event);
-  if (moved.status !== d.status) await notify(tx, boss, moved, webhookBody);
+  if (moved.status !== d.status) await notify(tx, boss, moved);
   return moved;
 }
 
@@ -198,7 +195,6 @@ export async function completeDisbursement(
   where: { id: string } | { refCode: string },
   outcome: Completion,
   source: string,
-  webhookBody: DisbursementWebhookBody,
 ): Promise<'completed' | 'already_final' | 'unknown'> {
   const d = await lockDisbursement(tx, where);
   if (!d) return 'unknown';
@@ -212,7 +208,7 @@ export async function completeDisbursement(
       description: `Disbursement ${d.ref_code} delivered`,
       legs: { DISBURSEMENTS_IN_FLIGHT: -d.total_debit, VENDOR_CLEARING: d.request_amount, FEE_REVENUE: d.fee },
     });
-    await moveDisbursement(tx, boss, d, { status: 'SUCCESS', vendorDisbursementId: vendorId, vendorCallPending: false }, { source }, webhookBody);
+    await moveDisbursement(tx, boss, d, { status: 'SUCCESS', vendorDisbursementId: vendorId, vendorCallPending: false }, { source });
   } else {
     await reverse(tx, d, `Disbursement ${d.ref_code} failed: ${outcome.reason}`);
     await moveDisbursement(
@@ -220,8 +216,7 @@ export async function completeDisbursement(
       boss,
       d,
       { status: 'FAILED', vendorDisbursementId: vendorId, vendorCallPending: false, failureReason: outcome.reason },
-      { source, detail: { reason: outcome.reason } },
-      webhookBody,
+      { source, detail: { reason: outcome.reason } }
     );
   }
   return 'completed';
@@ -246,19 +241,18 @@ export async function reviewDisbursement(
   id: string,
   decision: 'approve' | 'reject',
   reason: string | null,
-  webhookBody: DisbursementWebhookBody,
 ): Promise<DisbursementRow> {
   return pool.transaction(async (tx) => {
     const d = await lockDisbursement(tx, { id });
     if (!d) throw new ReviewRefused(`no disbursement ${id}`);
     if (d.status !== 'IN_REVIEW') throw new ReviewRefused(`disbursement ${d.ref_code} is ${d.status}, not IN_REVIEW`);
     if (decision === 'approve') {
-      const moved = await moveDisbursement(tx, boss, d, { status: 'PENDING' }, { source: 'operator', detail: { decision } }, webhookBody);
+      const moved = await moveDisbursement(tx, boss, d, { status: 'PENDING' }, { source: 'operator', detail: { decision } });
       await sendJob(boss, 'disbursement-execute', { disbursement_id: d.id }, { db: inTransaction(tx) });
       return moved;
     }
     const why = reason ?? 'rejected by the platform';
     await reverse(tx, d, `Disbursement ${d.ref_code} rejected: ${why}`);
-    return moveDisbursement(tx, boss, d, { status: 'REJECTED', failureReason: why }, { source: 'operator', detail: { decision, reason: why } }, webhookBody);
+    return moveDisbursement(tx, boss, d, { status: 'REJECTED', failureReason: why }, { source: 'operator', detail: { decision, reason: why } });
   });
 }

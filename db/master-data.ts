@@ -4,6 +4,7 @@
 // notifies MASTER_DATA_CHANNEL from a statement trigger (migration 005) in the writing
 // transaction, so API processes can cache the enabled lists and drop them when a change commits.
 import { z } from 'zod';
+import { cachedValue, type CachedValue } from './cache.ts';
 import { sql, type Db } from './pool.ts';
 
 export const MASTER_DATA_CHANNEL = 'kasir_master_data';
@@ -88,4 +89,25 @@ export function setEwalletEnabled(db: Db, shortCode: string, enabled: boolean): 
     update ewallets set is_enabled = ${enabled}, updated_at = now()
     where short_code = upper(${shortCode})
     returning ${ewalletColumns}`);
+}
+
+/** Enabled banks and e-wallets cached in the process; the owner clears it on MASTER_DATA_CHANNEL. */
+export interface MasterDataCache {
+  banks: CachedValue<readonly BankRow[]>;
+  ewallets: CachedValue<readonly EwalletRow[]>;
+  clear(): void;
+}
+
+export function createMasterDataCache(db: Db): MasterDataCache {
+  const ttlMs = MASTER_DATA_CACHE_SECONDS * 1000;
+  const banks = cachedValue(ttlMs, () => listEnabledBanks(db));
+  const ewallets = cachedValue(ttlMs, () => listEnabledEwallets(db));
+  return {
+    banks,
+    ewallets,
+    clear() {
+      banks.clear();
+      ewallets.clear();
+    },
+  };
 }

@@ -42,11 +42,9 @@ import {
 import { postOrderPayment } from './ledger.ts';
 import { afterCommit, orderAttemptsFailed, ordersCreated, ordersExpired, ordersPaid } from './metrics.ts';
 import { enqueueWebhooks } from './webhooks.ts';
+import { orderResponseBody, orderWebhookBody } from './present/orders.ts';
 
 export const ORDER_OUTCOME_CHANNEL = 'kasir_order_outcome';
-
-/** Webhook bodies are API contracts (api/present); callers pass the presenter in. */
-export type WebhookBody = (order: OrderRow, event: 'order.paid' | 'order.expired' | 'order.refunded') => Record<string, unknown>;
 
 export interface CreateOrderInput extends Omit<NewOrder, 'id' | 'refCode' | 'qrToken'> {
   /** Chosen by the caller, so it can listen for the outcome before the job exists. */
@@ -71,14 +69,15 @@ export function requestHash(rawBody: Buffer): Buffer {
 /**
  * Starts an order attempt, or tells the caller what to answer instead. One transaction:
  * claim the idempotency key, insert the CREATING order, queue `order-create`.
- * `render` turns a confirmed order into the response body stored for the key (200 case).
+ * `baseUrl` is the public URL the stored V1 response (the key's 200/201 answer) links to.
  */
 export async function createOrder(
   pool: Pool,
   boss: PgBoss,
   input: CreateOrderInput,
-  render: (order: OrderRow) => string,
+  baseUrl: string,
 ): Promise<CreateOutcome> {
+  const render = (order: OrderRow) => orderResponseBody(order, baseUrl);
   const { orderId } = input;
   const key = input.idempotency;
   const hash = key ? requestHash(key.rawBody) : null;
@@ -135,23 +134,23 @@ async function notifyOutcome(tx: Db, orderId: string) {
  * idempotency key's final response and the waiting request's notification — one statement,
  * so one round trip on the hottest path. `attempt` is the CREATING row as the worker loaded
  * it; nothing the response shows changes while an attempt is CREATING, so the response is
- * rendered from it. Returns false when the attempt was already resolved (a duplicate job).
+ * rendered from it (`baseUrl`: the public URL it links to). Returns false when the attempt was already resolved (a duplicate job).
  */
 export async function confirmOrder(
   db: Db,
   attempt: OrderRow,
   vendor: { vendorCode: string; vendorOrderId: string; qrisString: string },
   source: string,
-  render: (order: OrderRow) => string,
+  baseUrl: string,
 ): Promise<boolean> {
-  const body = render({
+  const body = orderResponseBody({
     ...attempt,
     status: 'PENDING',
     vendor_code: vendor.vendorCode,
     vendor_order_id: vendor.vendorOrderId,
     qris_string: vendor.qrisString,
     pending_vendor: null,
-  });
+  }, baseUrl);
   const confirmed = await confirmAttempt(db, {
     orderId: attempt.id,
     ...vendor,
@@ -197,7 +196,7 @@ export type PaymentResult = 'paid' | 'paid_late' | 'already_paid' | 'unknown_ord
  * on an EXPIRED order is money received, so it is recorded as PAID and flagged late, never
  * dropped. A repeated report changes nothing.
  */
-export async function applyPayment(tx: Db, boss: PgBoss, payment: Payment, source: string, webhookBody: WebhookBody): Promise<PaymentResult> {
+export async function applyPayment(tx: Db, boss: PgBoss, payment: Payment, source: string): Promise<PaymentResult> {
   const order = await lockOrderByRef(tx, payment.refCode);
   if (!order) return 'unknown_order';
   if (order.status === 'PAID' || order.status === 'REFUNDED') return 'already_paid';
@@ -231,7 +230,7 @@ export async function applyPayment(tx: Db, boss: PgBoss, payment: Payment, sourc
   await insertOrderEvent(tx, { orderId: order.id, status: 'PAID', event: 'order.paid', source, detail: late ? { late: true } : undefined });
   await postOrderPayment(tx, paid);
   await enqueueWebhooks(tx, boss, [
-    { merchantId: order.merchant_id, orderId: order.id, event: 'order.paid', url: order.notify_url, body: webhookBody(paid, 'order.paid') },
+    { merchantId: order.merchant_id, orderId: order.id, event: 'order.paid', url: order.notify_url, body: orderWebhookBody(paid, 'order.paid') },
   ]);
   if (order.status === 'CREATING') await notifyOutcome(tx, order.id);
   afterCommit(tx, () => ordersPaid.inc({ late: late ? 'true' : 'false' }));
@@ -239,14 +238,14 @@ export async function applyPayment(tx: Db, boss: PgBoss, payment: Payment, sourc
 }
 
 /** Expires one batch of overdue PENDING orders; returns how many. */
-export async function expireBatch(pool: Pool, boss: PgBoss, batchSize: number, webhookBody: WebhookBody): Promise<number> {
+export async function expireBatch(pool: Pool, boss: PgBoss, batchSize: number): Promise<number> {
   const count = await pool.transaction(async (tx) => {
     const expired = await expireDueOrders(tx, batchSize);
     await insertOrderEvents(tx, expired.map((o) => ({ orderId: o.id, status: 'EXPIRED' as const, event: 'order.expired', source: 'scheduler' })));
     await enqueueWebhooks(
       tx,
       boss,
-      expired.map((o) => ({ merchantId: o.merchant_id, orderId: o.id, event: 'order.expired', url: o.notify_url, body: webhookBody(o, 'order.expired') })),
+      expired.map((o) => ({ merchantId: o.merchant_id, orderId: o.id, event: 'order.expired', url: o.notify_url, body: orderWebhookBody(o, 'order.expired') })),
     );
     return expired.length;
   });

@@ -22,10 +22,7 @@ import { newRefCode } from './ref-codes.ts';
 import { findMerchantOrder, insertOrderEvent, lockOrder, setRefundStatus, type OrderRow } from './orders.sql.ts';
 import { findRefund, finishRefund, insertRefund, lockRefund, refundedAmount, succeededAmount, type RefundRow } from './refunds.sql.ts';
 import { enqueueWebhooks } from './webhooks.ts';
-
-export type RefundEvent = 'order.refunded' | 'order.partially_refunded' | 'order.refund_failed';
-/** Webhook bodies are API contracts (api/present); callers pass the presenter in. */
-export type RefundWebhookBody = (order: OrderRow, event: RefundEvent, refund: RefundRow) => Record<string, unknown>;
+import { refundWebhookBody, type RefundEvent } from './present/refunds.ts';
 
 function heldIn(settlementType: 'WALLET' | 'MANUAL'): AccountKind {
   return settlementType === 'WALLET' ? 'WALLET' : 'SETTLEMENT_ACCRUAL';
@@ -106,7 +103,6 @@ export async function completeRefund(
   refundId: string,
   outcome: RefundOutcome,
   source: string,
-  webhookBody: RefundWebhookBody,
 ): Promise<'completed' | 'already_final' | 'unknown'> {
   return pool.transaction(async (tx) => {
     // Read unlocked to learn the merchant, then lock in the one order: accounts, refund, order.
@@ -132,7 +128,7 @@ export async function completeRefund(
       const refund = await finishRefund(tx, peek.id, { status: 'SUCCEEDED', vendorRefundId: outcome.vendorRefundId, failureReason: null });
       event = (await succeededAmount(tx, order.id)) === order.amount ? 'order.refunded' : 'order.partially_refunded';
       await insertOrderEvent(tx, { orderId: order.id, status: current.status, event: 'refund.succeeded', source, detail: { refund: peek.ref_code, amount: peek.amount } });
-      await notify(tx, boss, current, event, refund, webhookBody);
+      await notify(tx, boss, current, event, refund);
     } else {
       await postTransfer(tx, {
         merchantId: peek.merchant_id,
@@ -150,14 +146,14 @@ export async function completeRefund(
         source,
         detail: { refund: peek.ref_code, amount: peek.amount, reason: outcome.reason },
       });
-      await notify(tx, boss, current, 'order.refund_failed', refund, webhookBody);
+      await notify(tx, boss, current, 'order.refund_failed', refund);
     }
     return 'completed';
   });
 }
 
-async function notify(tx: Db, boss: PgBoss, order: OrderRow, event: RefundEvent, refund: RefundRow, webhookBody: RefundWebhookBody) {
+async function notify(tx: Db, boss: PgBoss, order: OrderRow, event: RefundEvent, refund: RefundRow) {
   await enqueueWebhooks(tx, boss, [
-    { merchantId: order.merchant_id, orderId: order.id, event, url: order.notify_url, body: webhookBody(order, event, refund) },
+    { merchantId: order.merchant_id, orderId: order.id, event, url: order.notify_url, body: refundWebhookBody(order, event, refund) },
   ]);
 }

@@ -40,9 +40,7 @@ import {
   type StatusChange,
 } from './settlements.sql.ts';
 import { enqueueWebhooks } from './webhooks.ts';
-
-/** Webhook bodies are API contracts (api/present); callers pass the presenter in. */
-export type SettlementWebhookBody = (s: SettlementRow, event: string) => Record<string, unknown>;
+import { settlementWebhookBody } from './present/settlements.ts';
 
 const WIB_OFFSET_MS = 7 * 3600_000;
 const DAY_MS = 24 * 3600_000;
@@ -94,7 +92,6 @@ export async function buildSettlement(
   pool: Pool,
   boss: PgBoss,
   input: { merchantId: string; settlementDate: string; cutoffHour: number },
-  webhookBody: SettlementWebhookBody,
 ): Promise<BuildResult> {
   const merchantId = input.merchantId;
   const merchant = await getMerchant(pool, merchantId);
@@ -163,7 +160,7 @@ export async function buildSettlement(
       accounts,
     );
     await sendJob(boss, 'settlement-payout', { settlement_id: settlement.id }, { db: inTransaction(tx) });
-    await notify(tx, boss, settlement, webhookBody);
+    await notify(tx, boss, settlement);
     return { merchant_id: merchantId, status: 'created', settlement };
   });
 }
@@ -189,14 +186,13 @@ export async function runSettlements(
   pool: Pool,
   boss: PgBoss,
   input: { settlementDate: string; cutoffHour: number; merchantId?: string },
-  webhookBody: SettlementWebhookBody,
 ): Promise<RunReport> {
   const { periodStart, periodEnd } = periodOf(input.settlementDate, input.cutoffHour);
   const merchants = input.merchantId ? [input.merchantId] : await merchantsToSettle(pool, periodEnd, null);
   const results: BuildResult[] = [];
   for (const merchantId of merchants) {
     try {
-      results.push(await buildSettlement(pool, boss, { merchantId, settlementDate: input.settlementDate, cutoffHour: input.cutoffHour }, webhookBody));
+      results.push(await buildSettlement(pool, boss, { merchantId, settlementDate: input.settlementDate, cutoffHour: input.cutoffHour }));
     } catch (err) {
       if (input.merchantId) throw err;
       logger.error({ err, merchant: merchantId, date: input.settlementDate }, 'settlement build failed');
@@ -216,16 +212,16 @@ export async function runSettlements(
   };
 }
 
-async function notify(tx: Db, boss: PgBoss, s: SettlementRow, webhookBody: SettlementWebhookBody) {
+async function notify(tx: Db, boss: PgBoss, s: SettlementRow) {
   const event = `settlement.${s.status.toLowerCase()}`;
   // No per-settlement URL: the merchant's default notify URL (null skips the delivery).
-  await enqueueWebhooks(tx, boss, [{ merchantId: s.merchant_id, orderId: null, settlementId: s.id, event, url: null, body: webhookBody(s, event) }]);
+  await enqueueWebhooks(tx, boss, [{ merchantId: s.merchant_id, orderId: null, settlementId: s.id, event, url: null, body: settlementWebhookBody(s, event) }]);
 }
 
 /** A status change of a locked row, with its webhook. */
-export async function moveSettlement(tx: Db, boss: PgBoss, s: SettlementRow, change: StatusChange, webhookBody: SettlementWebhookBody): Promise<SettlementRow> {
+export async function moveSettlement(tx: Db, boss: PgBoss, s: SettlementRow, change: StatusChange): Promise<SettlementRow> {
   const moved = await changeStatus(tx, s.id, change);
-  if (moved.status !== s.status) await notify(tx, boss, moved, webhookBody);
+  if (moved.status !== s.status) await notify(tx, boss, moved);
   return moved;
 }
 
@@ -243,7 +239,6 @@ export async function completeSettlement(
   where: { id: string } | { reference: string },
   outcome: Completion,
   source: string,
-  webhookBody: SettlementWebhookBody,
 ): Promise<'completed' | 'already_final' | 'unknown'> {
   const key = 'id' in where ? where : parsePayoutReference(where.reference);
   if (!key) return 'unknown';
@@ -259,9 +254,9 @@ export async function completeSettlement(
       description: `Settlement ${s.ref_code} paid to ${s.bank_short_code} ${s.account_number}`,
       legs: { SETTLEMENTS_IN_FLIGHT: -(s.net_payout + s.disbursement_fee), VENDOR_CLEARING: s.net_payout, FEE_REVENUE: s.disbursement_fee },
     });
-    await moveSettlement(tx, boss, s, { status: 'PAID', vendorDisbursementId: vendorId, vendorCallPending: false, failureReason: null }, webhookBody);
+    await moveSettlement(tx, boss, s, { status: 'PAID', vendorDisbursementId: vendorId, vendorCallPending: false, failureReason: null });
   } else {
-    await moveSettlement(tx, boss, s, { status: 'FAILED', vendorDisbursementId: vendorId, vendorCallPending: false, failureReason: outcome.reason }, webhookBody);
+    await moveSettlement(tx, boss, s, { status: 'FAILED', vendorDisbursementId: vendorId, vendorCallPending: false, failureReason: outcome.reason });
   }
   logger.info({ settlement: s.ref_code, status: outcome.status, source }, 'settlement payout completed');
   return 'completed';
@@ -275,7 +270,7 @@ export class SettlementRefused extends Error {}
  * it). The money returns to the accrual and the orders and refunds are freed, so a rerun of
  * the day builds it again.
  */
-export async function cancelSettlement(pool: Pool, boss: PgBoss, id: string, reason: string | null, webhookBody: SettlementWebhookBody) {
+export async function cancelSettlement(pool: Pool, boss: PgBoss, id: string, reason: string | null) {
   return pool.transaction(async (tx) => {
     const s = await lockSettlement(tx, { id });
     if (!s) throw new SettlementRefused(`no settlement ${id}`);
@@ -291,13 +286,13 @@ export async function cancelSettlement(pool: Pool, boss: PgBoss, id: string, rea
     });
     await allowLongStatements(tx);
     const released = await releaseSettlement(tx, s.id);
-    const settlement = await moveSettlement(tx, boss, s, { status: 'CANCELLED', vendorCallPending: false, failureReason: reason ?? 'cancelled by the platform' }, webhookBody);
+    const settlement = await moveSettlement(tx, boss, s, { status: 'CANCELLED', vendorCallPending: false, failureReason: reason ?? 'cancelled by the platform' });
     return { settlement, released };
   });
 }
 
 /** Operator: send a FAILED settlement again, as a new attempt (a new vendor reference). */
-export async function retrySettlement(pool: Pool, boss: PgBoss, id: string, webhookBody: SettlementWebhookBody): Promise<SettlementRow> {
+export async function retrySettlement(pool: Pool, boss: PgBoss, id: string): Promise<SettlementRow> {
   return pool.transaction(async (tx) => {
     const s = await lockSettlement(tx, { id });
     if (!s) throw new SettlementRefused(`no settlement ${id}`);
@@ -306,8 +301,7 @@ export async function retrySettlement(pool: Pool, boss: PgBoss, id: string, webh
       tx,
       boss,
       s,
-      { status: 'PENDING', newAttempt: true, vendorCode: null, vendorDisbursementId: null, vendorCallPending: false, failureReason: null },
-      webhookBody,
+      { status: 'PENDING', newAttempt: true, vendorCode: null, vendorDisbursementId: null, vendorCallPending: false, failureReason: null }
     );
     await sendJob(boss, 'settlement-payout', { settlement_id: s.id }, { db: inTransaction(tx) });
     return moved;

@@ -22,7 +22,7 @@ import { ledgerAdjust, ledgerAudit, merchantSetFees } from './ops/ledger.ts';
 import { disbursementsApprove, disbursementsReject } from './ops/disbursements.ts';
 import { merchantSetSettlementAccount, settlementsCancel, settlementsList, settlementsRetry, settlementsRun } from './ops/settlements.ts';
 import { resolveDatabase } from './lib/local.ts';
-import { routeList, routeSet, vendorAdd, vendorDisable, vendorList } from './ops/vendors.ts';
+import { routeList, routeSet, vendorAdd, vendorCheck, vendorDisable, vendorList } from './ops/vendors.ts';
 import { simulatePay, webhooksList, webhooksResend } from './ops/orders.ts';
 import { userIssueKey, userList, userRevokeKey } from './ops/users.ts';
 import { banksDisable, banksEnable, banksList, ewalletsDisable, ewalletsEnable, ewalletsList } from './ops/master-data.ts';
@@ -45,6 +45,7 @@ const commands: Command[] = [
   settlementsRetry,
   settlementsCancel,
   vendorAdd,
+  vendorCheck,
   vendorList,
   vendorDisable,
   routeSet,

@@ -16,9 +16,7 @@ import { claimStale, findDisbursement, lockDisbursement, noteVendorAnswer, type 
 import { logger } from '../db/logger.ts';
 import { sendJob } from '../db/queue.ts';
 import { getVendor, routeVendors, type VendorRecord } from '../db/vendors.ts';
-import { disbursementWebhookBody } from '../api/present/disbursements.ts';
-import type { WorkerContext } from './context.ts';
-import { gatewayOf } from './order-create.ts';
+import { gatewayOf, type WorkerContext } from './context.ts';
 
 async function scheduleReconcile(ctx: WorkerContext, id: string, delaySeconds = ctx.config.DISBURSEMENT_RECONCILE_DELAY_SECONDS) {
   await sendJob(ctx.boss, 'disbursement-reconcile', { disbursement_id: id }, { startAfter: delaySeconds });
@@ -36,7 +34,7 @@ async function claimVendor(ctx: WorkerContext, id: string): Promise<{ d: Disburs
     const vendor = routed.find((v) => !d.vendors_tried.includes(v.code));
     if (!vendor) {
       const reason = routed.length === 0 ? 'NO_VENDOR' : 'VENDOR_ERROR';
-      await completeDisbursement(tx, ctx.boss, { id }, { status: 'FAILED', vendorDisbursementId: null, reason }, 'disbursement-worker', disbursementWebhookBody);
+      await completeDisbursement(tx, ctx.boss, { id }, { status: 'FAILED', vendorDisbursementId: null, reason }, 'disbursement-worker');
       return { done: `failed: ${reason}` };
     }
     const moved = await moveDisbursement(
@@ -44,8 +42,7 @@ async function claimVendor(ctx: WorkerContext, id: string): Promise<{ d: Disburs
       ctx.boss,
       d,
       { status: 'ON_PROCESS', vendorCode: vendor.code, vendorCallPending: true, triedVendor: vendor.code },
-      { source: 'disbursement-worker', detail: { vendor: vendor.code } },
-      disbursementWebhookBody,
+      { source: 'disbursement-worker', detail: { vendor: vendor.code } }
     );
     return { d: moved, vendor };
   });
@@ -113,7 +110,7 @@ export async function handleDisbursementReconcile(ctx: WorkerContext, payload: {
       ? { status: 'SUCCESS' as const, vendorDisbursementId: status.vendorDisbursementId }
       : { status: 'FAILED' as const, vendorDisbursementId: status.vendorDisbursementId, reason: status.failureReason ?? 'FAILED' };
   const result = await ctx.pool.transaction((tx) =>
-    completeDisbursement(tx, ctx.boss, { id: d.id }, outcome, `reconcile:${vendor.code}`, disbursementWebhookBody),
+    completeDisbursement(tx, ctx.boss, { id: d.id }, outcome, `reconcile:${vendor.code}`),
   );
   return { result, status: status.status };
 }

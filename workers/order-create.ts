@@ -13,20 +13,9 @@ import { announceUnresolved, confirmOrder, failOrder } from '../db/orders.ts';
 import { clearVendorPending, findOrderById, markVendorPending, type OrderRow } from '../db/orders.sql.ts';
 import { sendJob } from '../db/queue.ts';
 import { getVendor, routeVendors } from '../db/vendors.ts';
-import { orderResponseBody } from '../api/present/orders.ts';
-import type { WorkerContext } from './context.ts';
-import type { Gateway, QrisStatus, VendorRecord } from './vendors/gateway.ts';
-import { gatewayFor } from './vendors/registry.ts';
-import { validateVendorQris } from './vendors/qris.ts';
-
-export function renderCreated(ctx: WorkerContext) {
-  const baseUrl = publicBaseUrl(ctx.config);
-  return (order: OrderRow) => orderResponseBody(order, baseUrl);
-}
-
-export function gatewayOf(ctx: WorkerContext, vendor: Parameters<typeof gatewayFor>[0]): Gateway {
-  return gatewayFor(vendor, { timeoutMs: ctx.config.VENDOR_TIMEOUT_MS });
-}
+import { gatewayOf, type WorkerContext } from './context.ts';
+import type { QrisStatus, VendorRecord } from '../db/gateways/gateway.ts';
+import { validateVendorQris } from '../db/gateways/qris.ts';
 
 export async function scheduleReconcile(ctx: WorkerContext, orderId: string): Promise<void> {
   await sendJob(ctx.boss, 'order-reconcile', { order_id: orderId }, { startAfter: ctx.config.ORDER_RECONCILE_DELAY_SECONDS });
@@ -45,7 +34,7 @@ export async function resolveWithVendor(ctx: WorkerContext, order: OrderRow, ven
   if (status.status === 'NOT_FOUND') return 'absent';
   const problem = status.qrisString ? validateVendorQris(status.qrisString, order.amount) : 'no QRIS string';
   if (problem || !status.qrisString) return 'absent';
-  await confirmOrder(ctx.pool, order, { vendorCode, vendorOrderId: status.vendorOrderId ?? order.ref_code, qrisString: status.qrisString }, 'reconcile', renderCreated(ctx));
+  await confirmOrder(ctx.pool, order, { vendorCode, vendorOrderId: status.vendorOrderId ?? order.ref_code, qrisString: status.qrisString }, 'reconcile', publicBaseUrl(ctx.config));
   return 'confirmed';
 }
 
@@ -108,7 +97,7 @@ export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id:
     if (result.kind === 'ok') {
       const problem = validateVendorQris(result.value.qrisString, order.amount);
       if (!problem) {
-        await confirmOrder(ctx.pool, order, { vendorCode: vendor.code, ...result.value }, 'vendor-worker', renderCreated(ctx));
+        await confirmOrder(ctx.pool, order, { vendorCode: vendor.code, ...result.value }, 'vendor-worker', publicBaseUrl(ctx.config));
         return { confirmed: vendor.code };
       }
       failures[vendor.code] = `unusable QRIS: ${problem}`;

@@ -13,7 +13,6 @@ import { logger } from '../db/logger.ts';
 import { expireBatch } from '../db/orders.ts';
 import { findStaleCreating } from '../db/orders.sql.ts';
 import { sendJob } from '../db/queue.ts';
-import { orderWebhookBody } from '../api/present/orders.ts';
 import type { WorkerContext } from './context.ts';
 import { every, type Periodic } from './periodic.ts';
 import { requeueStaleDisbursements } from './disbursement-execute.ts';
@@ -26,7 +25,7 @@ const STALE_CREATING_SECONDS = 300;
 export async function sweepExpiredOrders(ctx: WorkerContext): Promise<number> {
   let total = 0;
   for (;;) {
-    const expired = await expireBatch(ctx.pool, ctx.boss, BATCH, orderWebhookBody);
+    const expired = await expireBatch(ctx.pool, ctx.boss, BATCH);
     total += expired;
     if (expired < BATCH) return total;
   }

@@ -9,9 +9,8 @@
 import { announceUnresolved, applyPayment, failOrder } from '../db/orders.ts';
 import { findOrderById, type OrderRow } from '../db/orders.sql.ts';
 import { getVendor } from '../db/vendors.ts';
-import { orderWebhookBody } from '../api/present/orders.ts';
-import type { WorkerContext } from './context.ts';
-import { gatewayOf, resolveWithVendor } from './order-create.ts';
+import { gatewayOf, type WorkerContext } from './context.ts';
+import { resolveWithVendor } from './order-create.ts';
 
 async function reconcileCreating(ctx: WorkerContext, order: OrderRow) {
   if (!order.pending_vendor) return { skipped: 'no vendor call outstanding' };
@@ -39,8 +38,7 @@ async function reconcilePayment(ctx: WorkerContext, order: OrderRow) {
       tx,
       ctx.boss,
       { refCode: order.ref_code, amount: order.amount, paidAt: status.paidAt!, rrn: status.rrn ?? '', vendorOrderId: status.vendorOrderId },
-      `reconcile:${vendor.code}`,
-      orderWebhookBody,
+      `reconcile:${vendor.code}`
     ),
   );
   return { payment: result };

@@ -9,16 +9,14 @@ import { claimStaleRefunds, findRefund, noteRefundPending } from '../db/refunds.
 import { findOrderById } from '../db/orders.sql.ts';
 import { sendJob } from '../db/queue.ts';
 import { getVendor } from '../db/vendors.ts';
-import { refundWebhookBody } from '../api/present/refunds.ts';
-import type { WorkerContext } from './context.ts';
-import { gatewayOf } from './order-create.ts';
+import { gatewayOf, type WorkerContext } from './context.ts';
 
 export async function handleRefundExecute(ctx: WorkerContext, payload: { refund_id: string }) {
   const refund = await findRefund(ctx.pool, payload.refund_id);
   if (!refund || refund.status !== 'PENDING') return { skipped: refund?.status ?? 'missing' };
   const order = await findOrderById(ctx.pool, refund.order_id);
   const fail = (reason: string) =>
-    completeRefund(ctx.pool, ctx.boss, refund.id, { status: 'FAILED', vendorRefundId: null, reason }, 'vendor-worker', refundWebhookBody);
+    completeRefund(ctx.pool, ctx.boss, refund.id, { status: 'FAILED', vendorRefundId: null, reason }, 'vendor-worker');
   if (!order?.vendor_code || !order.vendor_order_id) return { result: await fail('NO_VENDOR_PAYMENT') };
   const vendor = await getVendor(ctx.pool, ctx.sealer, order.vendor_code);
   if (!vendor) throw new Error(`vendor ${order.vendor_code} of ${order.ref_code} is not configured`);
@@ -36,7 +34,7 @@ export async function handleRefundExecute(ctx: WorkerContext, payload: { refund_
     throw new Error(`refund ${refund.ref_code} still pending at ${vendor.code}`);
   }
   const outcome = status === 'SUCCEEDED' ? { status, vendorRefundId } : { status, vendorRefundId, reason: 'REFUSED_BY_VENDOR' };
-  return { result: await completeRefund(ctx.pool, ctx.boss, refund.id, outcome, `vendor:${vendor.code}`, refundWebhookBody) };
+  return { result: await completeRefund(ctx.pool, ctx.boss, refund.id, outcome, `vendor:${vendor.code}`) };
 }
 
 /** Longer than the retry backoff ever waits between attempts. */

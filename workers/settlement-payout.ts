@@ -15,9 +15,7 @@ import { sendJob } from '../db/queue.ts';
 import { completeSettlement, moveSettlement, payoutReference } from '../db/settlements.ts';
 import { claimStale, findSettlement, lockSettlement, noteVendorAnswer, type SettlementRow } from '../db/settlements.sql.ts';
 import { getVendor, routeVendors, type VendorRecord } from '../db/vendors.ts';
-import { settlementWebhookBody } from '../api/present/settlements.ts';
-import type { WorkerContext } from './context.ts';
-import { gatewayOf } from './order-create.ts';
+import { gatewayOf, type WorkerContext } from './context.ts';
 
 async function scheduleReconcile(ctx: WorkerContext, id: string, delaySeconds = ctx.config.DISBURSEMENT_RECONCILE_DELAY_SECONDS) {
   await sendJob(ctx.boss, 'settlement-reconcile', { settlement_id: id }, { startAfter: delaySeconds });
@@ -35,15 +33,14 @@ async function claimVendor(ctx: WorkerContext, id: string): Promise<{ s: Settlem
     const vendor = routed.find((v) => !s.vendors_tried.includes(v.code));
     if (!vendor) {
       const reason = routed.length === 0 ? 'NO_VENDOR' : 'VENDOR_ERROR';
-      await moveSettlement(tx, ctx.boss, s, { status: 'FAILED', vendorCallPending: false, failureReason: reason }, settlementWebhookBody);
+      await moveSettlement(tx, ctx.boss, s, { status: 'FAILED', vendorCallPending: false, failureReason: reason });
       return { done: `failed: ${reason}` };
     }
     const moved = await moveSettlement(
       tx,
       ctx.boss,
       s,
-      { status: 'PROCESSING', vendorCode: vendor.code, vendorCallPending: true, triedVendor: vendor.code },
-      settlementWebhookBody,
+      { status: 'PROCESSING', vendorCode: vendor.code, vendorCallPending: true, triedVendor: vendor.code }
     );
     return { s: moved, vendor };
   });
@@ -112,7 +109,7 @@ export async function handleSettlementReconcile(ctx: WorkerContext, payload: { s
       : { status: 'FAILED' as const, vendorDisbursementId: status.vendorDisbursementId, reason: status.failureReason ?? 'FAILED' };
   // By reference (ref_code and attempt): an answer about an earlier attempt completes nothing.
   const result = await ctx.pool.transaction((tx) =>
-    completeSettlement(tx, ctx.boss, { reference: payoutReference(s) }, outcome, `reconcile:${vendor.code}`, settlementWebhookBody),
+    completeSettlement(tx, ctx.boss, { reference: payoutReference(s) }, outcome, `reconcile:${vendor.code}`),
   );
   return { result, status: status.status };
 }

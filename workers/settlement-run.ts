@@ -8,7 +8,6 @@ import type { Job } from 'pg-boss';
 import { logger } from '../db/logger.ts';
 import type { Payload } from '../db/queue.ts';
 import { runSettlements, settlementDateAt } from '../db/settlements.ts';
-import { settlementWebhookBody } from '../api/present/settlements.ts';
 import type { WorkerContext } from './context.ts';
 
 /** Registers (or updates) the daily schedule; every scheduler process may do it at start. */
@@ -28,8 +27,7 @@ export async function handleSettlementRun(ctx: WorkerContext, payload: Payload<'
   const report = await runSettlements(
     ctx.pool,
     ctx.boss,
-    { settlementDate, cutoffHour: ctx.config.SETTLEMENT_CUTOFF_HOUR, merchantId: payload.merchant_id },
-    settlementWebhookBody,
+    { settlementDate, cutoffHour: ctx.config.SETTLEMENT_CUTOFF_HOUR, merchantId: payload.merchant_id }
   );
   const summary = { date: settlementDate, created: report.created, existing: report.existing, skipped: report.skipped, failed: report.failed };
   logger.info(summary, 'settlement run finished');

@@ -13,7 +13,7 @@ import { webhookAttempts } from '../db/metrics.ts';
 import { assertLiteralHostAllowed, BlockedDestination, guardedLookup } from '../db/notify-url.ts';
 import { inTransaction, sendJob } from '../db/queue.ts';
 import { findDelivery, recordAttempt, type DeliveryRow } from '../db/webhooks.ts';
-import { signBody, standardWebhooksSignature } from '../api/http/signature.ts';
+import { signBody, standardWebhooksSignature } from '../db/signatures.ts';
 import type { WorkerContext } from './context.ts';
 
 export function signatureHeaders(secret: string | null, id: string, timestamp: number, body: string): Record<string, string> {

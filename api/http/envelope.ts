@@ -1,7 +1,7 @@
 // V1 success envelopes (spec 2.1). Errors are written only by the error middleware. Bodies are
 // serialised with toJson so merchant JSON kept as text (order metadata) goes out as sent.
 import type { Response } from 'express';
-import { toJson } from './json-text.ts';
+import { toJson } from '../../db/present/json-text.ts';
 
 export interface PageMeta {
   page: number;

@@ -18,7 +18,7 @@ import { walletBalance } from '../../db/ledger.ts';
 import { findMerchantByLegacyClientId, getMoneySettings, legacyClientSecretOf, type MerchantRow } from '../../db/merchants.ts';
 import { checkNotifyUrl } from '../../db/notify-url.ts';
 import { normalizePhone } from '../http/phone.ts';
-import { legacyAmount, presentLegacyDisbursement, presentLegacyDisbursementCreated } from '../present/disbursements.ts';
+import { legacyAmount, presentLegacyDisbursement, presentLegacyDisbursementCreated } from '../../db/present/disbursements.ts';
 import { disbursementExists, disbursementNotFound, LegacyError, legacyMessages } from './errors.ts';
 import { signedText, verifyXSignature } from './rsa-signature.ts';
 

@@ -8,11 +8,12 @@ import { z } from 'zod';
 import type { AppContext } from '../context.ts';
 import { ApiError } from '../../db/errors.ts';
 import { findMerchantByLegacyClientId, legacyClientSecretOf, type MerchantRow } from '../../db/merchants.ts';
+import { publicBaseUrl } from '../../db/config.ts';
 import { checkNotifyUrl } from '../../db/notify-url.ts';
 import { createOrder } from '../../db/orders.ts';
-import { findLiveOrderByMerchantOrderId, findOrderById, type OrderRow } from '../../db/orders.sql.ts';
+import { findLiveOrderByMerchantOrderId, findOrderById } from '../../db/orders.sql.ts';
 import { constantTimeEqual } from '../../db/secrets.ts';
-import { presentLegacyOrder } from '../present/orders.ts';
+import { presentLegacyOrder } from '../../db/present/orders.ts';
 import { LegacyError, legacyMessages } from './errors.ts';
 
 export const createBody = z.object({
@@ -91,7 +92,7 @@ export function legacyOrderRoutes(ctx: AppContext): Router {
           expireMinutes: 60,
           idempotency: null,
         },
-        (order: OrderRow) => JSON.stringify(success(presentLegacyOrder(order))),
+        publicBaseUrl(ctx.config),
       );
     } catch (err) {
       wait.cancel();

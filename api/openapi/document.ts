@@ -12,7 +12,7 @@ import { disbursementStatus } from '../../db/disbursements.sql.ts';
 import { errorCatalogue, type ErrorCode } from '../../db/errors.ts';
 import { settlementStatus } from '../../db/settlements.sql.ts';
 import { role, type Role } from '../../db/users.sql.ts';
-import { IMPORT_COLUMNS } from '../../workers/csv/parse-import.ts';
+import { IMPORT_COLUMNS } from '../../db/csv/parse-import.ts';
 import { mayDo, permissionFor } from '../http/roles.ts';
 import * as legacyDisbursements from '../legacy/disbursements.ts';
 import { legacyMessages } from '../legacy/errors.ts';

@@ -8,15 +8,15 @@
 // own row schemas, so a status added there is documented here.
 import { z } from 'zod';
 import type { presentBrand } from '../http/brand.ts';
-import type { presentBeneficiary } from '../present/beneficiaries.ts';
-import type { presentDisbursement, presentLegacyDisbursement } from '../present/disbursements.ts';
-import type { presentExport } from '../present/exports.ts';
-import type { presentMovement } from '../present/ledger.ts';
-import type { presentBank, presentEwallet } from '../present/master-data.ts';
-import type { OrderEvent, presentLegacyOrder, presentOrder } from '../present/orders.ts';
-import type { presentRefund } from '../present/refunds.ts';
-import type { presentSettlement } from '../present/settlements.ts';
-import type { presentUser } from '../present/users.ts';
+import type { presentBeneficiary } from '../../db/present/beneficiaries.ts';
+import type { presentDisbursement, presentLegacyDisbursement } from '../../db/present/disbursements.ts';
+import type { presentExport } from '../../db/present/exports.ts';
+import type { presentMovement } from '../../db/present/ledger.ts';
+import type { presentBank, presentEwallet } from '../../db/present/master-data.ts';
+import type { OrderEvent, presentLegacyOrder, presentOrder } from '../../db/present/orders.ts';
+import type { presentRefund } from '../../db/present/refunds.ts';
+import type { presentSettlement } from '../../db/present/settlements.ts';
+import type { presentUser } from '../../db/present/users.ts';
 import { verificationStatus } from '../../db/beneficiaries.sql.ts';
 import { disbursementStatus } from '../../db/disbursements.sql.ts';
 import { errorCatalogue, type ErrorCode } from '../../db/errors.ts';

@@ -7,7 +7,7 @@ import { findMovement, listMovements } from '../../db/ledger.sql.ts';
 import { pageMeta, sendData, sendPage } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
 import { requireWalletMerchant, uuidParam } from '../http/wallet.ts';
-import { presentMovement } from '../present/ledger.ts';
+import { presentMovement } from '../../db/present/ledger.ts';
 
 export function balanceRoutes(ctx: AppContext): Router {
   const router = Router();

@@ -11,7 +11,7 @@ import { sendData } from '../http/envelope.ts';
 import { normalizePhone } from '../http/phone.ts';
 import { parseBody } from '../http/validate.ts';
 import { uuidParam } from '../http/wallet.ts';
-import { presentBeneficiary } from '../present/beneficiaries.ts';
+import { presentBeneficiary } from '../../db/present/beneficiaries.ts';
 
 const optionalText = (max: number) => z.string().trim().max(max, `must be at most ${max} characters`).nullish().transform((v) => v || null);
 

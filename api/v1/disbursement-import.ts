@@ -14,8 +14,8 @@ import { importDisbursements, type ImportResult, type ImportRow, type RowOutcome
 import { ApiError } from '../../db/errors.ts';
 import { logger } from '../../db/logger.ts';
 import { getMoneySettings } from '../../db/merchants.ts';
-import { IMPORT_COLUMNS, rowCells, type PackedRows } from '../../workers/csv/parse-import.ts';
-import { parseImportFile } from '../../workers/csv/pool.ts';
+import { IMPORT_COLUMNS, rowCells, type PackedRows } from '../../db/csv/parse-import.ts';
+import { parseImportFile } from '../../db/csv/pool.ts';
 import { readUpload } from '../http/multipart.ts';
 import { parseBody } from '../http/validate.ts';
 import { requireWalletMerchant } from '../http/wallet.ts';

@@ -17,7 +17,7 @@ import { pagination } from '../http/pagination.ts';
 import { normalizePhone } from '../http/phone.ts';
 import { parseBody } from '../http/validate.ts';
 import { requireWalletMerchant } from '../http/wallet.ts';
-import { presentDisbursement } from '../present/disbursements.ts';
+import { presentDisbursement } from '../../db/present/disbursements.ts';
 
 const optionalText = (max: number) => z.string().trim().max(max, `must be at most ${max} characters`).nullish().transform((v) => v || null);
 

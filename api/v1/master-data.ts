@@ -9,40 +9,11 @@ import { Router } from 'express';
 import type { AppContext } from '../context.ts';
 import { ApiError } from '../../db/errors.ts';
 import { publicBaseUrl } from '../../db/config.ts';
-import {
-  MASTER_DATA_CACHE_SECONDS,
-  findEwalletByShortCode,
-  listEnabledBanks,
-  listEnabledEwallets,
-  type BankRow,
-  type EwalletRow,
-} from '../../db/master-data.ts';
-import type { Db } from '../../db/pool.ts';
-import { cachedValue, type CachedValue } from '../http/cache.ts';
+import { MASTER_DATA_CACHE_SECONDS, findEwalletByShortCode } from '../../db/master-data.ts';
 import { sendData } from '../http/envelope.ts';
-import { presentBank, presentEwallet } from '../present/master-data.ts';
+import { presentBank, presentEwallet } from '../../db/present/master-data.ts';
 
 const CACHE_CONTROL = `private, max-age=${MASTER_DATA_CACHE_SECONDS}`;
-
-export interface MasterDataCache {
-  banks: CachedValue<readonly BankRow[]>;
-  ewallets: CachedValue<readonly EwalletRow[]>;
-  clear(): void;
-}
-
-export function createMasterDataCache(db: Db): MasterDataCache {
-  const ttlMs = MASTER_DATA_CACHE_SECONDS * 1000;
-  const banks = cachedValue(ttlMs, () => listEnabledBanks(db));
-  const ewallets = cachedValue(ttlMs, () => listEnabledEwallets(db));
-  return {
-    banks,
-    ewallets,
-    clear() {
-      banks.clear();
-      ewallets.clear();
-    },
-  };
-}
 
 export function masterDataRoutes(ctx: AppContext): Router {
   const router = Router();

@@ -22,12 +22,12 @@ import { checkNotifyUrl } from '../../db/notify-url.ts';
 import { sendData, sendPage, pageMeta } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
 import { normalizePhone } from '../http/phone.ts';
-import { verifyBodySignature } from '../http/signature.ts';
+import { verifyBodySignature } from '../../db/signatures.ts';
 import type { Expectation } from '../http/outcome-waiter.ts';
 import { parseBody } from '../http/validate.ts';
-import { memberText } from '../http/json-text.ts';
-import { orderResponseBody, presentOrder } from '../present/orders.ts';
-import { iso } from '../present/time.ts';
+import { memberText } from '../../db/present/json-text.ts';
+import { orderResponseBody, presentOrder } from '../../db/present/orders.ts';
+import { iso } from '../../db/present/time.ts';
 
 const MAX_AMOUNT = 9_999_999_999_999; // 13 digits: what QRIS tag 54 can carry
 
@@ -96,7 +96,7 @@ export function orderRoutes(ctx: AppContext): Router {
           expireMinutes: body.expire_minutes ?? 60,
           idempotency: keyHeader === undefined ? null : { key: keyHeader, rawBody: req.rawBody ?? Buffer.alloc(0) },
         },
-        render,
+        baseUrl,
       );
     } catch (err) {
       wait.cancel();

@@ -8,7 +8,7 @@ import { ApiError } from '../../db/errors.ts';
 import { createRefund } from '../../db/refunds.ts';
 import { sendData } from '../http/envelope.ts';
 import { parseBody } from '../http/validate.ts';
-import { presentRefund } from '../present/refunds.ts';
+import { presentRefund } from '../../db/present/refunds.ts';
 
 export const refundBody = z.object({
   amount: z.number('must be an integer').int('must be an integer').min(1, 'must be at least 1').max(9_999_999_999_999, 'is too large').optional(),

@@ -17,7 +17,7 @@ import { pageMeta, sendData, sendPage } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
 import { parseBody } from '../http/validate.ts';
 import { uuidParam } from '../http/wallet.ts';
-import { presentExport } from '../present/exports.ts';
+import { presentExport } from '../../db/present/exports.ts';
 
 const WIB_OFFSET_MS = 7 * 60 * 60 * 1000;
 const DATE = /^(19|[2-9]\d)\d{2}-\d{2}-\d{2}$/;

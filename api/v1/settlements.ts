@@ -8,7 +8,7 @@ import { findMerchantSettlement, listMerchantSettlements } from '../../db/settle
 import { pageMeta, sendData, sendPage } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
 import { uuidParam } from '../http/wallet.ts';
-import { presentSettlement } from '../present/settlements.ts';
+import { presentSettlement } from '../../db/present/settlements.ts';
 
 export function settlementRoutes(ctx: AppContext): Router {
   const router = Router();

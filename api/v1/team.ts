@@ -10,7 +10,7 @@ import { sendData } from '../http/envelope.ts';
 import { normalizePhone } from '../http/phone.ts';
 import { parseBody } from '../http/validate.ts';
 import { uuidParam } from '../http/wallet.ts';
-import { presentUser } from '../present/users.ts';
+import { presentUser } from '../../db/present/users.ts';
 
 const roleField = z.enum(role.options, 'must be one of owner, finance, ops, viewer');
 

@@ -20,7 +20,6 @@ import { createPool, sql, type Pool } from '../../db/pool.ts';
 import { startBoss } from '../../db/queue.ts';
 import { createSealer } from '../../db/secrets.ts';
 import { buildSettlement, cancelSettlement, periodOf } from '../../db/settlements.ts';
-import { settlementWebhookBody } from '../../api/present/settlements.ts';
 import { benchDatabase } from './database.ts';
 
 const SETTLEMENT_DATE = '2026-11-20';
@@ -56,7 +55,7 @@ export async function run(args: string[]): Promise<void> {
     const results = [];
     for (let round = 1; round <= rounds; round++) {
       const started = performance.now();
-      const built = await buildSettlement(pool, boss, { merchantId, settlementDate: SETTLEMENT_DATE, cutoffHour: 0 }, settlementWebhookBody);
+      const built = await buildSettlement(pool, boss, { merchantId, settlementDate: SETTLEMENT_DATE, cutoffHour: 0 });
       const buildMs = performance.now() - started;
       if (built.status !== 'created') throw new Error(`round ${round}: build ${built.status}`);
       const s = built.settlement;
@@ -66,7 +65,7 @@ export async function run(args: string[]): Promise<void> {
       let cancelMs: number | null = null;
       if (round < rounds) {
         const cancelStarted = performance.now();
-        await cancelSettlement(pool, boss, s.id, 'bench round', settlementWebhookBody);
+        await cancelSettlement(pool, boss, s.id, 'bench round');
         cancelMs = performance.now() - cancelStarted;
       }
       results.push({ round, build_ms: Math.round(buildMs), orders_per_s: Math.round(orders / (buildMs / 1000)), cancel_ms: cancelMs === null ? null : Math.round(cancelMs), net_payout: s.net_payout });

@@ -1,7 +1,7 @@
 // Disbursement review: approve (it is sent) or reject (the debit returns to the wallet).
 import { z } from 'zod';
 import { reviewDisbursement, ReviewRefused } from '../../db/disbursements.ts';
-import { presentDisbursement, disbursementWebhookBody } from '../../api/present/disbursements.ts';
+import { presentDisbursement } from '../../db/present/disbursements.ts';
 import { command, OpsError } from './command.ts';
 
 const id = z.uuid('--id must be a disbursement UUID');
@@ -9,7 +9,7 @@ const id = z.uuid('--id must be a disbursement UUID');
 function review(decision: 'approve' | 'reject') {
   return async (ctx: Parameters<Parameters<typeof command>[0]['run']>[0], input: { id: string; reason?: string }) => {
     try {
-      const d = await reviewDisbursement(await ctx.pool(), await ctx.boss(), input.id, decision, input.reason ?? null, disbursementWebhookBody);
+      const d = await reviewDisbursement(await ctx.pool(), await ctx.boss(), input.id, decision, input.reason ?? null);
       return { json: presentDisbursement(d), text: `disbursement ${d.ref_code} is now ${d.status}` };
     } catch (err) {
       if (err instanceof ReviewRefused) throw new OpsError(err.message);

@@ -6,7 +6,7 @@ import { findBankByShortCode } from '../../db/master-data.ts';
 import { getMerchant, setSettlementAccount } from '../../db/merchants.ts';
 import { cancelSettlement, retrySettlement, runSettlements, SettlementRefused } from '../../db/settlements.ts';
 import { listSettlements, type SettlementRow } from '../../db/settlements.sql.ts';
-import { presentSettlement, settlementWebhookBody } from '../../api/present/settlements.ts';
+import { presentSettlement } from '../../db/present/settlements.ts';
 import { command, OpsError, type OpsContext } from './command.ts';
 
 const merchantId = z.uuid('--merchant must be a merchant UUID');
@@ -32,8 +32,7 @@ export const settlementsRun = command({
     const report = await runSettlements(
       await ctx.pool(),
       await ctx.boss(),
-      { settlementDate: input.date, cutoffHour: cutoffHour(), merchantId: input.merchant },
-      settlementWebhookBody,
+      { settlementDate: input.date, cutoffHour: cutoffHour(), merchantId: input.merchant }
     );
     const results = report.results.map((r) => ('settlement' in r ? { ...r, settlement: shown(r.settlement) } : r));
     const lines = results.map((r) =>
@@ -90,7 +89,7 @@ export const settlementsRetry = command({
   flags: { id: { type: 'string' } },
   input: z.object({ id }),
   async run(ctx: OpsContext, input) {
-    const s = await refusing(async () => retrySettlement(await ctx.pool(), await ctx.boss(), input.id, settlementWebhookBody));
+    const s = await refusing(async () => retrySettlement(await ctx.pool(), await ctx.boss(), input.id));
     return { json: shown(s), text: `settlement ${s.ref_code} is PENDING again (attempt ${s.payout_attempt})` };
   },
 });
@@ -103,7 +102,7 @@ export const settlementsCancel = command({
   input: z.object({ id, reason: z.string().trim().min(1).max(500).optional() }),
   async run(ctx, input) {
     const { settlement, released } = await refusing(async () =>
-      cancelSettlement(await ctx.pool(), await ctx.boss(), input.id, input.reason ?? null, settlementWebhookBody),
+      cancelSettlement(await ctx.pool(), await ctx.boss(), input.id, input.reason ?? null),
     );
     return {
       json: { ...shown(settlement), released },

@@ -1,27 +1,112 @@
 // Vendors and routing: which gateways exist and which one a payment method goes to.
 import { z } from 'zod';
-import { listRoutes, listVendors, removeRoute, routeMethod, setRoute, setVendorEnabled, upsertVendor } from '../../db/vendors.ts';
+import { gatewayFor } from '../../db/gateways/registry.ts';
+import { getVendor, listRoutes, listVendors, removeRoute, routeMethod, setRoute, setVendorEnabled, upsertVendor, type VendorRecord } from '../../db/vendors.ts';
 import { command, OpsError } from './command.ts';
+
+const vendorCode = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'lowercase letters, digits, "_" or "-", up to 32');
+const httpUrl = z.url({ protocol: /^https?$/ });
+const key = (flag: string) => z.string({ error: `--${flag} is required` }).min(8, `--${flag}: at least 8 characters`);
+
+/**
+ * What each kind needs, and the credentials object sealed for it (the adapter's own reading
+ * of `vendor.credentials`). Flags of another kind are refused rather than silently dropped.
+ */
+const vendorInput = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('simulator'), code: vendorCode, 'base-url': httpUrl, secret: key('secret') }),
+  z.strictObject({
+    kind: z.literal('xendit'),
+    code: vendorCode,
+    'base-url': httpUrl,
+    'secret-key': key('secret-key'),
+    'callback-token': key('callback-token'),
+  }),
+  z
+    .strictObject({
+      kind: z.literal('midtrans'),
+      code: vendorCode,
+      'base-url': httpUrl,
+      'server-key': key('server-key'),
+      'qris-acquirer': z.enum(['gopay', 'airpay-shopee']).default('gopay'),
+      'iris-base-url': httpUrl.optional(),
+      'iris-creator-key': key('iris-creator-key').optional(),
+      'iris-approver-key': key('iris-approver-key').optional(),
+      'iris-merchant-key': key('iris-merchant-key').optional(),
+    })
+    .refine(
+      (v) => {
+        const iris = [v['iris-base-url'], v['iris-creator-key'], v['iris-approver-key'], v['iris-merchant-key']];
+        return iris.every((x) => x === undefined) || iris.every((x) => x !== undefined);
+      },
+      'Iris payouts need all four of --iris-base-url, --iris-creator-key, --iris-approver-key and --iris-merchant-key',
+    ),
+]);
+type VendorInput = z.infer<typeof vendorInput>;
+
+function credentialsOf(input: VendorInput): Record<string, string> {
+  switch (input.kind) {
+    case 'simulator':
+      return { secret: input.secret };
+    case 'xendit':
+      return { secretKey: input['secret-key'], callbackToken: input['callback-token'] };
+    case 'midtrans': {
+      const iris: Record<string, string> = input['iris-base-url']
+        ? {
+            irisBaseUrl: input['iris-base-url'].replace(/\/+$/, ''),
+            irisCreatorKey: input['iris-creator-key']!,
+            irisApproverKey: input['iris-approver-key']!,
+            irisMerchantKey: input['iris-merchant-key']!,
+          }
+        : {};
+      return { serverKey: input['server-key'], qrisAcquirer: input['qris-acquirer'], ...iris };
+    }
+  }
+}
+
+/** Whether a vendor can send money out (BANK and EWALLET routes). */
+export function canPayOut(vendor: VendorRecord): boolean {
+  return vendor.kind !== 'midtrans' || Boolean(vendor.credentials.irisCreatorKey);
+}
 
 export const vendorAdd = command({
   name: 'vendor:add',
   summary: 'Add a vendor (or update its URL and credentials); credentials are stored encrypted',
-  usage: 'vendor:add --code C --kind simulator --base-url URL --secret S [--json]',
-  flags: { code: { type: 'string' }, kind: { type: 'string' }, 'base-url': { type: 'string' }, secret: { type: 'string' } },
-  input: z.object({
-    code: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'lowercase letters, digits, "_" or "-", up to 32'),
-    kind: z.enum(['simulator']),
-    'base-url': z.url({ protocol: /^https?$/ }),
-    secret: z.string().min(8, 'at least 8 characters'),
-  }),
+  usage: [
+    'vendor:add --code C --kind simulator --base-url URL --secret S [--json]',
+    'vendor:add --code C --kind xendit --base-url URL --secret-key K --callback-token T [--json]',
+    'vendor:add --code C --kind midtrans --base-url URL --server-key K [--qris-acquirer gopay|airpay-shopee]',
+    '           [--iris-base-url URL --iris-creator-key K --iris-approver-key K --iris-merchant-key K] [--json]',
+  ].join('\n       '),
+  flags: Object.fromEntries(
+    ['code', 'kind', 'base-url', 'secret', 'secret-key', 'callback-token', 'server-key', 'qris-acquirer', 'iris-base-url', 'iris-creator-key', 'iris-approver-key', 'iris-merchant-key'].map(
+      (name) => [name, { type: 'string' as const }],
+    ),
+  ),
+  input: z.preprocess((raw) => Object.fromEntries(Object.entries(raw as object).filter(([, v]) => v !== undefined)), vendorInput),
   async run(ctx, input) {
-    await upsertVendor(await ctx.pool(), ctx.sealer(), {
-      code: input.code,
-      kind: input.kind,
-      baseUrl: input['base-url'].replace(/\/$/, ''),
-      credentials: { secret: input.secret },
-    });
-    return { json: { code: input.code, kind: input.kind, base_url: input['base-url'], enabled: true }, text: `vendor ${input.code} saved and enabled` };
+    const baseUrl = input['base-url'].replace(/\/+$/, '');
+    await upsertVendor(await ctx.pool(), ctx.sealer(), { code: input.code, kind: input.kind, baseUrl, credentials: credentialsOf(input) });
+    return { json: { code: input.code, kind: input.kind, base_url: baseUrl, enabled: true }, text: `vendor ${input.code} (${input.kind}) saved and enabled` };
+  },
+});
+
+export const vendorCheck = command({
+  name: 'vendor:check',
+  summary: "Make one authenticated call that changes nothing at the vendor, and say whether it worked",
+  usage: 'vendor:check --code C [--json]',
+  flags: { code: { type: 'string' } },
+  input: z.object({ code: z.string({ error: '--code is required' }).min(1, '--code is required') }),
+  async run(ctx, input) {
+    const vendor = await getVendor(await ctx.pool(), ctx.sealer(), input.code);
+    if (!vendor) throw new OpsError(`no vendor ${input.code}`);
+    const outcome = await gatewayFor(vendor).check();
+    const ok = outcome.kind === 'ok';
+    const detail = ok ? outcome.value : outcome.reason;
+    return {
+      json: { code: vendor.code, kind: vendor.kind, ok, detail },
+      text: `${vendor.code} (${vendor.kind}): ${ok ? 'OK' : 'NOT OK'} — ${detail}`,
+      exitCode: ok ? 0 : 1,
+    };
   },
 });
 
@@ -71,6 +156,12 @@ export const routeSet = command({
     if (input.remove) {
       if (!(await removeRoute(pool, route))) throw new OpsError(`no such route for ${scope}`);
       return { json: { ...route, removed: true }, text: `route ${input.method} → ${input.vendor} removed from ${scope}` };
+    }
+    if (input.method !== 'QRIS') {
+      const vendor = await getVendor(pool, ctx.sealer(), input.vendor);
+      if (vendor && !canPayOut(vendor)) {
+        throw new OpsError(`vendor ${vendor.code} is Midtrans without Iris keys: it cannot pay out (${input.method}); add them with vendor:add --iris-base-url … --iris-creator-key … --iris-approver-key … --iris-merchant-key …`);
+      }
     }
     try {
       await setRoute(pool, { ...route, priority: input.priority });

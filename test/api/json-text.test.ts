@@ -1,7 +1,7 @@
 // JSON text kept as sent (api/http/json-text.ts): the member cut out of a raw body, and the
 // serialiser that splices it back. The HTTP behaviour is in test/orders/v1-create.test.ts.
 import t from 'tap';
-import { RawJson, memberText, toJson } from '../../api/http/json-text.ts';
+import { RawJson, memberText, toJson } from '../../db/present/json-text.ts';
 
 t.test('memberText cuts out the named member of the top-level object, whitespace between tokens dropped', async (t) => {
   const cases: Array<[source: string, expected: string | undefined, what: string]> = [

@@ -12,7 +12,6 @@ import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { createApp } from '../../api/app.ts';
 import { errorsOf, openApiDocument, openApiPath, openApiText, operations, responseSchemaOf, webhooks, type Method } from '../../api/openapi/document.ts';
-import { settlementWebhookBody } from '../../api/present/settlements.ts';
 import { adjustWallet } from '../../db/ledger.ts';
 import { findBankByShortCode } from '../../db/master-data.ts';
 import { setLegacyPublicKey, setSettlementAccount, type ProvisionedMerchant } from '../../db/merchants.ts';
@@ -303,7 +302,7 @@ t.test('a settlement matches the documented schema', async (t) => {
   await setSettlementAccount(ctx.pool, merchant.merchant_id, { bankId: bca.id, accountNumber: '1234567890', accountName: 'PT Toko' });
   await paidOrder(stack, merchant, 100_000);
   const today = new Date(Date.now() + 7 * 3600_000).toISOString().slice(0, 10);
-  await runSettlements(ctx.pool, ctx.boss, { settlementDate: today, cutoffHour: 0, merchantId: merchant.merchant_id }, settlementWebhookBody);
+  await runSettlements(ctx.pool, ctx.boss, { settlementDate: today, cutoffHour: 0, merchantId: merchant.merchant_id });
   const list = await v1(merchant.api_key, '/v1/settlements');
   t.equal(list.json?.data?.length, 1, list.text);
   conforms(t, 'get', '/v1/settlements', list);

@@ -3,7 +3,7 @@
 import t from 'tap';
 import { absoluteHttpUrl, publicStatus } from '../../api/checkout.ts';
 import { escapeHtml, formatCountdown, html } from '../../api/checkout/page.ts';
-import { formatRupiah } from '../../api/present/rupiah.ts';
+import { formatRupiah } from '../../db/present/rupiah.ts';
 
 t.test('formatRupiah: Rp, "." between thousands, no decimals, no space', async (t) => {
   const cases: Array<[number, string]> = [

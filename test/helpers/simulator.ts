@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { startSimulator, type RunningSimulator } from '../../workers/simulator/app.ts';
 import { loadSimulatorConfig } from '../../workers/simulator/config.ts';
-import type { VendorRecord } from '../../workers/vendors/gateway.ts';
+import type { VendorRecord } from '../../db/gateways/gateway.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const NODE = `${ROOT}node_modules/.bin/node`;

@@ -14,7 +14,6 @@ import { sendJob } from '../../db/queue.ts';
 import { listSettlementDeliveries } from '../../db/webhooks.ts';
 import { randomSuffix } from '../../db/ref-codes.ts';
 import { periodOf, runSettlements, settlementDateAt } from '../../db/settlements.ts';
-import { settlementWebhookBody } from '../../api/present/settlements.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { ledgerAudit, paidOrder } from '../helpers/money.ts';
@@ -394,7 +393,7 @@ t.test('reads: pagination, INVALID_ID, another merchant 404; skipped merchants; 
   const dates = Array.from({ length: 12 }, (_, i) => addDays(today, i - 12));
   for (const date of dates) {
     await seedPaidOrder(pool, merchant.merchant_id, 10_000, wibNoon(date));
-    await runSettlements(pool, stack.api.ctx.boss, { settlementDate: date, cutoffHour: 0, merchantId: merchant.merchant_id }, settlementWebhookBody);
+    await runSettlements(pool, stack.api.ctx.boss, { settlementDate: date, cutoffHour: 0, merchantId: merchant.merchant_id });
   }
   await seedPaidOrder(pool, other.merchant_id, 10_000, wibNoon(dates[0]));
   const otherRun = await runDay(stack, dates[0], other);

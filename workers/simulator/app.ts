@@ -10,18 +10,22 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import type { Logger } from 'pino';
 import { z } from 'zod';
-import { buildDynamicQris, parseQris, QRIS_MAX_AMOUNT, sanitizeQrisText } from '../vendors/qris.ts';
+import { buildDynamicQris, parseQris, QRIS_MAX_AMOUNT, sanitizeQrisText } from '../../db/gateways/qris.ts';
 import { createCallbackSender, type CallbackPayload } from './callbacks.ts';
-import type { SimulatorConfig } from './config.ts';
+import type { SimulatorOptions } from './config.ts';
 import { createFaults, faultRuleSchema, isCallbackMode, applies, parseFaultHeader, type Fault, type RequestOp } from './faults.ts';
+import { irisDialect } from './dialects/iris.ts';
+import { midtransDialect } from './dialects/midtrans.ts';
+import { xenditDialect } from './dialects/xendit.ts';
+import type { DialectContext } from './dialect.ts';
 import { accountHolder, disbursementOutcome } from './magic.ts';
 import { verifySignature } from './signing.ts';
 import { createStore, disbursementJson, newId, newRrn, qrJson, qrStatus, refundJson, type DisbursementRecord, type QrRecord } from './store.ts';
 import { createTimers } from './timers.ts';
 
-export type SimulatorOptions = Omit<SimulatorConfig, 'host' | 'port'> & { logger: Logger };
+export type { SimulatorOptions } from './config.ts';
+
 
 /** A request under the timeout fault is held this long at most, unless the client leaves first. */
 const HOLD_MS = 10 * 60 * 1000;
@@ -170,6 +174,7 @@ export function createSimulatorApp(options: SimulatorOptions) {
     qr.paidAt = new Date();
     qr.rrn = newRrn();
     logger.info({ reference: qr.reference, rrn: qr.rrn }, 'qr paid');
+    if (qr.notifyPaid) return qr.notifyPaid(qr, callbackFault);
     const payload: CallbackPayload = {
       type: 'qris.paid',
       reference: qr.reference,
@@ -188,6 +193,7 @@ export function createSimulatorApp(options: SimulatorOptions) {
     d.failureReason = outcome.status === 'FAILED' ? outcome.reason : null;
     d.updatedAt = new Date();
     logger.info({ reference: d.reference, status: d.status }, 'disbursement settled');
+    if (d.notifySettled) return d.notifySettled(d, callbackFault);
     callbacks.send(d.callbackUrl, { type: 'disbursement.updated', reference: d.reference, id: d.id, status: d.status, failure_reason: d.failureReason }, callbackFault);
   }
 
@@ -329,6 +335,35 @@ export function createSimulatorApp(options: SimulatorOptions) {
   });
 
   app.use('/v1', v1);
+
+  // Vendor dialects: the same store, faults and payer, spoken as each real gateway speaks.
+  const dialect: DialectContext = {
+    options,
+    logger,
+    store,
+    faults,
+    timers,
+    signal: abort.signal,
+    inject,
+    reply,
+    qrCreated(qr) {
+      store.qrs.set(qr.reference, qr);
+      logger.info({ reference: qr.reference, amount: qr.amount }, 'qr created');
+      if (options.autoPaySeconds !== null) {
+        timers.after(options.autoPaySeconds * 1000, () => {
+          if (qrStatus(qr) === 'PENDING') markPaid(qr, null);
+        });
+      }
+    },
+    disbursementAccepted(d, callbackFault) {
+      store.disbursements.set(d.reference, d);
+      logger.info({ reference: d.reference, amount: d.amount }, 'disbursement accepted');
+      timers.after(options.disburseDelayMs, () => settle(d, callbackFault));
+    },
+  };
+  app.use('/xendit', xenditDialect(dialect));
+  app.use('/midtrans', midtransDialect(dialect));
+  app.use('/iris', irisDialect(dialect));
 
   // The payer's phone: no signature, any client may pay.
   app.post('/simulate/pay', (req, res) => {

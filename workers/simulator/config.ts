@@ -1,4 +1,5 @@
 // Simulator configuration from the environment, parsed once; a bad value stops start-up.
+import type { Logger } from 'pino';
 import { z } from 'zod';
 
 /** Dev only: anyone who reads this repository knows it. Set SIMULATOR_SECRET anywhere shared. */
@@ -14,6 +15,14 @@ const envSchema = z.object({
   SIMULATOR_MERCHANT_NAME: z.string().min(1).default('KASIR DEMO MERCHANT'),
   SIMULATOR_MERCHANT_CITY: z.string().min(1).default('JAKARTA'),
   SIMULATOR_NMID: z.string().regex(/^[A-Z0-9]{1,15}$/, 'uppercase letters or digits, up to 15').default('ID1026000000001'),
+  // The keys the vendor dialects (docs/simulator.md) accept and sign with, like a sandbox
+  // account's dashboard would show them. Development defaults; set them to test key handling.
+  SIMULATOR_XENDIT_SECRET_KEY: z.string().min(8).default('xnd_development_kasir_simulator_key'),
+  SIMULATOR_XENDIT_CALLBACK_TOKEN: z.string().min(8).default('kasir-simulator-xendit-callback-token'),
+  SIMULATOR_MIDTRANS_SERVER_KEY: z.string().min(8).default('SB-Mid-server-kasir-simulator'),
+  SIMULATOR_IRIS_CREATOR_KEY: z.string().min(8).default('IRIS-creator-kasir-simulator'),
+  SIMULATOR_IRIS_APPROVER_KEY: z.string().min(8).default('IRIS-approver-kasir-simulator'),
+  SIMULATOR_IRIS_MERCHANT_KEY: z.string().min(8).default('IRIS-merchant-kasir-simulator'),
 });
 
 export interface SimulatorConfig {
@@ -26,7 +35,16 @@ export interface SimulatorConfig {
   merchantName: string;
   merchantCity: string;
   nmid: string;
+  /** Credentials of the vendor dialects, as the vendor would issue them. */
+  dialects: {
+    xendit: { secretKey: string; callbackToken: string };
+    midtrans: { serverKey: string };
+    iris: { creatorKey: string; approverKey: string; merchantKey: string };
+  };
 }
+
+/** What createSimulatorApp takes: the configuration less where to listen, and a logger. */
+export type SimulatorOptions = Omit<SimulatorConfig, 'host' | 'port'> & { logger: Logger };
 
 /** Throws an Error naming the offending variable. Empty variables count as unset. */
 export function loadSimulatorConfig(env: Record<string, string | undefined>): SimulatorConfig {
@@ -47,5 +65,10 @@ export function loadSimulatorConfig(env: Record<string, string | undefined>): Si
     merchantName: e.SIMULATOR_MERCHANT_NAME,
     merchantCity: e.SIMULATOR_MERCHANT_CITY,
     nmid: e.SIMULATOR_NMID,
+    dialects: {
+      xendit: { secretKey: e.SIMULATOR_XENDIT_SECRET_KEY, callbackToken: e.SIMULATOR_XENDIT_CALLBACK_TOKEN },
+      midtrans: { serverKey: e.SIMULATOR_MIDTRANS_SERVER_KEY },
+      iris: { creatorKey: e.SIMULATOR_IRIS_CREATOR_KEY, approverKey: e.SIMULATOR_IRIS_APPROVER_KEY, merchantKey: e.SIMULATOR_IRIS_MERCHANT_KEY },
+    },
   };
 }

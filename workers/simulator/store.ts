@@ -2,6 +2,7 @@
 // disbursement (queries then answer 404 / NOT_FOUND), which is acceptable for a sandbox and is
 // itself a case Kasir's reconciliation must survive.
 import { randomBytes, randomInt } from 'node:crypto';
+import type { Fault } from './faults.ts';
 
 export interface QrRecord {
   id: string;
@@ -14,6 +15,11 @@ export interface QrRecord {
   paidAt: Date | null;
   rrn: string | null;
   refunded: number;
+  /**
+   * Set by the vendor dialect that created the QR (docs/simulator.md): sends that vendor's own
+   * payment callback once the QR is paid. Without it the native callback goes out.
+   */
+  notifyPaid?: (qr: QrRecord, callbackFault: Fault | null) => void;
 }
 
 export interface RefundRecord {
@@ -38,6 +44,8 @@ export interface DisbursementRecord {
   failureReason: string | null;
   createdAt: Date;
   updatedAt: Date;
+  /** Set by the vendor dialect that accepted the payout: sends its own final-status callback. */
+  notifySettled?: (d: DisbursementRecord, callbackFault: Fault | null) => void;
 }
 
 export function createStore() {

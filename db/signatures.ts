@@ -7,7 +7,7 @@
 //   convention, so stock verifiers work: a `whsec_` secret's key is the base64-decoded rest.
 // Comparisons are constant-time.
 import { createHmac } from 'node:crypto';
-import { constantTimeEqual } from '../../db/secrets.ts';
+import { constantTimeEqual } from './secrets.ts';
 
 export function signBody(secret: string, body: Buffer | string): string {
   return `sha256=${createHmac('sha256', Buffer.from(secret, 'utf8')).update(body).digest('hex')}`;

@@ -1,6 +1,6 @@
 // Beneficiaries as the contract shows them (spec 2.4). Kasir has no organisations: a merchant
 // is an organisation of one, so organization_id is the merchant's id (docs/decisions.md).
-import type { BeneficiaryRow } from '../../db/beneficiaries.sql.ts';
+import type { BeneficiaryRow } from '../beneficiaries.sql.ts';
 import { iso } from './time.ts';
 
 export function presentBeneficiary(b: BeneficiaryRow) {

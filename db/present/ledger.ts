@@ -1,5 +1,5 @@
 // Wallet movements as the V1 API shows them (DESIGN 6: balance movement record).
-import type { MovementRow } from '../../db/ledger.sql.ts';
+import type { MovementRow } from '../ledger.sql.ts';
 import { iso } from './time.ts';
 
 export function presentMovement(m: MovementRow) {

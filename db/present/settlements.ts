@@ -1,6 +1,6 @@
 // Settlements as the contract shows them (spec 2.5), and their webhook body (the V1 object plus
 // `event`, DESIGN 6). Pure functions of a row.
-import type { SettlementRow } from '../../db/settlements.sql.ts';
+import type { SettlementRow } from '../settlements.sql.ts';
 import { iso } from './time.ts';
 
 export function presentSettlement(s: SettlementRow) {

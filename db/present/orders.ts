@@ -1,8 +1,8 @@
 // Orders as the contract shows them: V1 (spec 2.2 plus the decided extras), legacy (2.8), and
 // the webhook bodies of each (spec 6). Pure functions of a row; workers use them too, because
 // a webhook body is as much a contract as a response.
-import type { OrderRow } from '../../db/orders.sql.ts';
-import { RawJson, toJson } from '../http/json-text.ts';
+import type { OrderRow } from '../orders.sql.ts';
+import { RawJson, toJson } from './json-text.ts';
 import { iso, wib } from './time.ts';
 
 export function qrUrl(baseUrl: string, order: Pick<OrderRow, 'qr_token'>): string {

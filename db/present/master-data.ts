@@ -1,7 +1,7 @@
 // Banks and e-wallets as GET /v1/banks and GET /v1/ewallets show them. An e-wallet's logo_url
 // is stored as a path on Kasir's own public base URL (or an absolute URL an operator chose) and
 // is always answered absolute.
-import type { BankRow, EwalletRow } from '../../db/master-data.ts';
+import type { BankRow, EwalletRow } from '../master-data.ts';
 
 /** The spec leaves the bank record open: the e-wallet record's shape, with the BI code. */
 export function presentBank(bank: BankRow) {

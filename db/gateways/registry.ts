@@ -2,17 +2,27 @@
 // configuration error: it throws rather than letting orders reach a vendor nobody can talk to.
 // Every adapter comes back measured (one place for every vendor): each call's duration and
 // outcome, by vendor code and operation; a call that throws counts as unknown.
-import { observeVendorCall } from '../../db/metrics.ts';
+import { observeVendorCall } from '../metrics.ts';
 import type { Gateway, Outcome, VendorRecord } from './gateway.ts';
-import { createSimulatorGateway } from './simulator-adapter.ts';
+import { createMidtransGateway } from './midtrans.ts';
+import { createSimulatorGateway } from './simulator.ts';
+import { createXenditGateway } from './xendit.ts';
+
+type AdapterFactory = (vendor: VendorRecord, options: { timeoutMs?: number }) => Gateway;
+
+const adapters: Record<string, AdapterFactory> = {
+  simulator: createSimulatorGateway,
+  xendit: createXenditGateway,
+  midtrans: createMidtransGateway,
+};
+
+/** The kinds `vendor:add` accepts: one adapter each. */
+export const vendorKinds = Object.keys(adapters);
 
 export function gatewayFor(vendor: VendorRecord, options: { timeoutMs?: number } = {}): Gateway {
-  switch (vendor.kind) {
-    case 'simulator':
-      return measured(vendor.code, createSimulatorGateway(vendor, options));
-    default:
-      throw new Error(`vendor ${vendor.code}: no adapter for kind ${vendor.kind}`);
-  }
+  const create = adapters[vendor.kind];
+  if (!create) throw new Error(`vendor ${vendor.code}: no adapter for kind ${vendor.kind}`);
+  return measured(vendor.code, create(vendor, options));
 }
 
 function measured(vendor: string, gateway: Gateway): Gateway {
@@ -37,5 +47,6 @@ function measured(vendor: string, gateway: Gateway): Gateway {
     queryDisbursement: timed('query_disbursement', (reference) => gateway.queryDisbursement(reference)),
     inquireAccount: timed('inquire_account', (input) => gateway.inquireAccount(input)),
     parseCallback: (headers, rawBody) => gateway.parseCallback(headers, rawBody),
+    check: () => gateway.check(),
   };
 }

@@ -1,7 +1,7 @@
 // Disbursements as the contract shows them: V1 (spec 2.3), legacy (2.9, decimal strings and
 // WIB times), and the webhook body of each (DESIGN 6: V1 object plus `event`; legacy-created
 // ones in the legacy query shape). Pure functions of a row.
-import type { DisbursementRow } from '../../db/disbursements.sql.ts';
+import type { DisbursementRow } from '../disbursements.sql.ts';
 import { iso, wib } from './time.ts';
 
 export function presentDisbursement(d: DisbursementRow) {

@@ -8,7 +8,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import got from 'got';
 import { z } from 'zod';
-import { logger } from '../../db/logger.ts';
+import { logger } from '../logger.ts';
 import type {
   AccountInquiry,
   AccountInquiryInput,
@@ -326,7 +326,17 @@ export function createSimulatorGateway(vendor: VendorRecord, opts: { timeoutMs?:
       });
     },
 
-    parseCallback(headers, rawBody) {
+    async check() {
+      // A signed query for a reference no order has: the vendor's named 404 proves the URL and
+      // the secret; a signature refusal (401) or anything else says what is wrong.
+      const answer = await request('GET', path('/v1/qris/:ref', 'KASIR-CHECK'));
+      if (answer.kind !== 'ok') return answer;
+      const { status, body } = answer.value;
+      if (status === 404 && vendorErrorCode(body) === 'QR_NOT_FOUND') return ok('signed query answered');
+      return interpret<string>(answer.value, () => null);
+    },
+
+    async parseCallback(headers, rawBody) {
       if (!verifyCallback(secret, headers, rawBody)) return null;
       let body: unknown;
       try {

@@ -1,5 +1,5 @@
 // A team user as the API shows it (DESIGN.md 6): no keys, no removal history.
-import type { UserRow } from '../../db/users.ts';
+import type { UserRow } from '../users.ts';
 import { iso } from './time.ts';
 
 export function presentUser(u: UserRow) {

@@ -12,7 +12,7 @@ export type Outcome<T> =
   | { kind: 'failed'; reason: string }
   | { kind: 'unknown'; reason: string };
 
-export type { VendorRecord } from '../../db/vendors.ts';
+export type { VendorRecord } from '../vendors.ts';
 
 export interface CreateQrisInput {
   /** Kasir's order ref_code; the vendor echoes it as the bill number and in callbacks. */
@@ -95,7 +95,13 @@ export interface Gateway {
   inquireAccount(input: AccountInquiryInput): Promise<Outcome<AccountInquiry>>;
   /**
    * Authenticates and parses a callback. Returns null when the signature is missing or wrong
-   * or the body is not a callback this vendor sends.
+   * or the body is not a callback this vendor sends. Async because some vendors' callbacks
+   * are only trusted after re-reading the resource from the vendor (Midtrans).
    */
-  parseCallback(headers: Record<string, string | string[] | undefined>, rawBody: Buffer): CallbackEvent | null;
+  parseCallback(headers: Record<string, string | string[] | undefined>, rawBody: Buffer): Promise<CallbackEvent | null>;
+  /**
+   * One authenticated call that changes nothing at the vendor (`ops vendor:check`): ok with a
+   * line saying what was checked, or failed/unknown saying why not (bad key, unreachable, ...).
+   */
+  check(): Promise<Outcome<string>>;
 }

@@ -1,5 +1,5 @@
 // Export jobs as the V1 API shows them (DESIGN 6: export job record).
-import type { ExportRow } from '../../db/exports.sql.ts';
+import type { ExportRow } from '../exports.sql.ts';
 import { iso } from './time.ts';
 
 export function presentExport(e: ExportRow) {

@@ -1,9 +1,8 @@
 // Refunds as the V1 API shows them (DESIGN 6: {id, ref_code, order_ref_code, amount, reason,
 // status, created_at}) and the webhook body of a refund event: the order's webhook body (V1 or
 // legacy shape, by the API that created the order) plus, on V1, the refund itself.
-import type { OrderRow } from '../../db/orders.sql.ts';
-import type { RefundEvent } from '../../db/refunds.ts';
-import type { RefundRow } from '../../db/refunds.sql.ts';
+import type { OrderRow } from '../orders.sql.ts';
+import type { RefundRow } from '../refunds.sql.ts';
 import { orderWebhookBody } from './orders.ts';
 import { iso } from './time.ts';
 
@@ -18,6 +17,8 @@ export function presentRefund(refund: RefundRow, order: Pick<OrderRow, 'ref_code
     created_at: iso(refund.created_at),
   };
 }
+
+export type RefundEvent = 'order.refunded' | 'order.partially_refunded' | 'order.refund_failed';
 
 export function refundWebhookBody(order: OrderRow, event: RefundEvent, refund: RefundRow): Record<string, unknown> {
   const body = orderWebhookBody(order, event);
