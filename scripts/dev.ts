@@ -46,7 +46,9 @@ if (applied.length) process.stdout.write(`migrations applied: ${applied.join(', 
 // The built-in simulator is the default vendor of a development stack, so a merchant made with
 // merchant:create takes orders at once. Registered once: later operator changes (vendor:disable,
 // route:set) are not undone by the next start.
-env.SIMULATOR_PORT ??= '4010';
+// Derived from PORT (3000 -> 4010), so a second stack started with another PORT does not
+// collide with the first one's simulator.
+env.SIMULATOR_PORT ??= String(config.PORT === 0 ? 4010 : (config.PORT + 1010) % 65536);
 env.SIMULATOR_SECRET ??= DEV_SECRET;
 await registerSimulator(config, `http://127.0.0.1:${env.SIMULATOR_PORT}`, env.SIMULATOR_SECRET);
 

@@ -71,6 +71,21 @@ function help(): string {
   return ['usage: npm run --silent ops -- <command> [flags] [--json]', '', ...commands.map((c) => `  ${c.usage}\n      ${c.summary}`)].join('\n');
 }
 
+/** The command a typo most likely meant: the closest by edit distance, if it is close at all. */
+function nearest(typed: string, names: string[]): string | null {
+  const distance = (a: string, b: string) => {
+    let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+    for (let i = 1; i <= a.length; i++) {
+      const next = [i];
+      for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      row = next;
+    }
+    return row[b.length];
+  };
+  const ranked = names.map((n) => ({ n, d: distance(typed.toLowerCase(), n) })).sort((x, y) => x.d - y.d);
+  return ranked[0] && ranked[0].d <= Math.max(2, Math.floor(typed.length / 3)) ? ranked[0].n : null;
+}
+
 function fail(message: string, json: boolean, code = 1): never {
   if (json) process.stdout.write(`${JSON.stringify({ error: message })}\n`);
   else process.stderr.write(`error: ${message}\n`);
@@ -84,7 +99,10 @@ if (!name || name === 'help' || name === '--help') {
   process.exit(name ? 0 : 64);
 }
 const cmd = commands.find((c) => c.name === name);
-if (!cmd) fail(`unknown command ${name}\n${help()}`, json, 64);
+if (!cmd) {
+  const near = nearest(name, commands.map((c) => c.name));
+  fail(near ? `unknown command ${name}; did you mean ${near}?\nusage: ${commands.find((c) => c.name === near)!.usage}` : `unknown command ${name}\n${help()}`, json, 64);
+}
 
 let values: Record<string, unknown>;
 try {

@@ -1,0 +1,98 @@
+// The ops CLI's vendor commands (the operator contract of the real gateways: vendor:add per
+// kind, vendor:check, the Midtrans payout-route rule) and its typo suggestions, through the
+// real CLI process against a real database and a real simulator.
+import t from 'tap';
+import { testEnv } from '../helpers/config.ts';
+import { testDatabase } from '../helpers/db.ts';
+import { ops as runOps } from '../helpers/processes.ts';
+import { startSimulatorInProcess } from '../helpers/simulator.ts';
+import { z } from 'zod';
+import { createPool, sql } from '../../db/pool.ts';
+import { createSealer } from '../../db/secrets.ts';
+import { getVendor } from '../../db/vendors.ts';
+
+const databaseUrl = await testDatabase(t);
+const env = testEnv(databaseUrl);
+const ops = (...args: string[]) => runOps(env, ...args);
+const pool = await createPool(databaseUrl, { size: 1, name: 'test' });
+t.teardown(() => pool.end());
+const sealer = createSealer(env.KASIR_MASTER_KEY!);
+
+t.test('a mistyped command names the nearest one and its usage', async (t) => {
+  const res = await ops('vendor:lsit');
+  t.equal(res.code, 64);
+  t.match(res.stderr, /unknown command vendor:lsit; did you mean vendor:list\?/);
+  t.match(res.stderr, /usage: vendor:list/);
+  const far = await ops('zzzzzzzz');
+  t.equal(far.code, 64);
+  t.notMatch(far.stderr, /did you mean/, 'nothing close: the whole help instead');
+});
+
+t.test('vendor:add seals each kind’s credentials; re-running it updates the vendor', async (t) => {
+  const xendit = await ops('vendor:add', '--code', 'xnd', '--kind', 'xendit', '--base-url', 'https://api.xendit.co/', '--secret-key', 'xnd_development_abc123', '--callback-token', 'tok-12345678', '--json');
+  t.equal(xendit.code, 0, xendit.stderr);
+  t.same(JSON.parse(xendit.stdout), { code: 'xnd', kind: 'xendit', base_url: 'https://api.xendit.co', enabled: true });
+  t.same((await getVendor(pool, sealer, 'xnd'))?.credentials, { secretKey: 'xnd_development_abc123', callbackToken: 'tok-12345678' });
+
+  const again = await ops('vendor:add', '--code', 'xnd', '--kind', 'xendit', '--base-url', 'https://api.xendit.co', '--secret-key', 'xnd_development_rotated', '--callback-token', 'tok-87654321');
+  t.equal(again.code, 0, again.stderr);
+  t.equal((await getVendor(pool, sealer, 'xnd'))?.credentials.secretKey, 'xnd_development_rotated', 'updated in place');
+
+  const mid = await ops('vendor:add', '--code', 'mid', '--kind', 'midtrans', '--base-url', 'https://api.sandbox.midtrans.com', '--server-key', 'SB-Mid-server-abc', '--json');
+  t.equal(mid.code, 0, mid.stderr);
+  t.same((await getVendor(pool, sealer, 'mid'))?.credentials, { serverKey: 'SB-Mid-server-abc', qrisAcquirer: 'gopay' }, 'acquirer defaults to gopay');
+  // Sealed: the key's text is nowhere in the stored bytes.
+  const raw = await pool.oneFirst(sql.type(z.object({ c: z.instanceof(Buffer) }))`select credentials_enc as c from vendors where code = 'mid'`);
+  t.notOk(raw.toString('latin1').includes('SB-Mid-server-abc'));
+});
+
+t.test('vendor:add refuses what a kind does not take, and half of the Iris keys', async (t) => {
+  const wrongFlag = await ops('vendor:add', '--code', 'x2', '--kind', 'xendit', '--base-url', 'https://api.xendit.co', '--secret-key', 'xnd_development_abc123', '--callback-token', 'tok-12345678', '--server-key', 'SB-Mid-server-abc');
+  t.not(wrongFlag.code, 0);
+  t.match(wrongFlag.stderr, /server-key/);
+  const missing = await ops('vendor:add', '--code', 'x3', '--kind', 'xendit', '--base-url', 'https://api.xendit.co', '--secret-key', 'xnd_development_abc123');
+  t.not(missing.code, 0);
+  t.match(missing.stderr, /--callback-token/);
+  const halfIris = await ops('vendor:add', '--code', 'm2', '--kind', 'midtrans', '--base-url', 'https://api.sandbox.midtrans.com', '--server-key', 'SB-Mid-server-abc', '--iris-base-url', 'https://app.sandbox.midtrans.com/iris');
+  t.not(halfIris.code, 0);
+  t.match(halfIris.stderr, /Iris payouts need all four/);
+  t.equal(await getVendor(pool, sealer, 'm2'), null, 'nothing saved');
+});
+
+t.test('a payout route to a Midtrans vendor without Iris keys is refused; with them it is set', async (t) => {
+  await ops('vendor:add', '--code', 'mid-noiris', '--kind', 'midtrans', '--base-url', 'https://api.sandbox.midtrans.com', '--server-key', 'SB-Mid-server-abc');
+  const qris = await ops('route:set', '--method', 'QRIS', '--vendor', 'mid-noiris');
+  t.equal(qris.code, 0, qris.stderr);
+  for (const method of ['BANK', 'EWALLET']) {
+    const refused = await ops('route:set', '--method', method, '--vendor', 'mid-noiris');
+    t.equal(refused.code, 1);
+    t.match(refused.stderr, /without Iris keys: it cannot pay out/);
+  }
+  await ops('vendor:add', '--code', 'mid-iris', '--kind', 'midtrans', '--base-url', 'https://api.sandbox.midtrans.com', '--server-key', 'SB-Mid-server-abc',
+    '--iris-base-url', 'https://app.sandbox.midtrans.com/iris', '--iris-creator-key', 'IRIS-creator-1', '--iris-approver-key', 'IRIS-approver-1', '--iris-merchant-key', 'IRIS-merchant-1');
+  const bank = await ops('route:set', '--method', 'BANK', '--vendor', 'mid-iris');
+  t.equal(bank.code, 0, bank.stderr);
+});
+
+t.test('vendor:check says OK for a reachable vendor with the right secret, and why not otherwise', async (t) => {
+  const sim = await startSimulatorInProcess({ SIMULATOR_SECRET: 'check-secret-1' });
+  t.teardown(() => sim.stop());
+  await ops('vendor:add', '--code', 'simok', '--kind', 'simulator', '--base-url', sim.url, '--secret', 'check-secret-1');
+  const ok = await ops('vendor:check', '--code', 'simok', '--json');
+  t.equal(ok.code, 0, ok.stderr);
+  t.match(JSON.parse(ok.stdout), { code: 'simok', kind: 'simulator', ok: true });
+
+  await ops('vendor:add', '--code', 'simbad', '--kind', 'simulator', '--base-url', sim.url, '--secret', 'wrong-secret-2');
+  const bad = await ops('vendor:check', '--code', 'simbad');
+  t.equal(bad.code, 1);
+  t.match(bad.stdout, /simbad \(simulator\): NOT OK — HTTP 401/);
+
+  await ops('vendor:add', '--code', 'simdown', '--kind', 'simulator', '--base-url', 'http://127.0.0.1:1', '--secret', 'check-secret-1');
+  const down = await ops('vendor:check', '--code', 'simdown', '--json');
+  t.equal(down.code, 1);
+  t.match(JSON.parse(down.stdout), { ok: false, detail: /ECONNREFUSED/ });
+
+  const none = await ops('vendor:check', '--code', 'nope');
+  t.equal(none.code, 1);
+  t.match(none.stderr, /no vendor nope/);
+});
