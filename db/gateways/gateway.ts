@@ -86,6 +86,9 @@ export type CallbackEvent =
   | { type: 'qris.paid'; eventId: string; reference: string; vendorOrderId: string; amount: number; paidAt: Date; rrn: string }
   | { type: 'disbursement.updated'; eventId: string; reference: string; vendorDisbursementId: string; status: 'SUCCESS' | 'FAILED'; failureReason: string | null };
 
+/** What Kasir made of a callback, for vendors that prescribe the answer (answerCallback). */
+export type CallbackAnswer = 'accepted' | 'duplicate' | 'bad_signature' | 'unknown_reference' | 'amount_mismatch' | 'invalid_body';
+
 export interface Gateway {
   createQris(input: CreateQrisInput): Promise<Outcome<QrisCreated>>;
   queryQris(reference: string): Promise<Outcome<QrisStatus>>;
@@ -98,7 +101,13 @@ export interface Gateway {
    * or the body is not a callback this vendor sends. Async because some vendors' callbacks
    * are only trusted after re-reading the resource from the vendor (Midtrans).
    */
-  parseCallback(headers: Record<string, string | string[] | undefined>, rawBody: Buffer): Promise<CallbackEvent | null>;
+  parseCallback(headers: Record<string, string | string[] | undefined>, rawBody: Buffer, path?: string): Promise<CallbackEvent | null>;
+  /**
+   * The HTTP answer this vendor expects to a callback, when it prescribes one (SNAP's
+   * responseCode bodies). `path` is the part of the URL after /callbacks/<code> ('' for none);
+   * `result` is what Kasir made of it. Without this method, Kasir answers 200 with its own body.
+   */
+  answerCallback?(path: string, result: CallbackAnswer): { status: number; body: unknown };
   /**
    * One authenticated call that changes nothing at the vendor (`ops vendor:check`): ok with a
    * line saying what was checked, or failed/unknown saying why not (bad key, unreachable, ...).

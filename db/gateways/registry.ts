@@ -6,6 +6,7 @@ import { observeVendorCall } from '../metrics.ts';
 import type { Gateway, Outcome, VendorRecord } from './gateway.ts';
 import { createMidtransGateway } from './midtrans.ts';
 import { createSimulatorGateway } from './simulator.ts';
+import { createSnapGateway } from './snap.ts';
 import { createXenditGateway } from './xendit.ts';
 
 type AdapterFactory = (vendor: VendorRecord, options: { timeoutMs?: number }) => Gateway;
@@ -14,6 +15,7 @@ const adapters: Record<string, AdapterFactory> = {
   simulator: createSimulatorGateway,
   xendit: createXenditGateway,
   midtrans: createMidtransGateway,
+  snap: createSnapGateway,
 };
 
 /** The kinds `vendor:add` accepts: one adapter each. */
@@ -46,7 +48,8 @@ function measured(vendor: string, gateway: Gateway): Gateway {
     disburse: timed('disburse', (input) => gateway.disburse(input)),
     queryDisbursement: timed('query_disbursement', (reference) => gateway.queryDisbursement(reference)),
     inquireAccount: timed('inquire_account', (input) => gateway.inquireAccount(input)),
-    parseCallback: (headers, rawBody) => gateway.parseCallback(headers, rawBody),
+    parseCallback: (headers, rawBody, path) => gateway.parseCallback(headers, rawBody, path),
+    answerCallback: gateway.answerCallback?.bind(gateway),
     check: () => gateway.check(),
   };
 }

@@ -1,4 +1,6 @@
 // Vendors and routing: which gateways exist and which one a payment method goes to.
+import { createPrivateKey, createPublicKey } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { gatewayFor } from '../../db/gateways/registry.ts';
 import { getVendor, listRoutes, listVendors, removeRoute, routeMethod, setRoute, setVendorEnabled, upsertVendor, type VendorRecord } from '../../db/vendors.ts';
@@ -40,8 +42,47 @@ const vendorInput = z.discriminatedUnion('kind', [
       },
       'Iris payouts need all four of --iris-base-url, --iris-creator-key, --iris-approver-key and --iris-merchant-key',
     ),
+  z.strictObject({
+    kind: z.literal('snap'),
+    code: vendorCode,
+    'base-url': httpUrl,
+    'partner-id': z.string({ error: '--partner-id is required' }).min(1).max(64),
+    'client-key': z.string({ error: '--client-key is required' }).min(1).max(256),
+    'client-secret': key('client-secret'),
+    'private-key-file': z.string({ error: '--private-key-file is required' }).min(1),
+    'provider-public-key-file': z.string({ error: '--provider-public-key-file is required' }).min(1),
+    'channel-id': z.string({ error: '--channel-id is required' }).regex(/^\d{1,5}$/, '--channel-id: up to 5 digits'),
+    'merchant-id': z.string({ error: '--merchant-id is required' }).min(1).max(64),
+    'terminal-id': z.string().min(1).max(64).optional(),
+    'notify-signature': z.enum(['rsa', 'hmac']).default('rsa'),
+    // The serviceCode sent in a QR query body: the standard names the original service (47); some
+    // providers want the query's own (51).
+    'qr-query-service-code': z.enum(['47', '51']).default('47'),
+  }),
 ]);
 type VendorInput = z.infer<typeof vendorInput>;
+
+/**
+ * A PEM key file, read once and checked to be the kind of key it claims to be. Its content
+ * is sealed with the other credentials and never printed.
+ */
+function readKey(file: string, kind: 'private' | 'public', flag: string): string {
+  let pem: string;
+  try {
+    pem = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new OpsError(`--${flag}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  try {
+    const key = kind === 'private' ? createPrivateKey(pem) : createPublicKey(pem);
+    if (key.asymmetricKeyType !== 'rsa') throw new Error(`an ${key.asymmetricKeyType} key`);
+    const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
+    if (bits < 2048) throw new Error(`a ${bits}-bit RSA key; SNAP needs 2048 bits or more`);
+    return key.export({ type: kind === 'private' ? 'pkcs8' : 'spki', format: 'pem' }).toString();
+  } catch (err) {
+    throw new OpsError(`--${flag}: ${file} is not a usable RSA ${kind} key (${(err as Error).message.split('\n')[0]})`);
+  }
+}
 
 function credentialsOf(input: VendorInput): Record<string, string> {
   switch (input.kind) {
@@ -60,6 +101,19 @@ function credentialsOf(input: VendorInput): Record<string, string> {
         : {};
       return { serverKey: input['server-key'], qrisAcquirer: input['qris-acquirer'], ...iris };
     }
+    case 'snap':
+      return {
+        partnerId: input['partner-id'],
+        clientKey: input['client-key'],
+        clientSecret: input['client-secret'],
+        privateKeyPem: readKey(input['private-key-file'], 'private', 'private-key-file'),
+        providerPublicKeyPem: readKey(input['provider-public-key-file'], 'public', 'provider-public-key-file'),
+        channelId: input['channel-id'],
+        merchantId: input['merchant-id'],
+        ...(input['terminal-id'] ? { terminalId: input['terminal-id'] } : {}),
+        notifySignature: input['notify-signature'],
+        qrQueryServiceCode: input['qr-query-service-code'],
+      };
   }
 }
 
@@ -76,9 +130,14 @@ export const vendorAdd = command({
     'vendor:add --code C --kind xendit --base-url URL --secret-key K --callback-token T [--json]',
     'vendor:add --code C --kind midtrans --base-url URL --server-key K [--qris-acquirer gopay|airpay-shopee]',
     '           [--iris-base-url URL --iris-creator-key K --iris-approver-key K --iris-merchant-key K] [--json]',
+    'vendor:add --code C --kind snap --base-url URL --partner-id P --client-key K --client-secret S',
+    '           --private-key-file PEM --provider-public-key-file PEM --channel-id CH --merchant-id MID [--terminal-id TID]',
+    '           [--notify-signature rsa|hmac] [--qr-query-service-code 47|51] [--json]',
   ].join('\n       '),
   flags: Object.fromEntries(
-    ['code', 'kind', 'base-url', 'secret', 'secret-key', 'callback-token', 'server-key', 'qris-acquirer', 'iris-base-url', 'iris-creator-key', 'iris-approver-key', 'iris-merchant-key'].map(
+    ['code', 'kind', 'base-url', 'secret', 'secret-key', 'callback-token', 'server-key', 'qris-acquirer', 'iris-base-url', 'iris-creator-key', 'iris-approver-key', 'iris-merchant-key',
+      'partner-id', 'client-key', 'client-secret', 'private-key-file', 'provider-public-key-file', 'channel-id', 'merchant-id', 'terminal-id',
+      'notify-signature', 'qr-query-service-code'].map(
       (name) => [name, { type: 'string' as const }],
     ),
   ),

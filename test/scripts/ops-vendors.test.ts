@@ -96,3 +96,37 @@ t.test('vendor:check says OK for a reachable vendor with the right secret, and w
   t.equal(none.code, 1);
   t.match(none.stderr, /no vendor nope/);
 });
+
+t.test('vendor:add --kind snap reads the PEM files once, checks them, and seals them with the rest', async (t) => {
+  const { generateKeyPairSync } = await import('node:crypto');
+  const { writeFileSync, mkdtempSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const dir = mkdtempSync(`${tmpdir()}/kasir-snap-`);
+  const ours = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const theirs = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const weak = generateKeyPairSync('rsa', { modulusLength: 1024 });
+  writeFileSync(`${dir}/ours.pem`, ours.privateKey.export({ type: 'pkcs1', format: 'pem' }));
+  writeFileSync(`${dir}/theirs.pub.pem`, theirs.publicKey.export({ type: 'spki', format: 'pem' }));
+  writeFileSync(`${dir}/weak.pem`, weak.privateKey.export({ type: 'pkcs8', format: 'pem' }));
+  const base = ['vendor:add', '--code', 'bank-snap', '--kind', 'snap', '--base-url', 'https://snap.example-bank.co.id', '--partner-id', 'KASIR01', '--client-key', 'client-123',
+    '--client-secret', 'secret-abcdefgh', '--channel-id', '95221', '--merchant-id', 'MID001'];
+
+  const ok = await ops(...base, '--private-key-file', `${dir}/ours.pem`, '--provider-public-key-file', `${dir}/theirs.pub.pem`, '--json');
+  t.equal(ok.code, 0, ok.stderr);
+  t.notMatch(ok.stdout + ok.stderr, /BEGIN|PRIVATE|secret-abcdefgh/, 'no key material printed');
+  const creds = (await getVendor(pool, sealer, 'bank-snap'))!.credentials;
+  t.match(creds, { partnerId: 'KASIR01', clientKey: 'client-123', clientSecret: 'secret-abcdefgh', channelId: '95221', merchantId: 'MID001', notifySignature: 'rsa' });
+  t.equal(creds.qrQueryServiceCode, '47', 'the standard query service code by default');
+  t.match(creds.privateKeyPem, /^-----BEGIN PRIVATE KEY-----/, 'stored as PKCS#8 whatever it came as');
+  t.match(creds.providerPublicKeyPem, /^-----BEGIN PUBLIC KEY-----/);
+
+  const swapped = await ops(...base, '--private-key-file', `${dir}/theirs.pub.pem`, '--provider-public-key-file', `${dir}/theirs.pub.pem`);
+  t.equal(swapped.code, 1);
+  t.match(swapped.stderr, /--private-key-file: .* is not a usable RSA private key/);
+  const short = await ops(...base, '--private-key-file', `${dir}/weak.pem`, '--provider-public-key-file', `${dir}/theirs.pub.pem`);
+  t.equal(short.code, 1);
+  t.match(short.stderr, /1024-bit RSA key; SNAP needs 2048 bits or more/);
+  const missing = await ops(...base, '--private-key-file', `${dir}/nope.pem`, '--provider-public-key-file', `${dir}/theirs.pub.pem`);
+  t.equal(missing.code, 1);
+  t.match(missing.stderr, /cannot read .*nope\.pem \(ENOENT\)/);
+});

@@ -17,6 +17,7 @@ import type { SimulatorOptions } from './config.ts';
 import { createFaults, faultRuleSchema, isCallbackMode, applies, parseFaultHeader, type Fault, type RequestOp } from './faults.ts';
 import { irisDialect } from './dialects/iris.ts';
 import { midtransDialect } from './dialects/midtrans.ts';
+import { snapDialect } from './dialects/snap.ts';
 import { xenditDialect } from './dialects/xendit.ts';
 import type { DialectContext } from './dialect.ts';
 import { accountHolder, disbursementOutcome } from './magic.ts';
@@ -364,6 +365,7 @@ export function createSimulatorApp(options: SimulatorOptions) {
   app.use('/xendit', xenditDialect(dialect));
   app.use('/midtrans', midtransDialect(dialect));
   app.use('/iris', irisDialect(dialect));
+  app.use('/snap', snapDialect(dialect));
 
   // The payer's phone: no signature, any client may pay.
   app.post('/simulate/pay', (req, res) => {
