@@ -2,18 +2,17 @@
 // SHA-512 over "clientId|orderId|totalAmount|clientSecret". Same orders table and the same
 // merchant order namespace as V1; only the envelope, field names, timestamps (WIB) and the
 // reuse rule differ: a legacy create never returns an existing order, it says the id is used.
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../context.ts';
 import { ApiError } from '../../db/errors.ts';
 import { findMerchantByLegacyClientId, legacyClientSecretOf, type MerchantRow } from '../../db/merchants.ts';
-import { publicBaseUrl } from '../../db/config.ts';
 import { checkNotifyUrl } from '../../db/notify-url.ts';
-import { createOrder } from '../../db/orders.ts';
-import { findLiveOrderByMerchantOrderId, findOrderById } from '../../db/orders.sql.ts';
+import { findLiveOrderByMerchantOrderId } from '../../db/orders.sql.ts';
 import { constantTimeEqual } from '../../db/secrets.ts';
 import { presentLegacyOrder } from '../../db/present/orders.ts';
+import { attemptedOrder, createOrderAndWait } from '../order-create.ts';
 import { LegacyError, legacyMessages } from './errors.ts';
 
 export const createBody = z.object({
@@ -70,48 +69,31 @@ export function legacyOrderRoutes(ctx: AppContext): Router {
       throw new LegacyError(400, legacyMessages.invalidParameters);
     }
 
-    const orderId = randomUUID();
-    const wait = ctx.waiter.expect(orderId, ctx.config.ORDER_CREATE_DEADLINE_MS);
     let outcome;
     try {
-      outcome = await createOrder(
-        ctx.pool,
-        ctx.boss,
-        {
-          orderId,
-          merchantId: merchant.id,
-          merchantOrderId: body.orderId,
-          api: 'LEGACY',
-          amount: body.totalAmount,
-          customerName: body.customerName,
-          customerEmail: body.customerEmail ?? null,
-          customerPhone: body.customerPhone ?? null,
-          notifyUrl: body.notifyUrl ?? null,
-          returnUrl: body.returnUrl ?? null,
-          metadataJson: null,
-          expireMinutes: 60,
-          idempotency: null,
-        },
-        publicBaseUrl(ctx.config),
-      );
+      outcome = await createOrderAndWait(ctx, {
+        merchantId: merchant.id,
+        merchantOrderId: body.orderId,
+        api: 'LEGACY',
+        amount: body.totalAmount,
+        customerName: body.customerName,
+        customerEmail: body.customerEmail ?? null,
+        customerPhone: body.customerPhone ?? null,
+        notifyUrl: body.notifyUrl ?? null,
+        returnUrl: body.returnUrl ?? null,
+        metadataJson: null,
+        expireMinutes: 60,
+        idempotency: null,
+      });
     } catch (err) {
-      wait.cancel();
       // Any live order on this id (either API, any amount, confirmed or not) means "used".
       if (err instanceof ApiError && (err.code === 'MERCHANT_ORDER_ID_REUSED' || err.code === 'ORDER_PENDING_CONFIRMATION')) {
         throw new LegacyError(400, legacyMessages.orderIdUsed);
       }
       throw err;
     }
-    if (outcome.kind !== 'attempt') {
-      wait.cancel();
-      throw new LegacyError(400, legacyMessages.orderIdUsed);
-    }
-    try {
-      await wait.done;
-    } finally {
-      wait.cancel();
-    }
-    const order = await findOrderById(ctx.pool, orderId);
+    if (outcome.kind !== 'attempted') throw new LegacyError(400, legacyMessages.orderIdUsed);
+    const order = await attemptedOrder(ctx, outcome.orderId);
     if (!order || order.status === 'CREATING') {
       throw new LegacyError(503, 'Order is pending confirmation at the gateway; query it before retrying');
     }

@@ -1,14 +1,12 @@
-// V1 orders (spec 4.2). POST runs: signature → validation → createOrder (one transaction:
-// idempotency key + CREATING attempt + order-create job) → wait for the vendor worker's
-// outcome (LISTEN/NOTIFY, deadline ORDER_CREATE_DEADLINE_MS) → answer from the row.
-import { randomUUID } from 'node:crypto';
+// V1 orders (spec 4.2). POST runs: signature → validation → the API's one order-creation path
+// (api/order-create.ts: createOrder, then wait for the vendor worker's outcome) → answer from
+// the key's stored response or the row.
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../context.ts';
 import { ApiError } from '../../db/errors.ts';
 import { publicBaseUrl } from '../../db/config.ts';
 import { webhookSecretOf } from '../../db/merchants.ts';
-import { createOrder, type CreateOutcome } from '../../db/orders.ts';
 import {
   findIdempotencyKey,
   findMerchantOrder,
@@ -19,11 +17,11 @@ import {
 } from '../../db/orders.sql.ts';
 import { sendJob } from '../../db/queue.ts';
 import { checkNotifyUrl } from '../../db/notify-url.ts';
+import { attemptedOrder, createOrderAndWait } from '../order-create.ts';
 import { sendData, sendPage, pageMeta } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
 import { normalizePhone } from '../http/phone.ts';
 import { verifyBodySignature } from '../../db/signatures.ts';
-import type { Expectation } from '../http/outcome-waiter.ts';
 import { parseBody } from '../http/validate.ts';
 import { memberText } from '../../db/present/json-text.ts';
 import { orderResponseBody, presentOrder } from '../../db/present/orders.ts';
@@ -73,45 +71,28 @@ export function orderRoutes(ctx: AppContext): Router {
       throw new ApiError('INVALID_BODY', 'Idempotency-Key: must be 1-255 printable characters');
     }
 
-    const orderId = randomUUID();
-    // Listen before the job can possibly finish, so its notification cannot be missed.
-    const wait = ctx.waiter.expect(orderId, ctx.config.ORDER_CREATE_DEADLINE_MS);
-    let outcome: CreateOutcome;
-    try {
-      outcome = await createOrder(
-        ctx.pool,
-        ctx.boss,
-        {
-          orderId,
-          merchantId: merchant.id,
-          merchantOrderId: body.merchant_order_id,
-          api: 'V1',
-          amount: body.amount,
-          customerName: body.customer_name ?? null,
-          customerEmail: body.customer_email ?? null,
-          customerPhone: phone,
-          notifyUrl: body.notify_url ?? null,
-          returnUrl: body.return_url ?? null,
-          metadataJson: body.metadata ? metadataText(req) : null,
-          expireMinutes: body.expire_minutes ?? 60,
-          idempotency: keyHeader === undefined ? null : { key: keyHeader, rawBody: req.rawBody ?? Buffer.alloc(0) },
-        },
-        baseUrl,
-      );
-    } catch (err) {
-      wait.cancel();
-      throw err;
-    }
-    if (outcome.kind !== 'attempt') wait.cancel();
+    const outcome = await createOrderAndWait(ctx, {
+      merchantId: merchant.id,
+      merchantOrderId: body.merchant_order_id,
+      api: 'V1',
+      amount: body.amount,
+      customerName: body.customer_name ?? null,
+      customerEmail: body.customer_email ?? null,
+      customerPhone: phone,
+      notifyUrl: body.notify_url ?? null,
+      returnUrl: body.return_url ?? null,
+      metadataJson: body.metadata ? metadataText(req) : null,
+      expireMinutes: body.expire_minutes ?? 60,
+      idempotency: keyHeader === undefined ? null : { key: keyHeader, rawBody: req.rawBody ?? Buffer.alloc(0) },
+    });
     if (outcome.kind === 'replay') return sendRaw(res, outcome.status, outcome.body, true);
     if (outcome.kind === 'existing') return sendRaw(res, 200, outcome.body, false);
-    await awaitOutcome(ctx, outcome.kind === 'attempt' ? wait : null, outcome.orderId);
     if (keyHeader !== undefined) {
       // The transaction that confirmed the order stored its answer: send exactly those bytes.
       const stored = await findIdempotencyKey(ctx.pool, merchant.id, keyHeader);
       if (stored?.response_body && stored.response_status) return sendRaw(res, stored.response_status, stored.response_body, false);
     }
-    const order = await findOrderById(ctx.pool, outcome.orderId);
+    const order = await attemptedOrder(ctx, outcome.orderId);
     if (!order || order.status === 'CREATING') throw new ApiError('ORDER_PENDING_CONFIRMATION');
     if (order.status === 'FAILED') throw new ApiError(order.failure_code === 'NO_VENDOR' ? 'NO_VENDOR' : 'VENDOR_ERROR');
     sendRaw(res, 201, render(order), false);
@@ -172,23 +153,4 @@ function metadataText(req: Request): string {
 function sendRaw(res: Response, status: number, body: string, replayed: boolean) {
   if (replayed) res.setHeader('Idempotent-Replayed', 'true');
   res.status(status).type('application/json').send(body);
-}
-
-/**
- * Waits until the worker resolves the attempt (confirmed, failed, or "outcome unknown at the
- * vendor": any notification) or the deadline passes; the caller then reads the row, the only
- * truth, and a still-CREATING attempt becomes 409 ORDER_PENDING_CONFIRMATION.
- */
-async function awaitOutcome(ctx: AppContext, registered: Expectation | null, orderId: string): Promise<void> {
-  const wait = registered ?? ctx.waiter.expect(orderId, ctx.config.ORDER_CREATE_DEADLINE_MS);
-  try {
-    if (!registered) {
-      // Joining another request's attempt: it may have resolved before we started listening.
-      const now = await findOrderById(ctx.pool, orderId);
-      if (now && now.status !== 'CREATING') return;
-    }
-    await wait.done;
-  } finally {
-    wait.cancel();
-  }
 }
