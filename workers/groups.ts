@@ -43,9 +43,8 @@ export const groups: Record<string, Group> = {
   },
   disbursement: {
     async start(ctx) {
-      const { handleDisbursementExecute, handleDisbursementReconcile } = await import('./disbursement-execute.ts');
+      const { handleDisbursementExecute, handleDisbursementReconcile, handleSettlementPayout, handleSettlementReconcile } = await import('./payout-execute.ts');
       const { handleBeneficiaryVerify } = await import('./beneficiary-verify.ts');
-      const { handleSettlementPayout, handleSettlementReconcile } = await import('./settlement-payout.ts');
       await ping(ctx);
       await workQueue(ctx.boss, 'disbursement-execute', { batchSize: DISBURSEMENT_BATCH, loops: 2 }, (p) => handleDisbursementExecute(ctx, p));
       await workQueue(ctx.boss, 'disbursement-reconcile', { batchSize: DISBURSEMENT_BATCH }, (p) => handleDisbursementReconcile(ctx, p));

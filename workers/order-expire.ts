@@ -8,16 +8,15 @@
 // The same loop re-queues create attempts left CREATING for longer than a create job can take
 // (jobs that exhausted their retries): the create handler asks the pending vendor first; and
 // restarts disbursements, refunds and settlement payouts whose job chain went quiet
-// (workers/disbursement-execute.ts, workers/refund-execute.ts, workers/settlement-payout.ts).
+// (workers/payout-execute.ts, workers/refund-execute.ts).
 import { logger } from '../db/logger.ts';
 import { expireBatch } from '../db/orders.ts';
 import { findStaleCreating } from '../db/orders.sql.ts';
 import { sendJob } from '../db/queue.ts';
 import type { WorkerContext } from './context.ts';
 import { every, type Periodic } from './periodic.ts';
-import { requeueStaleDisbursements } from './disbursement-execute.ts';
+import { requeueStaleDisbursements, requeueStaleSettlements } from './payout-execute.ts';
 import { requeueStaleRefunds } from './refund-execute.ts';
-import { requeueStaleSettlements } from './settlement-payout.ts';
 
 const BATCH = 500;
 const STALE_CREATING_SECONDS = 300;

@@ -1,0 +1,224 @@
+// The one payout state machine: money leaving Kasir to a bank account or e-wallet through a
+// vendor. Disbursements and settlement payouts run it; what differs between them is data, in
+// a PayoutKind (which rows, queues, reference, destination, and the data-module functions
+// that move the row, post the ledger and write the webhook), never a second copy of the chain.
+//
+// execute: the row is claimed for the next routed vendor — moved in flight with that vendor
+// recorded as called (vendor_call_pending), committed — before the call. Accepted: its id is
+// noted and the callback (or the reconcile poll) brings the final status. Surely refused: the
+// next routed vendor; none left: the kind's no-vendor outcome. Unknown (timeout, 5xx): never
+// re-sent blindly: reconcile asks that same vendor by our reference.
+// reconcile: SUCCESS/FAILED complete it; PROCESSING throws so pg-boss retries with backoff;
+// NOT_FOUND after an unknown send means the vendor never took it: sent again to that vendor
+// (vendors dedupe on our reference). A retried job reloads and locks the row and checks its
+// state first, so duplicates are harmless.
+// stale sweep: chains nobody worked on for an hour (jobs exhausted while a vendor was down,
+// or lost) are restarted: claimable rows executed again, in-flight ones reconciled.
+import { publicBaseUrl } from '../db/config.ts';
+import { completeDisbursement, moveDisbursement } from '../db/disbursements.ts';
+import * as disbursements from '../db/disbursements.sql.ts';
+import type { DisburseInput } from '../db/gateways/gateway.ts';
+import { logger } from '../db/logger.ts';
+import type { Db } from '../db/pool.ts';
+import { sendJob } from '../db/queue.ts';
+import { completeSettlement, moveSettlement, payoutReference } from '../db/settlements.ts';
+import * as settlements from '../db/settlements.sql.ts';
+import { getVendor, routeVendors, type RouteMethod, type VendorRecord } from '../db/vendors.ts';
+import { gatewayOf, type WorkerContext } from './context.ts';
+
+/** The columns the state machine reads, whatever the table. */
+interface PayoutRow {
+  id: string;
+  ref_code: string;
+  merchant_id: string;
+  status: string;
+  vendor_code: string | null;
+  vendor_call_pending: boolean;
+  vendor_disbursement_id: string | null;
+  vendors_tried: string[];
+}
+
+type Final = { status: 'SUCCESS'; vendorDisbursementId: string | null } | { status: 'FAILED'; vendorDisbursementId: string | null; reason: string };
+
+interface PayoutKind<R extends PayoutRow> {
+  /** For logs and results. */
+  noun: string;
+  executeQueue: 'disbursement-execute' | 'settlement-payout';
+  reconcileQueue: 'disbursement-reconcile' | 'settlement-reconcile';
+  job(id: string): { disbursement_id: string } | { settlement_id: string };
+  /** The state a claimed row is in while the vendor has it. */
+  inFlight: string;
+  find(db: Db, id: string): Promise<R | null>;
+  lock(tx: Db, id: string): Promise<R | null>;
+  noteVendorAnswer(db: Db, id: string, answer: { vendorDisbursementId: string | null; vendorCallPending: boolean }): Promise<unknown>;
+  claimStale(db: Db, olderThanSeconds: number, limit: number): Promise<readonly { id: string; status: string }[]>;
+  method(row: R): RouteMethod;
+  /** What the vendor is asked to pay, under which of our references. */
+  order(row: R): Omit<DisburseInput, 'callbackUrl'>;
+  claim(tx: Db, ctx: WorkerContext, row: R, vendorCode: string): Promise<R>;
+  /** No routed vendor is left (or none is routed). */
+  noVendor(tx: Db, ctx: WorkerContext, row: R, reason: 'NO_VENDOR' | 'VENDOR_ERROR'): Promise<unknown>;
+  complete(tx: Db, ctx: WorkerContext, row: R, outcome: Final, source: string): Promise<unknown>;
+}
+
+const disbursementKind: PayoutKind<disbursements.DisbursementRow> = {
+  noun: 'disbursement',
+  executeQueue: 'disbursement-execute',
+  reconcileQueue: 'disbursement-reconcile',
+  job: (id) => ({ disbursement_id: id }),
+  inFlight: 'ON_PROCESS',
+  find: disbursements.findDisbursement,
+  lock: (tx, id) => disbursements.lockDisbursement(tx, { id }),
+  noteVendorAnswer: disbursements.noteVendorAnswer,
+  claimStale: disbursements.claimStale,
+  method: (d) => d.channel,
+  order: (d) => ({
+    reference: d.ref_code,
+    channel: d.channel,
+    bankCode: d.bank_short_code,
+    ewalletCode: d.ewallet_provider,
+    accountNumber: d.channel === 'BANK' ? d.account_number! : d.ewallet_phone!,
+    accountName: d.account_name,
+    amount: d.request_amount,
+  }),
+  claim: (tx, ctx, d, vendorCode) =>
+    moveDisbursement(tx, ctx.boss, d, { status: 'ON_PROCESS', vendorCode, vendorCallPending: true, triedVendor: vendorCode }, {
+      source: 'disbursement-worker',
+      detail: { vendor: vendorCode },
+    }),
+  // FAILED returns the debit to the wallet.
+  noVendor: (tx, ctx, d, reason) => completeDisbursement(tx, ctx.boss, { id: d.id }, { status: 'FAILED', vendorDisbursementId: null, reason }, 'disbursement-worker'),
+  complete: (tx, ctx, d, outcome, source) => completeDisbursement(tx, ctx.boss, { id: d.id }, outcome, source),
+};
+
+const settlementKind: PayoutKind<settlements.SettlementRow> = {
+  noun: 'settlement payout',
+  executeQueue: 'settlement-payout',
+  reconcileQueue: 'settlement-reconcile',
+  job: (id) => ({ settlement_id: id }),
+  inFlight: 'PROCESSING',
+  find: settlements.findSettlement,
+  lock: (tx, id) => settlements.lockSettlement(tx, { id }),
+  noteVendorAnswer: settlements.noteVendorAnswer,
+  claimStale: settlements.claimStale,
+  method: () => 'BANK',
+  // A retried settlement is a new attempt under a new reference (ref_code and attempt), so an
+  // answer about an earlier attempt completes nothing.
+  order: (s) => ({
+    reference: payoutReference(s),
+    channel: 'BANK',
+    bankCode: s.bank_short_code,
+    ewalletCode: null,
+    accountNumber: s.account_number,
+    accountName: s.account_name,
+    amount: s.net_payout,
+  }),
+  claim: (tx, ctx, s, vendorCode) => moveSettlement(tx, ctx.boss, s, { status: 'PROCESSING', vendorCode, vendorCallPending: true, triedVendor: vendorCode }),
+  // FAILED keeps the money in SETTLEMENTS_IN_FLIGHT for an operator (settlements:retry or cancel).
+  noVendor: (tx, ctx, s, reason) => moveSettlement(tx, ctx.boss, s, { status: 'FAILED', vendorCallPending: false, failureReason: reason }),
+  complete: (tx, ctx, s, outcome, source) => completeSettlement(tx, ctx.boss, { reference: payoutReference(s) }, outcome, source),
+};
+
+/** A row a vendor may be claimed for: new, or in flight after a definite refusal freed it. */
+function claimable<R extends PayoutRow>(kind: PayoutKind<R>, row: R): boolean {
+  return row.status === 'PENDING' || (row.status === kind.inFlight && !row.vendor_call_pending && !row.vendor_disbursement_id);
+}
+
+async function scheduleReconcile<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>, id: string, delaySeconds: number) {
+  await sendJob(ctx.boss, kind.reconcileQueue, kind.job(id) as never, { startAfter: delaySeconds });
+}
+
+/** Claims the next routed vendor for a claimable row: in flight, call pending, committed. */
+async function claimVendor<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>, id: string): Promise<{ row: R; vendor: VendorRecord } | { done: string }> {
+  return ctx.pool.transaction(async (tx) => {
+    const row = await kind.lock(tx, id);
+    if (!row) return { done: 'missing' };
+    if (!claimable(kind, row)) return { done: row.status };
+    const routed = await routeVendors(tx, ctx.sealer, row.merchant_id, kind.method(row));
+    const vendor = routed.find((v) => !row.vendors_tried.includes(v.code));
+    if (!vendor) {
+      const reason = routed.length === 0 ? 'NO_VENDOR' : 'VENDOR_ERROR';
+      await kind.noVendor(tx, ctx, row, reason);
+      return { done: `failed: ${reason}` };
+    }
+    return { row: await kind.claim(tx, ctx, row, vendor.code), vendor };
+  });
+}
+
+/** Sends to the vendor already recorded on the row; null when it surely refused. */
+async function send<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>, row: R, vendor: VendorRecord) {
+  const order = kind.order(row);
+  const answer = await gatewayOf(ctx, vendor).disburse({ ...order, callbackUrl: `${publicBaseUrl(ctx.config)}/callbacks/${vendor.code}` });
+  if (answer.kind === 'ok') {
+    await kind.noteVendorAnswer(ctx.pool, row.id, { vendorDisbursementId: answer.value.vendorDisbursementId, vendorCallPending: false });
+    await scheduleReconcile(ctx, kind, row.id, ctx.config.DISBURSEMENT_RECONCILE_DELAY_SECONDS);
+    return { sent: vendor.code };
+  }
+  if (answer.kind === 'unknown') {
+    await scheduleReconcile(ctx, kind, row.id, ctx.config.ORDER_RECONCILE_DELAY_SECONDS);
+    return { unknown: answer.reason };
+  }
+  // Surely not taken: free the claim so the next routed vendor is tried.
+  await kind.noteVendorAnswer(ctx.pool, row.id, { vendorDisbursementId: null, vendorCallPending: false });
+  logger.info({ reference: order.reference, vendor: vendor.code, reason: answer.reason }, `vendor refused ${kind.noun}`);
+  return null;
+}
+
+async function execute<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>, id: string): Promise<Record<string, unknown>> {
+  const current = await kind.find(ctx.pool, id);
+  if (!current) return { skipped: 'missing' };
+  // A previous run died after claiming a vendor: ask it, never send blindly.
+  if (current.status === kind.inFlight && current.vendor_call_pending) return reconcile(ctx, kind, id);
+  for (;;) {
+    const claimed = await claimVendor(ctx, kind, id);
+    if ('done' in claimed) return { status: claimed.done };
+    const sent = await send(ctx, kind, claimed.row, claimed.vendor);
+    if (sent) return sent;
+  }
+}
+
+async function reconcile<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>, id: string): Promise<Record<string, unknown>> {
+  const row = await kind.find(ctx.pool, id);
+  if (!row || row.status !== kind.inFlight || !row.vendor_code) return { skipped: row?.status ?? 'missing' };
+  const vendor = await getVendor(ctx.pool, ctx.sealer, row.vendor_code);
+  if (!vendor) throw new Error(`vendor ${row.vendor_code} of ${row.ref_code} is not configured`);
+  const { reference } = kind.order(row);
+  const answer = await gatewayOf(ctx, vendor).queryDisbursement(reference);
+  if (answer.kind !== 'ok') throw new Error(`query at ${vendor.code} failed: ${answer.reason}`);
+  const status = answer.value;
+  if (status.status === 'NOT_FOUND') {
+    if (!row.vendor_call_pending && row.vendor_disbursement_id) throw new Error(`${vendor.code} lost ${reference} after accepting it`);
+    return (await send(ctx, kind, row, vendor)) ?? execute(ctx, kind, id);
+  }
+  if (status.status === 'PROCESSING') {
+    // Also marks the row as heard of: the stale sweep leaves live chains alone.
+    await kind.noteVendorAnswer(ctx.pool, row.id, { vendorDisbursementId: status.vendorDisbursementId, vendorCallPending: false });
+    throw new Error(`${reference} still processing at ${vendor.code}`);
+  }
+  const outcome: Final =
+    status.status === 'SUCCESS'
+      ? { status: 'SUCCESS', vendorDisbursementId: status.vendorDisbursementId }
+      : { status: 'FAILED', vendorDisbursementId: status.vendorDisbursementId, reason: status.failureReason ?? 'FAILED' };
+  const result = await ctx.pool.transaction((tx) => kind.complete(tx, ctx, row, outcome, `reconcile:${vendor.code}`));
+  return { result, status: status.status };
+}
+
+/** Longer than any healthy chain stays silent (the reconcile backoff tops out at 30 min). */
+const STALE_SECONDS = 3600;
+
+async function requeueStale<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>): Promise<number> {
+  const stale = await kind.claimStale(ctx.pool, STALE_SECONDS, 100);
+  for (const row of stale) {
+    await sendJob(ctx.boss, row.status === 'PENDING' ? kind.executeQueue : kind.reconcileQueue, kind.job(row.id) as never);
+  }
+  return stale.length;
+}
+
+export const handleDisbursementExecute = (ctx: WorkerContext, p: { disbursement_id: string }) => execute(ctx, disbursementKind, p.disbursement_id);
+export const handleDisbursementReconcile = (ctx: WorkerContext, p: { disbursement_id: string }) => reconcile(ctx, disbursementKind, p.disbursement_id);
+export const handleSettlementPayout = (ctx: WorkerContext, p: { settlement_id: string }) => execute(ctx, settlementKind, p.settlement_id);
+export const handleSettlementReconcile = (ctx: WorkerContext, p: { settlement_id: string }) => reconcile(ctx, settlementKind, p.settlement_id);
+
+/** Restarts the quiet chains of both kinds (from the scheduler's sweep). */
+export const requeueStaleDisbursements = (ctx: WorkerContext) => requeueStale(ctx, disbursementKind);
+export const requeueStaleSettlements = (ctx: WorkerContext) => requeueStale(ctx, settlementKind);
