@@ -7,8 +7,7 @@ import { Router } from 'express';
 import type { AppContext } from './context.ts';
 import { ApiError } from '../db/errors.ts';
 import { logger } from '../db/logger.ts';
-import { completeDisbursement } from '../db/disbursements.ts';
-import { completeSettlement } from '../db/settlements.ts';
+import { completePayout } from '../db/payouts.ts';
 import { applyPayment } from '../db/orders.ts';
 import { getVendor, recordCallback } from '../db/vendors.ts';
 import { gatewayFor } from '../db/gateways/registry.ts';
@@ -45,11 +44,8 @@ export function callbackRoutes(ctx: AppContext): Router {
           event.status === 'SUCCESS'
             ? { status: 'SUCCESS' as const, vendorDisbursementId: event.vendorDisbursementId }
             : { status: 'FAILED' as const, vendorDisbursementId: event.vendorDisbursementId, reason: event.failureReason ?? 'FAILED' };
-        // Settlement payouts go out under the settlement's reference (STL-…).
-        if (event.reference.startsWith('STL-')) {
-          return completeSettlement(tx, ctx.boss, { reference: event.reference }, outcome, `callback:${vendor.code}`);
-        }
-        return completeDisbursement(tx, ctx.boss, { refCode: event.reference }, outcome, `callback:${vendor.code}`);
+        // The payout is found by the kind recorded with the reference it went out under.
+        return completePayout(tx, ctx.boss, event.reference, outcome, `callback:${vendor.code}`);
       }
       return 'recorded';
     });

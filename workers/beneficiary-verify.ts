@@ -9,7 +9,8 @@
 import { findBankById } from '../db/master-data.ts';
 import { findBeneficiary, recordVerification, type Verification } from '../db/beneficiaries.sql.ts';
 import { routeVendors } from '../db/vendors.ts';
-import { gatewayOf, type WorkerContext } from './context.ts';
+import type { WorkerContext } from './context.ts';
+import { gatewayOf } from './gateway.ts';
 
 export async function handleBeneficiaryVerify(ctx: WorkerContext, payload: { beneficiary_id: string }): Promise<Record<string, unknown>> {
   const b = await findBeneficiary(ctx.pool, payload.beneficiary_id);

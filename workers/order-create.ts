@@ -13,7 +13,8 @@ import { announceUnresolved, confirmOrder, failOrder } from '../db/orders.ts';
 import { clearVendorPending, findOrderById, markVendorPending, type OrderRow } from '../db/orders.sql.ts';
 import { sendJob } from '../db/queue.ts';
 import { getVendor, routeVendors } from '../db/vendors.ts';
-import { gatewayOf, type WorkerContext } from './context.ts';
+import type { WorkerContext } from './context.ts';
+import { gatewayOf } from './gateway.ts';
 import type { QrisStatus, VendorRecord } from '../db/gateways/gateway.ts';
 import { validateVendorQris } from '../db/gateways/qris.ts';
 

@@ -9,7 +9,8 @@
 import { announceUnresolved, applyPayment, failOrder } from '../db/orders.ts';
 import { findOrderById, type OrderRow } from '../db/orders.sql.ts';
 import { getVendor } from '../db/vendors.ts';
-import { gatewayOf, type WorkerContext } from './context.ts';
+import type { WorkerContext } from './context.ts';
+import { gatewayOf } from './gateway.ts';
 import { resolveWithVendor } from './order-create.ts';
 
 async function reconcileCreating(ctx: WorkerContext, order: OrderRow) {

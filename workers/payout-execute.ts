@@ -19,12 +19,14 @@ import { completeDisbursement, moveDisbursement } from '../db/disbursements.ts';
 import * as disbursements from '../db/disbursements.sql.ts';
 import type { DisburseInput } from '../db/gateways/gateway.ts';
 import { logger } from '../db/logger.ts';
+import { recordPayoutReference, type PayoutKindName } from '../db/payouts.ts';
 import type { Db } from '../db/pool.ts';
 import { sendJob } from '../db/queue.ts';
 import { completeSettlement, moveSettlement, payoutReference } from '../db/settlements.ts';
 import * as settlements from '../db/settlements.sql.ts';
 import { getVendor, routeVendors, type RouteMethod, type VendorRecord } from '../db/vendors.ts';
-import { gatewayOf, type WorkerContext } from './context.ts';
+import type { WorkerContext } from './context.ts';
+import { gatewayOf } from './gateway.ts';
 
 /** The columns the state machine reads, whatever the table. */
 interface PayoutRow {
@@ -43,6 +45,8 @@ type Final = { status: 'SUCCESS'; vendorDisbursementId: string | null } | { stat
 interface PayoutKind<R extends PayoutRow> {
   /** For logs and results. */
   noun: string;
+  /** Recorded with each reference sent, for callbacks (db/payouts.ts). */
+  kind: PayoutKindName;
   executeQueue: 'disbursement-execute' | 'settlement-payout';
   reconcileQueue: 'disbursement-reconcile' | 'settlement-reconcile';
   job(id: string): { disbursement_id: string } | { settlement_id: string };
@@ -63,6 +67,7 @@ interface PayoutKind<R extends PayoutRow> {
 
 const disbursementKind: PayoutKind<disbursements.DisbursementRow> = {
   noun: 'disbursement',
+  kind: 'DISBURSEMENT',
   executeQueue: 'disbursement-execute',
   reconcileQueue: 'disbursement-reconcile',
   job: (id) => ({ disbursement_id: id }),
@@ -93,6 +98,7 @@ const disbursementKind: PayoutKind<disbursements.DisbursementRow> = {
 
 const settlementKind: PayoutKind<settlements.SettlementRow> = {
   noun: 'settlement payout',
+  kind: 'SETTLEMENT',
   executeQueue: 'settlement-payout',
   reconcileQueue: 'settlement-reconcile',
   job: (id) => ({ settlement_id: id }),
@@ -141,7 +147,9 @@ async function claimVendor<R extends PayoutRow>(ctx: WorkerContext, kind: Payout
       await kind.noVendor(tx, ctx, row, reason);
       return { done: `failed: ${reason}` };
     }
-    return { row: await kind.claim(tx, ctx, row, vendor.code), vendor };
+    const claimed = await kind.claim(tx, ctx, row, vendor.code);
+    await recordPayoutReference(tx, kind.order(claimed).reference, kind.kind, claimed.id);
+    return { row: claimed, vendor };
   });
 }
 

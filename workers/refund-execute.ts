@@ -9,7 +9,8 @@ import { claimStaleRefunds, findRefund, noteRefundPending } from '../db/refunds.
 import { findOrderById } from '../db/orders.sql.ts';
 import { sendJob } from '../db/queue.ts';
 import { getVendor } from '../db/vendors.ts';
-import { gatewayOf, type WorkerContext } from './context.ts';
+import type { WorkerContext } from './context.ts';
+import { gatewayOf } from './gateway.ts';
 
 export async function handleRefundExecute(ctx: WorkerContext, payload: { refund_id: string }) {
   const refund = await findRefund(ctx.pool, payload.refund_id);
