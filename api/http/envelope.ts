@@ -21,3 +21,19 @@ export function sendPage(res: Response, data: unknown[], meta: PageMeta): void {
 export function pageMeta(page: number, limit: number, total: number): PageMeta {
   return { page, limit, total, total_pages: Math.ceil(total / limit) };
 }
+
+/**
+ * For streamed answers (exports, import results): resolves once `res` has taken what was
+ * written and can take more, or has closed because the client went away.
+ */
+export function drained(res: Response): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}

@@ -16,6 +16,7 @@ import { logger } from '../../db/logger.ts';
 import { getMoneySettings } from '../../db/merchants.ts';
 import { IMPORT_COLUMNS, rowCells, type PackedRows } from '../../db/csv/parse-import.ts';
 import { parseImportFile } from '../../db/csv/pool.ts';
+import { drained } from '../http/envelope.ts';
 import { readUpload } from '../http/multipart.ts';
 import { parseBody } from '../http/validate.ts';
 import { requireWalletMerchant } from '../http/wallet.ts';
@@ -102,19 +103,6 @@ function presentOutcome(o: RowOutcome) {
     disbursement_status: o.disbursement.status,
     total_debit: o.disbursement.totalDebit,
   };
-}
-
-/** Until the client has taken what was written, or has gone. */
-function drained(res: Response): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
 }
 
 /**

@@ -13,7 +13,7 @@ import { ApiError } from '../../db/errors.ts';
 import { exportFileName, requestExport } from '../../db/exports.ts';
 import { exportType, findMerchantExport, listMerchantExports, readExportChunk } from '../../db/exports.sql.ts';
 import { sumProfits } from '../../db/reports.sql.ts';
-import { pageMeta, sendData, sendPage } from '../http/envelope.ts';
+import { drained, pageMeta, sendData, sendPage } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
 import { parseBody } from '../http/validate.ts';
 import { uuidParam } from '../http/wallet.ts';
@@ -50,19 +50,6 @@ export const exportBody = z.object({
   date_from: z.unknown().optional(),
   date_to: z.unknown().optional(),
 });
-
-/** Resolves once `res` can take more, or has closed (the client went away). */
-function writable(res: Response): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
-}
 
 export function reportRoutes(ctx: AppContext): Router {
   const router = Router();
@@ -115,7 +102,7 @@ export function reportRoutes(ctx: AppContext): Router {
         // Deleted meanwhile (retention): cut the response short rather than end it as if whole.
         if (!data) throw new Error(`export ${found.id} lost chunk ${seq} while downloading`);
         sent += data.length;
-        if (!res.write(data)) await writable(res);
+        if (!res.write(data)) await drained(res);
       }
       res.end();
     } catch (err) {
