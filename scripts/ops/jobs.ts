@@ -34,8 +34,13 @@ export const jobsList = command({
         created_on: job.createdOn.toISOString(),
         completed_on: job.completedOn?.toISOString() ?? null,
       }));
+    const row = (id: string, queue: string, state: string, retries: string, created: string, data: string) =>
+      `${id.padEnd(36)}  ${queue.padEnd(22)} ${state.padEnd(9)} ${retries.padStart(7)}  ${created.padEnd(24)} ${data}`;
     const text = jobs.length
-      ? jobs.map((j) => `${j.id}  ${j.queue.padEnd(16)} ${j.state.padEnd(9)} retries=${j.retry_count}  ${JSON.stringify(j.data)}`).join('\n')
+      ? [
+          row('ID', 'QUEUE', 'STATE', 'RETRIES', 'CREATED', 'DATA'),
+          ...jobs.map((j) => row(j.id, j.queue, j.state, String(j.retry_count), j.created_on, JSON.stringify(j.data))),
+        ].join('\n')
       : 'no jobs';
     return { json: { jobs }, text };
   },

@@ -130,3 +130,15 @@ t.test('vendor:add --kind snap reads the PEM files once, checks them, and seals 
   t.equal(missing.code, 1);
   t.match(missing.stderr, /cannot read .*nope\.pem \(ENOENT\)/);
 });
+
+t.test('jobs:list prints a header row above the jobs', async (t) => {
+  const { startBoss, sendJob } = await import('../../db/queue.ts');
+  const boss = await startBoss(databaseUrl, { role: 'sender', poolSize: 1 });
+  t.teardown(() => boss.stop({ graceful: false }));
+  const id = await sendJob(boss, 'ping', { sent_at: Date.now() });
+  const res = await ops('jobs:list', '--queue', 'ping');
+  t.equal(res.code, 0, res.stderr);
+  const [header, first] = res.stdout.trim().split('\n');
+  t.match(header, /^ID\s+QUEUE\s+STATE\s+RETRIES\s+CREATED\s+DATA$/);
+  t.match(first, new RegExp(`^${id}\\s+ping\\s+created\\s+0\\s+\\d{4}-\\d{2}-\\d{2}T`));
+});
