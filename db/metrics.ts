@@ -19,7 +19,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { Config } from './config.ts';
 import { logger } from './logger.ts';
 import { readQueueGauges, readStateGauges, type QueueGaugeRow, type StateGaugeRow } from './metrics.sql.ts';
-import type { Db, Pool, Tx } from './pool.ts';
+import { wasRefused, type Db, type Pool, type Tx } from './pool.ts';
 
 export const registry = new Registry();
 
@@ -138,6 +138,8 @@ export function afterCommit(db: Db, fn: () => void): void {
     pendingByTx.set(tx, (pending = fns));
     const committed = () => {
       tx.off!('rollback', rolledBack);
+      // A refusal rolled back by db/pool.ts still ends in slonik's (empty) COMMIT.
+      if (wasRefused(tx)) return;
       for (const f of fns) f();
     };
     const rolledBack = () => tx.off!('commit', committed);

@@ -11,6 +11,7 @@ import {
   type Interceptor,
   type QuerySqlToken,
   SchemaValidationError,
+  SlonikError,
 } from 'slonik';
 import { z } from 'zod';
 
@@ -70,8 +71,56 @@ const prepareStatements: Interceptor = {
   },
 };
 
+const refusedTransactions = new WeakSet<object>();
+
+/**
+ * Whether `tx` ended in a refusal that keepRefusalsPooled rolled back: slonik still reports a
+ * commit for it, so after-commit work (db/metrics.ts afterCommit) must check this first.
+ */
+export function wasRefused(tx: object): boolean {
+  return refusedTransactions.has(tx);
+}
+
+/**
+ * A refusal (ApiError, InsufficientFunds, an ops or legacy refusal: any error that is not
+ * slonik's own) thrown inside `pool.transaction` rolls back, and the connection goes back to
+ * the pool before the error reaches the caller. slonik destroys a connection whenever a
+ * transaction's handler rejects: the 1,000-way disbursement race opened 892 Postgres sessions.
+ * Here the handler's refusal is caught, ROLLBACK runs on the same connection, and the handler
+ * returns normally (slonik's COMMIT then finds no transaction: a warning, no round trip saved or
+ * added on the happy path). Database errors (SlonikError: constraint violations, serialisation
+ * failures that slonik retries, a dead backend) keep slonik's handling. If the ROLLBACK itself
+ * fails, the connection is broken and the original error goes to slonik, which destroys it.
+ */
+function keepRefusalsPooled(pool: DatabasePool): DatabasePool {
+  const transaction = pool.transaction.bind(pool);
+  const refused = Symbol('refused');
+  const keeping = (async (handler: (tx: Tx) => Promise<unknown>, retryLimit?: number) => {
+    let refusal: unknown = refused;
+    const result = await transaction(async (tx) => {
+      try {
+        return await handler(tx);
+      } catch (error) {
+        if (error instanceof SlonikError) throw error;
+        try {
+          await tx.query(sql.unsafe`rollback`);
+        } catch {
+          throw error;
+        }
+        refusedTransactions.add(tx);
+        refusal = error;
+        return undefined;
+      }
+    }, retryLimit);
+    if (refusal !== refused) throw refusal;
+    return result;
+  }) as DatabasePool['transaction'];
+  // Everything else is the pool's own (a prototype, so its getters stay live).
+  return Object.create(pool, { transaction: { value: keeping, enumerable: true } }) as DatabasePool;
+}
+
 export async function createPool(url: string, options: { size?: number; name?: string } = {}): Promise<Pool> {
-  return createSlonikPool(url, {
+  const pool = await createSlonikPool(url, {
     maxPoolSize: options.size ?? 10,
     poolName: options.name,
     typeParsers,
@@ -85,6 +134,7 @@ export async function createPool(url: string, options: { size?: number; name?: s
     // (timeouts are startup parameters; LISTEN and advisory locks use their own clients).
     resetConnection: async () => {},
   });
+  return keepRefusalsPooled(pool);
 }
 
 /**
