@@ -1,7 +1,234 @@
-// SNAP BI adapter: placeholder until issue 20 lands it (docs/vendors/snap.md). Registered so
-// that vendor:add accepts the kind; any call to a SNAP vendor fails loudly meanwhile.
-import type { Gateway, VendorRecord } from './gateway.ts';
+// Kasir's adapter for SNAP BI (Bank Indonesia's Standar Nasional Open API Pembayaran): QRIS MPM,
+// account inquiry and interbank transfers, behind the Gateway interface. docs/vendors/snap.md
+// says what an operator configures and which responseCodes Kasir acts on. Split like every
+// adapter: client (snap-client.ts: token, signing), pure transforms (snap-transforms.ts), and
+// here the classification of each service's answers into Outcomes.
+//
+// Classification decides failover:
+// - ok on 200/202 with a readable answer for our reference;
+// - failed on a definite refusal (4xx responseCode), and on anything that stopped the request
+//   before it was sent (no token, no BI code, e-wallet payouts, a refused account inquiry);
+// - unknown on 5xx, timeouts after sending, contradictory or garbled answers (a fractional amount
+//   included), never retried elsewhere;
+// - 409 (the provider already has this X-EXTERNAL-ID or partnerReferenceNo) is "already
+//   received": resolved by asking the provider about our reference, never by sending again.
+import type { AccountInquiry, AccountInquiryInput, CallbackEvent, Gateway, Outcome, QrisCreated, QrisStatus, RefundResult, VendorRecord } from './gateway.ts';
+import { validateVendorQris } from './qris.ts';
+import { biCodeOf } from './snap-banks.ts';
+import { answerTokenRequest, createSnapClient, externalIdFor, randomExternalId, snapCredentials, verifyNotify, type Headers, type SnapAnswer } from './snap-client.ts';
+import {
+  accountRefusal,
+  fromGenerated,
+  fromNotify,
+  fromQueried,
+  fromSnapAmount,
+  fromTransferStatus,
+  PATHS,
+  refundInHistory,
+  snapAnswer,
+  toGenerateRequest,
+  toInquiryRequest,
+  toQueryRequest,
+  toRefundRequest,
+  toTransferRequest,
+  toTransferStatusRequest,
+  verdictOf,
+  type Verdict,
+} from './snap-transforms.ts';
 
-export function createSnapGateway(vendor: VendorRecord, _options: { timeoutMs?: number } = {}): Gateway {
-  throw new Error(`vendor ${vendor.code}: the snap adapter is not built yet`);
+/** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
+const DEFAULT_TIMEOUT_MS = 5000;
+
+const ok = <T>(value: T): Outcome<T> => ({ kind: 'ok', value });
+const failed = (reason: string) => ({ kind: 'failed' as const, reason });
+const unknown = (reason: string) => ({ kind: 'unknown' as const, reason });
+
+const text = (value: unknown): string | null => (typeof value === 'string' && value.length > 0 ? value : null);
+const same = (id: string) => () => id;
+
+/** A 404 the provider names as "Transaction Not Found" (case 01): a real answer, unlike a bare 404. */
+const isNotFound = (v: Verdict) => v.kind === 'refused' && v.http === 404 && v.case === '01';
+
+/** What a provider B2B token request to Kasir gets (HMAC notify providers fetch one first). */
+export interface SnapGateway extends Gateway {
+  answerTokenRequest(headers: Headers, rawBody: Buffer): { status: number; body: unknown };
+}
+
+export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: number } = {}): SnapGateway {
+  const creds = snapCredentials(vendor);
+  const client = createSnapClient(vendor, creds, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+  const settings = { merchantId: creds.merchantId, terminalId: creds.terminalId, qrQueryServiceCode: creds.qrQueryServiceCode };
+  const createId = (operation: string, key: string) => same(externalIdFor(creds.partnerId, operation, key));
+
+  async function ask(path: string, payload: object, externalId: () => string = () => randomExternalId()): Promise<Outcome<Verdict>> {
+    const answer: Outcome<SnapAnswer> = await client.call(path, payload, externalId);
+    return answer.kind === 'ok' ? ok(verdictOf(answer.value.status, answer.value.body)) : answer;
+  }
+
+  async function queryQris(reference: string): Promise<Outcome<{ status: QrisStatus; body: Record<string, unknown> | null }>> {
+    const asked = await ask(PATHS.qrQuery, toQueryRequest(reference, settings));
+    if (asked.kind !== 'ok') return asked;
+    const v = asked.value;
+    if (isNotFound(v)) return ok({ status: { status: 'NOT_FOUND', vendorOrderId: null, qrisString: null, paidAt: null, rrn: null }, body: null });
+    if (v.kind === 'success') {
+      const status = fromQueried(v.body, reference);
+      return status ? ok({ status, body: v.body }) : unknown(`unreadable query answer for ${reference}`);
+    }
+    if (v.kind === 'refused') return failed(v.reason);
+    return unknown(v.reason);
+  }
+
+  async function queryTransfer(reference: string) {
+    const asked = await ask(PATHS.transferStatus, toTransferStatusRequest(reference));
+    if (asked.kind !== 'ok') return asked;
+    const v = asked.value;
+    if (isNotFound(v)) return ok({ status: 'NOT_FOUND' as const, vendorDisbursementId: null, failureReason: null });
+    if (v.kind === 'success') {
+      const status = fromTransferStatus(v.body, reference);
+      return status ? ok(status) : unknown(`unreadable transfer status for ${reference}`);
+    }
+    if (v.kind === 'refused') return failed(v.reason);
+    return unknown(v.reason);
+  }
+
+  async function inquireAccount(input: AccountInquiryInput): Promise<Outcome<AccountInquiry>> {
+    if (input.channel !== 'BANK') return failed('e-wallet account inquiries are not offered by this SNAP provider');
+    const biCode = input.bankCode ? biCodeOf(input.bankCode) : null;
+    if (!biCode) return failed(`bank ${input.bankCode ?? '(none)'} has no BI code known to the SNAP adapter`);
+    const asked = await ask(PATHS.inquiry, toInquiryRequest(biCode, input.accountNumber));
+    if (asked.kind !== 'ok') return asked;
+    const v = asked.value;
+    if (v.kind === 'success') {
+      const name = text(v.body.beneficiaryAccountName);
+      return name ? ok({ status: 'FOUND', accountName: name }) : unknown('account inquiry answer without beneficiaryAccountName');
+    }
+    if (v.kind === 'refused') {
+      const reason = accountRefusal(v.http, v.case);
+      return reason ? ok({ status: 'NOT_FOUND', reason }) : failed(v.reason);
+    }
+    return unknown(v.reason);
+  }
+
+  return {
+    async createQris(input) {
+      const asked = await ask(PATHS.qrGenerate, toGenerateRequest(input, settings), createId('qr-mpm-generate', input.reference));
+      if (asked.kind !== 'ok') return asked;
+      const v = asked.value;
+      let created: QrisCreated | null;
+      if (v.kind === 'success') {
+        created = fromGenerated(v.body, input.reference);
+        if (!created) return unknown(`unreadable generate answer for ${input.reference}`);
+      } else if (v.kind === 'duplicate') {
+        // Already received: what the provider holds decides, a second generate would not.
+        const queried = await queryQris(input.reference);
+        if (queried.kind !== 'ok') return unknown(`${v.reason}; the query after it: ${queried.reason}`);
+        const { status } = queried.value;
+        if (status.status === 'NOT_FOUND') return unknown(`${v.reason}, yet the query finds no ${input.reference}`);
+        if (status.status === 'EXPIRED') return failed(`${v.reason}; the provider's QR for ${input.reference} is no longer payable`);
+        if (!status.qrisString) {
+          // Nobody was shown that QR, so nobody can pay it: another vendor may serve the order.
+          if (status.status === 'PENDING') return failed(`${v.reason}; the provider holds ${input.reference} but its query does not return the QR`);
+          return unknown(`${v.reason}; ${input.reference} is ${status.status} at the provider`);
+        }
+        created = { vendorOrderId: status.vendorOrderId ?? input.reference, qrisString: status.qrisString };
+      } else {
+        return v.kind === 'refused' ? failed(v.reason) : unknown(v.reason);
+      }
+      // A QR payers' apps would refuse is not repaired by asking again: a definite failure.
+      const problem = validateVendorQris(created.qrisString, input.amount);
+      return problem ? failed(`provider returned an unusable QRIS: ${problem}`) : ok(created);
+    },
+
+    async queryQris(reference) {
+      const queried = await queryQris(reference);
+      return queried.kind === 'ok' ? ok(queried.value.status) : queried;
+    },
+
+    async refund(input): Promise<Outcome<RefundResult>> {
+      const asked = await ask(PATHS.qrRefund, toRefundRequest(input, settings), createId('qr-mpm-refund', input.refundReference));
+      if (asked.kind !== 'ok') return asked;
+      const v = asked.value;
+      if (v.kind === 'success') {
+        if (v.body.refundAmount !== undefined && fromSnapAmount(v.body.refundAmount) !== input.amount) return unknown(`refund answer for another amount: ${JSON.stringify(v.body.refundAmount)}`);
+        const vendorRefundId = text(v.body.refundNo) ?? text(v.body.referenceNo) ?? input.refundReference;
+        return ok({ vendorRefundId, status: v.http === 202 ? 'PENDING' : 'SUCCEEDED' });
+      }
+      if (v.kind === 'duplicate') {
+        // There is no refund query in QR MPM: the payment's query tells, when it lists refunds,
+        // or when the whole payment is refunded and this refund was all of it.
+        const queried = await queryQris(input.reference);
+        if (queried.kind !== 'ok') return unknown(`${v.reason}; the query after it: ${queried.reason}`);
+        const { body } = queried.value;
+        const listed = body ? refundInHistory(body, input.refundReference) : null;
+        if (listed) return ok(listed);
+        if (body?.latestTransactionStatus === '04' && fromSnapAmount(body.amount) === input.amount) return ok({ vendorRefundId: input.refundReference, status: 'SUCCEEDED' });
+        return unknown(`${v.reason}; the payment's query does not say what became of ${input.refundReference}`);
+      }
+      return v.kind === 'refused' ? failed(v.reason) : unknown(v.reason);
+    },
+
+    async disburse(input) {
+      if (input.channel !== 'BANK') return failed('e-wallet payouts are not offered by this SNAP provider');
+      const biCode = input.bankCode ? biCodeOf(input.bankCode) : null;
+      if (!biCode) return failed(`bank ${input.bankCode ?? '(none)'} has no BI code known to the SNAP adapter`);
+      // The bank's name for the account goes into the transfer; no answer, no transfer sent.
+      const inquiry = await inquireAccount({ channel: 'BANK', bankCode: input.bankCode, ewalletCode: null, accountNumber: input.accountNumber });
+      if (inquiry.kind !== 'ok') return failed(`account inquiry before the transfer: ${inquiry.reason}`);
+      if (inquiry.value.status === 'NOT_FOUND') return failed(`account inquiry: ${inquiry.value.reason}`);
+      const request = toTransferRequest({ reference: input.reference, amount: input.amount, accountNumber: input.accountNumber, accountName: inquiry.value.accountName, biCode });
+      const asked = await ask(PATHS.transferInterbank, request, createId('transfer-interbank', input.reference));
+      if (asked.kind !== 'ok') return asked;
+      const v = asked.value;
+      if (v.kind === 'success') {
+        if (v.body.partnerReferenceNo !== undefined && v.body.partnerReferenceNo !== input.reference) return unknown(`transfer answer for another reference: ${String(v.body.partnerReferenceNo)}`);
+        return ok({ vendorDisbursementId: text(v.body.referenceNo) ?? input.reference });
+      }
+      if (v.kind === 'duplicate') {
+        const status = await queryTransfer(input.reference);
+        if (status.kind !== 'ok') return unknown(`${v.reason}; the status inquiry after it: ${status.reason}`);
+        if (status.value.status === 'NOT_FOUND') return unknown(`${v.reason}, yet the status inquiry finds no ${input.reference}`);
+        return ok({ vendorDisbursementId: status.value.vendorDisbursementId ?? input.reference });
+      }
+      return v.kind === 'refused' ? failed(v.reason) : unknown(v.reason);
+    },
+
+    queryDisbursement: queryTransfer,
+
+    inquireAccount,
+
+    async check() {
+      client.dropToken();
+      const token = await client.accessToken();
+      return token.kind === 'ok' ? ok(`access token issued (partner ${creds.partnerId})`) : token;
+    },
+
+    async parseCallback(headers, rawBody, path = '') {
+      if (path !== PATHS.qrNotify) return null;
+      if (!verifyNotify(creds, headers, rawBody, [path, `/callbacks/${vendor.code}${path}`])) return null;
+      let body: unknown;
+      try {
+        body = JSON.parse(rawBody.toString('utf8'));
+      } catch {
+        return null;
+      }
+      const notify = fromNotify(body);
+      // Only a payment is an event Kasir acts on; other statuses are not callbacks it accepts.
+      if (!notify || notify.status !== '00') return null;
+      const event: CallbackEvent = {
+        type: 'qris.paid',
+        // One payment, one event, however often the provider repeats the notify.
+        eventId: `snap:${notify.vendorOrderId}:${notify.status}`,
+        reference: notify.reference,
+        vendorOrderId: notify.vendorOrderId,
+        amount: notify.amount,
+        paidAt: notify.paidAt,
+        rrn: notify.rrn,
+      };
+      return event;
+    },
+
+    answerCallback: snapAnswer,
+
+    answerTokenRequest: (headers, rawBody) => answerTokenRequest(creds, headers, rawBody),
+  };
 }
