@@ -1,4 +1,6 @@
 // Simulator configuration from the environment, parsed once; a bad value stops start-up.
+import { createPrivateKey, createPublicKey } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 
@@ -23,7 +25,40 @@ const envSchema = z.object({
   SIMULATOR_IRIS_CREATOR_KEY: z.string().min(8).default('IRIS-creator-kasir-simulator'),
   SIMULATOR_IRIS_APPROVER_KEY: z.string().min(8).default('IRIS-approver-kasir-simulator'),
   SIMULATOR_IRIS_MERCHANT_KEY: z.string().min(8).default('IRIS-merchant-kasir-simulator'),
+  // SNAP BI (dialects/snap.ts): what a provider issues a partner, the partner's public key it
+  // registers, and the provider's own signing key. Keys are inline PEM or a file path; unset,
+  // the dialect generates them when first used and shows them at GET /snap/admin/keys.
+  SIMULATOR_SNAP_PARTNER_ID: z.string().min(1).max(36).default('KASIRSIM01'),
+  SIMULATOR_SNAP_CLIENT_KEY: z.string().min(1).max(256).default('kasir-snap-simulator-client'),
+  SIMULATOR_SNAP_CLIENT_SECRET: z.string().min(8).default('kasir-snap-simulator-client-secret'),
+  SIMULATOR_SNAP_MERCHANT_ID: z.string().min(1).max(64).default('KASIRSIM'),
+  SIMULATOR_SNAP_PARTNER_PUBLIC_KEY: z.string().min(1).optional(),
+  SIMULATOR_SNAP_PRIVATE_KEY: z.string().min(1).optional(),
+  SIMULATOR_SNAP_TOKEN_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900),
+  SIMULATOR_SNAP_NOTIFY_URL: z.url({ protocol: /^https?$/ }).optional(),
+  SIMULATOR_SNAP_NOTIFY_SIGNATURE: z.enum(['rsa', 'hmac']).default('rsa'),
+  SIMULATOR_SNAP_QR_QUERY_SERVICE_CODE: z.enum(['47', '51']).default('47'),
 });
+
+/** A PEM given inline or as a file path, checked to be the kind of key it should be. */
+function pemOf(name: string, value: string | undefined, kind: 'private' | 'public'): string | null {
+  if (value === undefined) return null;
+  let pem = value;
+  if (!value.includes('-----BEGIN')) {
+    try {
+      pem = readFileSync(value, 'utf8');
+    } catch (err) {
+      throw new Error(`invalid simulator configuration: ${name}: cannot read ${value} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  }
+  try {
+    const key = kind === 'private' ? createPrivateKey(pem) : createPublicKey(pem);
+    if (key.asymmetricKeyType !== 'rsa') throw new Error(`an ${key.asymmetricKeyType} key`);
+    return key.export({ type: kind === 'private' ? 'pkcs8' : 'spki', format: 'pem' }).toString();
+  } catch (err) {
+    throw new Error(`invalid simulator configuration: ${name}: not an RSA ${kind} key (${(err as Error).message.split('\n')[0]})`);
+  }
+}
 
 export interface SimulatorConfig {
   host: string;
@@ -40,7 +75,24 @@ export interface SimulatorConfig {
     xendit: { secretKey: string; callbackToken: string };
     midtrans: { serverKey: string };
     iris: { creatorKey: string; approverKey: string; merchantKey: string };
+    snap: SnapDialectConfig;
   };
+}
+
+export interface SnapDialectConfig {
+  partnerId: string;
+  clientKey: string;
+  clientSecret: string;
+  merchantId: string;
+  /** Kasir's (the partner's) public key, SPKI PEM; null: generated with its private half. */
+  partnerPublicKeyPem: string | null;
+  /** The provider's private key, PKCS#8 PEM; null: generated. */
+  privateKeyPem: string | null;
+  tokenSeconds: number;
+  /** Where payment notifies go (set later through /snap/admin/notify-url when null). */
+  notifyUrl: string | null;
+  notifySignature: 'rsa' | 'hmac';
+  qrQueryServiceCode: '47' | '51';
 }
 
 /** What createSimulatorApp takes: the configuration less where to listen, and a logger. */
@@ -69,6 +121,18 @@ export function loadSimulatorConfig(env: Record<string, string | undefined>): Si
       xendit: { secretKey: e.SIMULATOR_XENDIT_SECRET_KEY, callbackToken: e.SIMULATOR_XENDIT_CALLBACK_TOKEN },
       midtrans: { serverKey: e.SIMULATOR_MIDTRANS_SERVER_KEY },
       iris: { creatorKey: e.SIMULATOR_IRIS_CREATOR_KEY, approverKey: e.SIMULATOR_IRIS_APPROVER_KEY, merchantKey: e.SIMULATOR_IRIS_MERCHANT_KEY },
+      snap: {
+        partnerId: e.SIMULATOR_SNAP_PARTNER_ID,
+        clientKey: e.SIMULATOR_SNAP_CLIENT_KEY,
+        clientSecret: e.SIMULATOR_SNAP_CLIENT_SECRET,
+        merchantId: e.SIMULATOR_SNAP_MERCHANT_ID,
+        partnerPublicKeyPem: pemOf('SIMULATOR_SNAP_PARTNER_PUBLIC_KEY', e.SIMULATOR_SNAP_PARTNER_PUBLIC_KEY, 'public'),
+        privateKeyPem: pemOf('SIMULATOR_SNAP_PRIVATE_KEY', e.SIMULATOR_SNAP_PRIVATE_KEY, 'private'),
+        tokenSeconds: e.SIMULATOR_SNAP_TOKEN_SECONDS,
+        notifyUrl: e.SIMULATOR_SNAP_NOTIFY_URL ?? null,
+        notifySignature: e.SIMULATOR_SNAP_NOTIFY_SIGNATURE,
+        qrQueryServiceCode: e.SIMULATOR_SNAP_QR_QUERY_SERVICE_CODE,
+      },
     },
   };
 }
