@@ -1,0 +1,280 @@
+// SNAP BI through the real processes: the API, the vendor, disbursement and webhook workers as
+// child processes, the simulator process speaking SNAP (test/helpers/snap.ts), webhooks to a
+// real receiver, the ops CLI for settlements and the audit. Every money test ends with the
+// ledger audit.
+import { randomUUID } from 'node:crypto';
+import t from 'tap';
+import { z } from 'zod';
+import { adjustWallet } from '../../db/ledger.ts';
+import { sql } from '../../db/pool.ts';
+import { periodOf } from '../../db/settlements.ts';
+import { makeMerchant } from '../helpers/factories.ts';
+import { call, eventually } from '../helpers/http.ts';
+import { balanceOf, ledgerAudit } from '../helpers/money.ts';
+import { ops } from '../helpers/processes.ts';
+import { clearFaults, setFaults, simulatePay, startCallbackReceiver } from '../helpers/simulator.ts';
+import { snapAdmin, startSnapStack, type SnapStack } from '../helpers/snap.ts';
+
+const stack = await startSnapStack(t, { groups: ['vendor', 'disbursement', 'webhook'] });
+const admin = snapAdmin(stack.sim.url);
+const pool = stack.api.ctx.pool;
+type M = Awaited<ReturnType<typeof makeMerchant>>;
+
+t.beforeEach(() => clearFaults(stack.sim.url));
+
+let seq = 0;
+const orderBody = (amount: number) => ({ merchant_order_id: `SNAP-${process.pid}-${Date.now()}-${++seq}`, amount, payment_method: 'QRIS' });
+
+function createOrder(merchant: M, amount: number) {
+  return call(stack.api.url, { path: '/v1/orders', headers: { 'x-api-key': merchant.api_key }, body: orderBody(amount) });
+}
+
+function getOrder(merchant: M, ref: string) {
+  return call(stack.api.url, { path: `/v1/orders/${ref}`, headers: { 'x-api-key': merchant.api_key } });
+}
+
+function fetchStatus(merchant: M, ref: string) {
+  return call(stack.api.url, { method: 'POST', path: `/v1/orders/${ref}/fetch-status`, headers: { 'x-api-key': merchant.api_key } });
+}
+
+function orderReaches(merchant: M, ref: string, status: string, deadlineMs = 10_000) {
+  return eventually(async () => {
+    const res = await getOrder(merchant, ref);
+    return res.json?.data?.status === status ? res.json.data : undefined;
+  }, `order ${ref} to become ${status}`, deadlineMs);
+}
+
+/** An order paid at the provider and made PAID by asking it (fetch-status: the QR MPM query). */
+async function paidByQuery(merchant: M, amount: number): Promise<string> {
+  const created = await createOrder(merchant, amount);
+  if (created.status !== 201) throw new Error(`order create: ${created.status} ${created.text}`);
+  const ref: string = created.json.data.ref_code;
+  const paid = await simulatePay(stack.sim.url, { reference: ref }, { 'x-sim-fault': 'drop_callback' });
+  if (paid.status !== 200) throw new Error(`pay: ${paid.status} ${JSON.stringify(paid.body)}`);
+  const res = await fetchStatus(merchant, ref);
+  if (res.json?.data?.status !== 'PAID') throw new Error(`fetch-status: ${res.status} ${res.text}`);
+  return ref;
+}
+
+async function fund(merchant: M, amount: number) {
+  await pool.transaction((tx) => adjustWallet(tx, { merchantId: merchant.merchant_id, adjustmentId: randomUUID(), amount, reason: 'test float' }));
+}
+
+function disburse(merchant: M, body: Record<string, unknown>) {
+  return call(stack.api.url, { path: '/v1/disbursements', headers: { 'x-api-key': merchant.api_key }, body: { idempotency_key: randomUUID(), ...body } });
+}
+
+const bank = (amount: number, account: string) => ({ channel: 'BANK', bank_short_code: 'BCA', account_number: account, account_name: 'Budi Santoso', amount });
+
+function disbursementReaches(merchant: M, id: string, status: string, deadlineMs = 15_000) {
+  return eventually(async () => {
+    const res = await call(stack.api.url, { path: `/v1/disbursements/${id}`, headers: { 'x-api-key': merchant.api_key } });
+    return res.json?.data?.status === status ? res.json.data : undefined;
+  }, `disbursement ${id} to become ${status}`, deadlineMs);
+}
+
+async function calls(path: string) {
+  return (await admin.stats()).calls[path] ?? 0;
+}
+
+t.test('twenty concurrent order creates share one token; the provider expires it, one refresh serves them all', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx);
+  t.equal((await admin.stats()).token_requests, 0, 'a fresh vendor worker holds no token yet');
+  const first = await Promise.all(Array.from({ length: 20 }, () => createOrder(merchant, 10_000)));
+  t.same(first.map((r) => r.status), Array(20).fill(201), 'every order created');
+  t.equal((await admin.stats()).token_requests, 1, 'exactly one token request for twenty concurrent generates');
+
+  await admin.expireTokens();
+  const second = await Promise.all(Array.from({ length: 20 }, () => createOrder(merchant, 10_000)));
+  t.same(second.map((r) => r.status), Array(20).fill(201), 'every order created after the expiry');
+  const stats = await admin.stats();
+  t.equal(stats.token_requests, 2, 'one refresh for all twenty');
+  t.ok((stats.rejected['Invalid Token (B2B)'] ?? 0) >= 1, 'the expired token was refused at least once');
+  t.equal(stats.calls['/v1.0/qr/qr-mpm-generate'], 40, 'forty generates went through: each refused one was sent again with the new token');
+});
+
+t.test(
+  'QRIS: create, pay, the provider notifies Kasir, PAID, credited, webhook',
+  { todo: 'waiting on api/callbacks.ts routing POST /callbacks/:vendor/* with its sub-path and answering with answerCallback' },
+  async (t) => {
+    const receiver = await startCallbackReceiver();
+    t.teardown(() => receiver.close());
+    const merchant = await makeMerchant(stack.api.ctx, { notifyUrl: receiver.url });
+    const created = await createOrder(merchant, 100_000);
+    t.equal(created.status, 201, created.text);
+    const ref = created.json.data.ref_code;
+    t.equal((await simulatePay(stack.sim.url, { reference: ref })).status, 200);
+    const paid = await orderReaches(merchant, ref, 'PAID');
+    t.match(paid, { ref_code: ref, status: 'PAID', amount: 100_000 });
+    t.equal(await balanceOf(stack, merchant), 99_300, 'credited amount − MDR');
+    const [hook] = await receiver.waitFor(1, 10_000);
+    t.match(hook.json, { ref_code: ref, status: 'PAID' });
+    const events = await pool.anyFirst(sql.unsafe`select source from order_events e join orders o on o.id = e.order_id where o.ref_code = ${ref} and e.event = 'order.paid'`);
+    t.same(events, [`callback:${stack.code}`], 'PAID by the notify');
+    await ledgerAudit(t, stack.env);
+  },
+);
+
+t.test('QRIS: create, pay, the query (fetch-status) says PAID, credited, webhook; refund through the provider', async (t) => {
+  const receiver = await startCallbackReceiver();
+  t.teardown(() => receiver.close());
+  const merchant = await makeMerchant(stack.api.ctx, { notifyUrl: receiver.url });
+  const created = await createOrder(merchant, 100_000);
+  t.equal(created.status, 201, created.text);
+  const order = created.json.data;
+  t.match(order, { status: 'PENDING', amount: 100_000 });
+  t.match(order.qris_string, /^000201/, 'the QR from qr-mpm-generate');
+  const ref = order.ref_code;
+  t.equal((await simulatePay(stack.sim.url, { reference: ref }, { 'x-sim-fault': 'drop_callback' })).status, 200);
+  const res = await fetchStatus(merchant, ref);
+  t.equal(res.json.data.status, 'PAID', 'latestTransactionStatus 00 from qr-mpm-query');
+  t.equal(await balanceOf(stack, merchant), 99_300, 'credited amount − MDR');
+  const [hook] = await receiver.waitFor(1, 10_000);
+  t.match(hook.json, { ref_code: ref, status: 'PAID' });
+
+  const before = await calls('/v1.0/qr/qr-mpm-refund');
+  const refund = await call(stack.api.url, { method: 'POST', path: `/v1/orders/${ref}/refund`, headers: { 'x-api-key': merchant.api_key }, body: { amount: 40_000, reason: 'one item out of stock' } });
+  t.equal(refund.status, 201, refund.text);
+  await eventually(async () => ((await pool.maybeOneFirst(sql.unsafe`select status from refunds where id = ${refund.json.data.id}`)) === 'SUCCEEDED' ? true : undefined), 'refund SUCCEEDED');
+  t.equal((await calls('/v1.0/qr/qr-mpm-refund')) - before, 1, 'one qr-mpm-refund');
+  t.equal(await balanceOf(stack, merchant), 59_300, 'the refund is debited');
+  await ledgerAudit(t, stack.env);
+});
+
+t.test('a bank disbursement: account inquiry, interbank transfer, transfer status, SUCCESS', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx);
+  await fund(merchant, 500_000);
+  const before = { inquiry: await calls('/v1.0/account-inquiry-external'), transfer: await calls('/v1.0/transfer-interbank'), status: await calls('/v1.0/transfer/status') };
+  const res = await disburse(merchant, bank(150_000, '1234567890'));
+  t.equal(res.status, 201, res.text);
+  const d = res.json.data;
+  t.equal(await balanceOf(stack, merchant), 500_000 - d.total_debit, 'total debit held at creation');
+  const done = await disbursementReaches(merchant, d.id, 'SUCCESS');
+  t.match(done.vendor_disbursement_id, /^T[0-9A-F]{16}$/, "the provider's referenceNo");
+  t.equal((await calls('/v1.0/account-inquiry-external')) - before.inquiry, 1, 'one inquiry');
+  t.equal((await calls('/v1.0/transfer-interbank')) - before.transfer, 1, 'one transfer');
+  t.ok((await calls('/v1.0/transfer/status')) - before.status >= 1, 'the status inquiry made it final');
+  t.equal(await balanceOf(stack, merchant), 500_000 - d.total_debit);
+  await ledgerAudit(t, stack.env);
+});
+
+t.test('a disbursement the bank fails is FAILED and its debit reversed', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx);
+  await fund(merchant, 300_000);
+  const res = await disburse(merchant, bank(100_000, '1234560000'));
+  t.equal(res.status, 201, res.text);
+  t.ok((await balanceOf(stack, merchant)) < 300_000, 'debited at creation');
+  const done = await disbursementReaches(merchant, res.json.data.id, 'FAILED');
+  t.match(done, { status: 'FAILED' });
+  t.equal(await balanceOf(stack, merchant), 300_000, 'the whole debit returned');
+  await ledgerAudit(t, stack.env);
+});
+
+t.test('an e-wallet payout is refused by the SNAP adapter before anything is sent; FAILED and reversed', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx);
+  await fund(merchant, 300_000);
+  const before = await calls('/v1.0/transfer-interbank');
+  const res = await disburse(merchant, { channel: 'EWALLET', ewallet_provider: 'DANA', ewallet_phone: '081234567890', amount: 50_000 });
+  t.equal(res.status, 201, res.text);
+  await disbursementReaches(merchant, res.json.data.id, 'FAILED');
+  t.equal(await calls('/v1.0/transfer-interbank'), before, 'nothing sent');
+  t.equal(await balanceOf(stack, merchant), 300_000);
+  await ledgerAudit(t, stack.env);
+});
+
+t.test('a settlement payout goes out as an interbank transfer under its reference and is PAID', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx, { settlement: 'MANUAL' });
+  const set = await ops(stack.env, 'merchant:set-settlement-account', '--merchant', merchant.merchant_id, '--bank', 'BCA', '--account-number', '1234567890', '--account-name', 'PT Toko Maju', '--json');
+  t.equal(set.code, 0, set.stderr);
+  await paidByQuery(merchant, 200_000);
+  const date = new Date(Date.now() + 7 * 3600_000).toISOString().slice(0, 10);
+  t.ok(periodOf(date, 0).periodEnd > new Date(), 'today (WIB) is the period being built');
+  const run = await ops(stack.env, 'settlements:run', '--date', date, '--merchant', merchant.merchant_id, '--json');
+  t.equal(run.code, 0, run.stderr);
+  const built = JSON.parse(run.stdout).results.find((r: any) => r.merchant_id === merchant.merchant_id);
+  t.equal(built?.status, 'created', run.stdout);
+  const id = built.settlement.id;
+  const paid = await eventually(async () => {
+    const res = await call(stack.api.url, { path: `/v1/settlements/${id}`, headers: { 'x-api-key': merchant.api_key } });
+    return res.json?.data?.status === 'PAID' ? res.json.data : undefined;
+  }, 'settlement PAID', 20_000);
+  const reference = await pool.oneFirst(sql.unsafe`select reference from payout_references where payout_id = ${id}`);
+  t.match(reference, new RegExp(`^${paid.ref_code}`), 'sent under the settlement payout reference');
+  t.ok((await calls('/v1.0/transfer-interbank')) >= 1);
+  await ledgerAudit(t, stack.env);
+});
+
+t.test('unknown outcomes at the provider', async (t) => {
+  t.test('generate times out (the QR was made): the query cannot return it, the attempt fails; a retry creates the order', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    await setFaults(stack.sim.url, { op: 'createQris', mode: 'timeout', count: 1 });
+    const body = orderBody(25_000);
+    const first = await call(stack.api.url, { path: '/v1/orders', headers: { 'x-api-key': merchant.api_key }, body });
+    t.equal(first.status, 409, first.text);
+    t.equal(first.json?.error?.code, 'ORDER_PENDING_CONFIRMATION');
+    const attempt = await pool.one(sql.type(z.object({ id: z.string(), ref_code: z.string() }))`select id, ref_code from orders where merchant_id = ${merchant.merchant_id} and merchant_order_id = ${body.merchant_order_id}`);
+    await eventually(async () => ((await pool.oneFirst(sql.unsafe`select status from orders where id = ${attempt.id}`)) === 'FAILED' ? true : undefined), 'the attempt FAILED', 20_000);
+    const retry = await call(stack.api.url, { path: '/v1/orders', headers: { 'x-api-key': merchant.api_key }, body });
+    t.equal(retry.status, 201, retry.text);
+    t.not(retry.json.data.ref_code, attempt.ref_code, 'a new attempt under a new reference');
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('generate answers 5xx (nothing made): the query finds nothing, the attempt fails', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    await setFaults(stack.sim.url, { op: 'createQris', mode: 'error', status: 502, count: 1 });
+    const body = orderBody(26_000);
+    const first = await call(stack.api.url, { path: '/v1/orders', headers: { 'x-api-key': merchant.api_key }, body });
+    t.equal(first.status, 409, first.text);
+    const attempt = await pool.one(sql.type(z.object({ id: z.string() }))`select id from orders where merchant_id = ${merchant.merchant_id} and merchant_order_id = ${body.merchant_order_id}`);
+    await eventually(async () => ((await pool.oneFirst(sql.unsafe`select status from orders where id = ${attempt.id}`)) === 'FAILED' ? true : undefined), 'the attempt FAILED', 20_000);
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('transfer answers 5xx: the status says not found, sent again, SUCCESS, one transfer made', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    await fund(merchant, 300_000);
+    await setFaults(stack.sim.url, { op: 'disburse', mode: 'error', count: 1 });
+    const before = await calls('/v1.0/transfer-interbank');
+    const res = await disburse(merchant, bank(80_000, '1234567890'));
+    t.equal(res.status, 201, res.text);
+    await disbursementReaches(merchant, res.json.data.id, 'SUCCESS', 25_000);
+    t.equal((await calls('/v1.0/transfer-interbank')) - before, 2, 'the refused one and the one that went through');
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('transfer times out (the transfer was made): the status finds it, SUCCESS, never sent twice', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    await fund(merchant, 300_000);
+    await setFaults(stack.sim.url, { op: 'disburse', mode: 'timeout', count: 1 });
+    const before = await calls('/v1.0/transfer-interbank');
+    const res = await disburse(merchant, bank(90_000, '1234567890'));
+    t.equal(res.status, 201, res.text);
+    await disbursementReaches(merchant, res.json.data.id, 'SUCCESS', 25_000);
+    t.equal((await calls('/v1.0/transfer-interbank')) - before, 1, 'one transfer');
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('the status inquiry answers 5xx: reconciliation asks again, SUCCESS', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    await fund(merchant, 300_000);
+    await setFaults(stack.sim.url, { op: 'queryDisbursement', mode: 'error', count: 1 });
+    const res = await disburse(merchant, bank(70_000, '1234567890'));
+    await disbursementReaches(merchant, res.json.data.id, 'SUCCESS', 30_000);
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('refund times out (the refund was made): the retry is refused as already received, the query lists it, SUCCEEDED once', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    const ref = await paidByQuery(merchant, 100_000);
+    await setFaults(stack.sim.url, { op: 'refund', mode: 'timeout', count: 1 });
+    const before = await calls('/v1.0/qr/qr-mpm-refund');
+    const refund = await call(stack.api.url, { method: 'POST', path: `/v1/orders/${ref}/refund`, headers: { 'x-api-key': merchant.api_key }, body: { amount: 30_000 } });
+    t.equal(refund.status, 201, refund.text);
+    await eventually(async () => ((await pool.maybeOneFirst(sql.unsafe`select status from refunds where id = ${refund.json.data.id}`)) === 'SUCCEEDED' ? true : undefined), 'refund SUCCEEDED', 30_000);
+    t.equal((await calls('/v1.0/qr/qr-mpm-refund')) - before, 2, 'the held one and the retry (409, resolved by the query)');
+    t.ok(((await admin.stats()).rejected.Conflict ?? 0) >= 1, 'the retry was refused as a reused X-EXTERNAL-ID');
+    t.equal(await balanceOf(stack, merchant), 99_300 - 30_000, 'debited once');
+    await ledgerAudit(t, stack.env);
+  });
+});
