@@ -33,6 +33,10 @@ export const PATHS = {
   transferStatus: '/v1.0/transfer/status',
 } as const;
 
+/** Paths providers call on Kasir (after /callbacks/<code>); some use version 1.1 (BRI). */
+export const isNotifyPath = (path: string) => /^\/v1\.\d\/qr\/qr-mpm-notify$/.test(path);
+export const isTokenPath = (path: string) => /^\/v1\.\d\/access-token\/b2b$/.test(path);
+
 // ---------------------------------------------------------------- time
 
 const JAKARTA_OFFSET_MS = 7 * 3600_000;
@@ -260,6 +264,8 @@ export function toTransferRequest(input: { reference: string; amount: number; ac
     beneficiaryAccountNo: input.accountNumber,
     beneficiaryBankCode: input.biCode,
     transactionDate: jakartaTimestamp(at),
+    // The standard's extension slot; some providers require a remark (Midtrans: String(50)).
+    additionalInfo: { remark: input.reference.slice(0, 50) },
   };
 }
 
@@ -366,7 +372,7 @@ const ANSWERS: Record<CallbackAnswer, { status: number; case: string; message: s
 
 /** Kasir's answer to a provider's call, in SNAP's format, with the service code of the path. */
 export function snapAnswer(path: string, result: CallbackAnswer): { status: number; body: { responseCode: string; responseMessage: string } } {
-  const service = path === PATHS.qrNotify ? SERVICE.qrNotify : path === PATHS.token ? SERVICE.token : null;
+  const service = isNotifyPath(path) ? SERVICE.qrNotify : isTokenPath(path) ? SERVICE.token : null;
   if (service === null) return { status: 404, body: { responseCode: '4040002', responseMessage: 'Invalid Routing' } };
   const answer = ANSWERS[result];
   return { status: answer.status, body: { responseCode: `${answer.status}${service}${answer.case}`, responseMessage: answer.message } };

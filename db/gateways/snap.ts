@@ -23,6 +23,7 @@ import {
   fromQueried,
   fromSnapAmount,
   fromTransferStatus,
+  isNotifyPath,
   PATHS,
   refundInHistory,
   snapAnswer,
@@ -203,7 +204,7 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
     },
 
     async parseCallback(headers, rawBody, path = '') {
-      if (path !== PATHS.qrNotify) return null;
+      if (!isNotifyPath(path)) return null;
       if (!verifyNotify(creds, headers, rawBody, [path, `/callbacks/${vendor.code}${path}`])) return null;
       let body: unknown;
       try {

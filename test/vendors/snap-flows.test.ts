@@ -13,7 +13,7 @@ import { call, eventually } from '../helpers/http.ts';
 import { balanceOf, ledgerAudit } from '../helpers/money.ts';
 import { ops } from '../helpers/processes.ts';
 import { clearFaults, setFaults, simulatePay, startCallbackReceiver } from '../helpers/simulator.ts';
-import { snapAdmin, startSnapStack, type SnapStack } from '../helpers/snap.ts';
+import { SNAP_ACCOUNT, snapAdmin, snapKeyFiles, startSnapStack } from '../helpers/snap.ts';
 
 const stack = await startSnapStack(t, { groups: ['vendor', 'disbursement', 'webhook'] });
 const admin = snapAdmin(stack.sim.url);
@@ -202,6 +202,26 @@ t.test('a settlement payout goes out as an interbank transfer under its referenc
   t.match(reference, new RegExp(`^${paid.ref_code}`), 'sent under the settlement payout reference');
   t.ok((await calls('/v1.0/transfer-interbank')) >= 1);
   await ledgerAudit(t, stack.env);
+});
+
+t.test('ops: vendor:add --kind snap with key files, vendor:check fetches a token and says OK or why not', async (t) => {
+  const files = snapKeyFiles();
+  const add = (code: string, privateKeyFile: string) =>
+    ops(stack.env, 'vendor:add', '--code', code, '--kind', 'snap', '--base-url', `${stack.sim.url}/snap`, '--partner-id', SNAP_ACCOUNT.partnerId,
+      '--client-key', SNAP_ACCOUNT.clientKey, '--client-secret', SNAP_ACCOUNT.clientSecret, '--private-key-file', privateKeyFile,
+      '--provider-public-key-file', files.providerPublic, '--channel-id', SNAP_ACCOUNT.channelId, '--merchant-id', SNAP_ACCOUNT.merchantId, '--json');
+  const added = await add('snap-cli', files.kasirPrivate);
+  t.equal(added.code, 0, added.stderr);
+  const before = (await admin.stats()).token_requests;
+  const ok = await ops(stack.env, 'vendor:check', '--code', 'snap-cli', '--json');
+  t.equal(ok.code, 0, ok.stdout + ok.stderr);
+  t.match(JSON.parse(ok.stdout), { code: 'snap-cli', kind: 'snap', ok: true, detail: /access token issued/ });
+  t.equal((await admin.stats()).token_requests - before, 1, 'one token request');
+
+  t.equal((await add('snap-cli-bad', files.providerPrivate)).code, 0, 'a key the provider never registered');
+  const bad = await ops(stack.env, 'vendor:check', '--code', 'snap-cli-bad');
+  t.equal(bad.code, 1);
+  t.match(bad.stdout, /snap-cli-bad \(snap\): NOT OK — access token refused: HTTP 401 4017300 Unauthorized\. Signature/);
 });
 
 t.test('unknown outcomes at the provider', async (t) => {
