@@ -147,8 +147,10 @@ const tokens = new Map<string, TokenState>();
 export function expiresInSecondsOf(value: unknown, now = Date.now()): number {
   if (typeof value === 'number' && Number.isFinite(value) && value > 0) return value;
   if (typeof value === 'string' && /^\d{1,7}$/.test(value) && Number(value) > 0) return Number(value);
-  // Some providers (Durianpay) give the expiry instant instead of a duration.
-  const at = parseTimestamp(value);
+  // Some providers (Durianpay) give the expiry instant instead of a duration, in Go's default
+  // format ("2024-05-13 08:47:36.452492159 +0000 UTC") or as ISO 8601.
+  const go = typeof value === 'string' ? /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:\.\d+)? ([+-]\d{2})(\d{2})(?: \w+)?$/.exec(value) : null;
+  const at = go ? parseTimestamp(`${go[1]}T${go[2]}${go[3]}:${go[4]}`) : parseTimestamp(value);
   if (at && at.getTime() > now) return Math.floor((at.getTime() - now) / 1000);
   return DEFAULT_TOKEN_SECONDS;
 }

@@ -124,7 +124,8 @@ t.test('token lifetimes: the standard string, a number, an instant, or the defau
   const now = Date.parse('2026-01-01T00:00:00Z');
   t.equal(expiresInSecondsOf('900', now), 900);
   t.equal(expiresInSecondsOf(600, now), 600);
-  t.equal(expiresInSecondsOf('2026-01-01T07:10:00+07:00', now), 600, 'Durianpay gives the expiry instant');
+  t.equal(expiresInSecondsOf('2026-01-01T07:10:00+07:00', now), 600, 'an expiry instant');
+  t.equal(expiresInSecondsOf('2026-01-01 00:15:00.452492159 +0000 UTC', now), 900, "Durianpay's expiry instant, in Go's format");
   t.equal(expiresInSecondsOf('soon', now), 900);
   t.equal(expiresInSecondsOf(undefined, now), 900);
 });
