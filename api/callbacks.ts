@@ -1,8 +1,9 @@
-// Vendor callbacks: POST /callbacks/<vendor_code>. Verify the vendor's signature, record the
-// event by its id (a repeated callback is recognised and changes nothing twice), apply it in
-// the same transaction, answer at once. The vendor retries anything but a 2xx, so an unknown
-// order or a mismatched amount is still acknowledged: retrying would not change the answer,
-// and the event row keeps what was reported.
+// Vendor callbacks: POST /callbacks/<vendor_code>[/<path>]. Verify the vendor's signature,
+// record the event by its id (a repeated callback is recognised and changes nothing twice),
+// apply it in the same transaction, answer at once. The vendor retries anything but a 2xx, so
+// an unknown order or a mismatched amount is still acknowledged: retrying would not change the
+// answer, and the event row keeps what was reported. Vendors that prescribe their answers
+// (SNAP's responseCode bodies, on paths of their own under the code) get them instead.
 import { Router } from 'express';
 import type { AppContext } from './context.ts';
 import { ApiError } from '../db/errors.ts';
@@ -10,17 +11,36 @@ import { logger } from '../db/logger.ts';
 import { completePayout } from '../db/payouts.ts';
 import { applyPayment } from '../db/orders.ts';
 import { getVendor, recordCallback } from '../db/vendors.ts';
+import type { CallbackAnswer } from '../db/gateways/gateway.ts';
 import { gatewayFor } from '../db/gateways/registry.ts';
 import { sendData } from './http/envelope.ts';
 
 export function callbackRoutes(ctx: AppContext): Router {
   const router = Router();
 
-  router.post('/callbacks/:vendor', async (req, res) => {
+  router.post('/callbacks/:vendor{/*path}', async (req, res) => {
     const vendor = await getVendor(ctx.pool, ctx.sealer, String(req.params.vendor));
     if (!vendor) throw new ApiError('NOT_FOUND', 'Unknown vendor');
-    const event = await gatewayFor(vendor).parseCallback(req.headers, req.rawBody ?? Buffer.alloc(0));
-    if (!event) throw new ApiError('INVALID_SIGNATURE', 'Callback signature is missing or wrong');
+    const gateway = gatewayFor(vendor);
+    const segments = (req.params as { path?: string[] }).path;
+    const path = segments ? `/${segments.join('/')}` : '';
+    // Only vendors that answer for themselves have paths under their code.
+    if (path !== '' && !gateway.answerCallback) throw new ApiError('NOT_FOUND', 'Unknown callback path');
+    const rawBody = req.rawBody ?? Buffer.alloc(0);
+    const answer = (verdict: CallbackAnswer, result: unknown) => {
+      if (!gateway.answerCallback) return sendData(res, { received: true, result });
+      const prescribed = gateway.answerCallback(path, verdict);
+      res.status(prescribed.status).json(prescribed.body);
+    };
+
+    const direct = gateway.answerRequest?.(path, req.headers, rawBody);
+    if (direct) return void res.status(direct.status).json(direct.body);
+
+    const event = await gateway.parseCallback(req.headers, rawBody, path);
+    if (!event) {
+      if (gateway.answerCallback) return answer('bad_signature', null);
+      throw new ApiError('INVALID_SIGNATURE', 'Callback signature is missing or wrong');
+    }
 
     const result = await ctx.pool.transaction(async (tx) => {
       const fresh = await recordCallback(tx, {
@@ -52,8 +72,16 @@ export function callbackRoutes(ctx: AppContext): Router {
     if (result === 'unknown' || result === 'unknown_order' || result === 'amount_mismatch' || result === 'failed_attempt') {
       logger.warn({ vendor: vendor.code, eventId: event.eventId, reference: event.reference, result }, 'callback not applied');
     }
-    sendData(res, { received: true, result });
+    answer(verdictOf(result), result);
   });
 
   return router;
+}
+
+/** What Kasir made of a callback, in the terms a vendor's prescribed answer is chosen by. */
+function verdictOf(result: string): CallbackAnswer {
+  if (result === 'duplicate') return 'duplicate';
+  if (result === 'unknown' || result === 'unknown_order') return 'unknown_reference';
+  if (result === 'amount_mismatch') return 'amount_mismatch';
+  return 'accepted';
 }

@@ -109,6 +109,12 @@ export interface Gateway {
    */
   answerCallback?(path: string, result: CallbackAnswer): { status: number; body: unknown };
   /**
+   * A request from the vendor under /callbacks/<code> that is not a callback and that Kasir
+   * answers on its own (a SNAP provider asking Kasir for the token it signs notifies with).
+   * Null when `path` is a callback path.
+   */
+  answerRequest?(path: string, headers: Record<string, string | string[] | undefined>, rawBody: Buffer): { status: number; body: unknown } | null;
+  /**
    * One authenticated call that changes nothing at the vendor (`ops vendor:check`): ok with a
    * line saying what was checked, or failed/unknown saying why not (bad key, unreachable, ...).
    */

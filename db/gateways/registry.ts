@@ -50,6 +50,7 @@ function measured(vendor: string, gateway: Gateway): Gateway {
     inquireAccount: timed('inquire_account', (input) => gateway.inquireAccount(input)),
     parseCallback: (headers, rawBody, path) => gateway.parseCallback(headers, rawBody, path),
     answerCallback: gateway.answerCallback?.bind(gateway),
+    answerRequest: gateway.answerRequest?.bind(gateway),
     check: () => gateway.check(),
   };
 }

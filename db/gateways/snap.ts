@@ -15,7 +15,7 @@
 import type { AccountInquiry, AccountInquiryInput, CallbackEvent, Gateway, Outcome, QrisCreated, QrisStatus, RefundResult, VendorRecord } from './gateway.ts';
 import { validateVendorQris } from './qris.ts';
 import { biCodeOf } from './snap-banks.ts';
-import { answerTokenRequest, createSnapClient, externalIdFor, randomExternalId, snapCredentials, verifyNotify, type Headers, type SnapAnswer } from './snap-client.ts';
+import { answerTokenRequest, createSnapClient, externalIdFor, randomExternalId, snapCredentials, verifyNotify, type SnapAnswer } from './snap-client.ts';
 import {
   accountRefusal,
   fromGenerated,
@@ -24,6 +24,7 @@ import {
   fromSnapAmount,
   fromTransferStatus,
   isNotifyPath,
+  isTokenPath,
   PATHS,
   refundInHistory,
   snapAnswer,
@@ -50,12 +51,7 @@ const same = (id: string) => () => id;
 /** A 404 the provider names as "Transaction Not Found" (case 01): a real answer, unlike a bare 404. */
 const isNotFound = (v: Verdict) => v.kind === 'refused' && v.http === 404 && v.case === '01';
 
-/** What a provider B2B token request to Kasir gets (HMAC notify providers fetch one first). */
-export interface SnapGateway extends Gateway {
-  answerTokenRequest(headers: Headers, rawBody: Buffer): { status: number; body: unknown };
-}
-
-export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: number } = {}): SnapGateway {
+export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: number } = {}): Gateway {
   const creds = snapCredentials(vendor);
   const client = createSnapClient(vendor, creds, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   const settings = { merchantId: creds.merchantId, terminalId: creds.terminalId, qrQueryServiceCode: creds.qrQueryServiceCode };
@@ -230,6 +226,7 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
 
     answerCallback: snapAnswer,
 
-    answerTokenRequest: (headers, rawBody) => answerTokenRequest(creds, headers, rawBody),
+    // HMAC-notify providers first fetch a B2B token from Kasir, at <notify base>/v1.x/access-token/b2b.
+    answerRequest: (path, headers, rawBody) => (isTokenPath(path) ? answerTokenRequest(creds, headers, rawBody) : null),
   };
 }

@@ -111,6 +111,8 @@ export interface SnapStats {
   calls: Record<string, number>;
   rejected: Record<string, number>;
   notifies_sent: number;
+  /** Kasir's answers to notifies: responseCode (or "HTTP <status>" without one) → count. */
+  notify_answers: Record<string, number>;
   live_tokens: number;
 }
 

@@ -225,6 +225,9 @@ t.test('callback security: bad signatures and unknown vendors change nothing', a
   t.equal(unknownVendor.status, 404, 'unknown vendor code');
   t.equal(unknownVendor.json?.success, false);
 
+  const subPath = await post('/callbacks/sim/v1.0/qr/qr-mpm-notify', simulatorSignature(stack.sim.secret, body));
+  t.equal(subPath.status, 404, 'a path under the code of a vendor that has none (only SNAP vendors do)');
+
   const order = await getOrder(stack, merchant, created.ref_code);
   t.equal(order.status, 'PENDING', 'the order stays PENDING');
   t.equal(order.paid_at, null);

@@ -6,10 +6,10 @@ import { once } from 'node:events';
 import { createServer, type AddressInfo } from 'node:net';
 import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node:http';
 import t from 'tap';
-import type { CreateQrisInput, Outcome } from '../../db/gateways/gateway.ts';
+import type { CreateQrisInput, Gateway, Outcome } from '../../db/gateways/gateway.ts';
 import { parseQris, validateVendorQris } from '../../db/gateways/qris.ts';
 import { gatewayFor } from '../../db/gateways/registry.ts';
-import { createSnapGateway, type SnapGateway } from '../../db/gateways/snap.ts';
+import { createSnapGateway } from '../../db/gateways/snap.ts';
 import { clearFaults, setFaults, simulatePay, startCallbackReceiver } from '../helpers/simulator.ts';
 import { SNAP_ACCOUNT, snapAdmin, snapKeys, snapVendor, startSnapSimulatorInProcess } from '../helpers/snap.ts';
 
@@ -295,7 +295,7 @@ interface Notify {
 }
 
 /** Stands in for Kasir's notify route: the adapter verifies, the SNAP answer goes back. */
-async function notifyReceiver(t: { teardown(fn: () => unknown): void }, g: SnapGateway, code: string) {
+async function notifyReceiver(t: { teardown(fn: () => unknown): void }, g: Gateway, code: string) {
   const notifies: Array<Notify & { event: unknown }> = [];
   const server = createHttpServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -304,9 +304,8 @@ async function notifyReceiver(t: { teardown(fn: () => unknown): void }, g: SnapG
       const body = Buffer.concat(chunks);
       const sub = (req.url ?? '').slice(`/callbacks/${code}`.length);
       const answer =
-        sub === '/v1.0/access-token/b2b'
-          ? g.answerTokenRequest(req.headers, body)
-          : await (async () => {
+        g.answerRequest!(sub, req.headers, body) ??
+          await (async () => {
               const event = await g.parseCallback(req.headers, body, sub);
               notifies.push({ path: req.url ?? '', headers: req.headers, body, event });
               return g.answerCallback!(sub, event ? 'accepted' : 'bad_signature');

@@ -2,18 +2,19 @@
 // child processes, the simulator process speaking SNAP (test/helpers/snap.ts), webhooks to a
 // real receiver, the ops CLI for settlements and the audit. Every money test ends with the
 // ledger audit.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID, sign } from 'node:crypto';
 import t from 'tap';
 import { z } from 'zod';
 import { adjustWallet } from '../../db/ledger.ts';
+import { setRoute, upsertVendor } from '../../db/vendors.ts';
 import { sql } from '../../db/pool.ts';
 import { periodOf } from '../../db/settlements.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { balanceOf, ledgerAudit } from '../helpers/money.ts';
 import { ops } from '../helpers/processes.ts';
-import { clearFaults, setFaults, simulatePay, startCallbackReceiver } from '../helpers/simulator.ts';
-import { SNAP_ACCOUNT, snapAdmin, snapKeyFiles, startSnapStack } from '../helpers/snap.ts';
+import { clearFaults, setFaults, simulatePay, startCallbackReceiver, startSimulatorProcess } from '../helpers/simulator.ts';
+import { SNAP_ACCOUNT, snapAdmin, snapKeyFiles, snapKeys, snapSimulatorEnv, snapVendor, startSnapStack } from '../helpers/snap.ts';
 
 const stack = await startSnapStack(t, { groups: ['vendor', 'disbursement', 'webhook'] });
 const admin = snapAdmin(stack.sim.url);
@@ -95,7 +96,6 @@ t.test('twenty concurrent order creates share one token; the provider expires it
 
 t.test(
   'QRIS: create, pay, the provider notifies Kasir, PAID, credited, webhook',
-  { todo: 'waiting on api/callbacks.ts routing POST /callbacks/:vendor/* with its sub-path and answering with answerCallback' },
   async (t) => {
     const receiver = await startCallbackReceiver();
     t.teardown(() => receiver.close());
@@ -111,6 +111,51 @@ t.test(
     t.match(hook.json, { ref_code: ref, status: 'PAID' });
     const events = await pool.anyFirst(sql.unsafe`select source from order_events e join orders o on o.id = e.order_id where o.ref_code = ${ref} and e.event = 'order.paid'`);
     t.same(events, [`callback:${stack.code}`], 'PAID by the notify');
+    t.same((await admin.stats()).notify_answers, { '2005200': 1 }, 'Kasir answered the notify 2005200');
+
+    // The provider sends it again (its retry): the same event, acknowledged, nothing twice.
+    const notifyUrl = `${stack.api.url}/callbacks/${stack.code}/v1.0/qr/qr-mpm-notify`;
+    const vendorOrderId = (await pool.oneFirst(sql.unsafe`select vendor_order_id from orders where ref_code = ${ref}`)) as string;
+    const signed = (body: object, key = snapKeys().providerPrivatePem) => {
+      const raw = JSON.stringify(body);
+      const ts = `${new Date(Date.now() + 7 * 3600_000).toISOString().slice(0, 19)}+07:00`;
+      const hash = createHash('sha256').update(raw).digest('hex');
+      const signature = sign('sha256', Buffer.from(`POST:/v1.0/qr/qr-mpm-notify:${hash}:${ts}`), key).toString('base64');
+      return call(stack.api.url, { path: new URL(notifyUrl).pathname, headers: { 'content-type': 'application/json', 'x-timestamp': ts, 'x-signature': signature }, body: raw });
+    };
+    const paidNotify = { originalReferenceNo: vendorOrderId, originalPartnerReferenceNo: ref, latestTransactionStatus: '00', amount: { value: '100000.00', currency: 'IDR' } };
+    const again = await signed(paidNotify);
+    t.same([again.status, again.json], [200, { responseCode: '2005200', responseMessage: 'Successful' }], 'a repeat: 2005200');
+    const unknownRef = await signed({ ...paidNotify, originalReferenceNo: 'A1OTHER', originalPartnerReferenceNo: 'ORD-0-NOSUCHORDER' });
+    t.same([unknownRef.status, unknownRef.json?.responseCode], [404, '4045201'], 'no such order: 4045201');
+    const forged = await signed(paidNotify, snapKeys().kasirPrivatePem);
+    t.same([forged.status, forged.json?.responseCode], [401, '4015200'], 'signed by another key: 4015200');
+    t.equal(await balanceOf(stack, merchant), 99_300, 'credited once');
+    await ledgerAudit(t, stack.env);
+  },
+);
+
+t.test(
+  'QRIS with an HMAC-notify provider: it fetches a token from Kasir, notifies with it, PAID',
+  async (t) => {
+    // A second provider for one merchant, signing notifies with HMAC and a token from Kasir.
+    const code = 'snaph';
+    const sim = await startSimulatorProcess({
+      SIMULATOR_CODE: code,
+      ...snapSimulatorEnv({ SIMULATOR_SNAP_NOTIFY_SIGNATURE: 'hmac', SIMULATOR_SNAP_NOTIFY_URL: `${stack.api.url}/callbacks/${code}/v1.0/qr/qr-mpm-notify` }),
+    });
+    t.teardown(() => sim.stop());
+    const vendor = snapVendor(sim.url, { notifySignature: 'hmac' }, code);
+    await upsertVendor(pool, stack.api.ctx.sealer, { code, kind: 'snap', baseUrl: vendor.baseUrl, credentials: vendor.credentials });
+    const merchant = await makeMerchant(stack.api.ctx);
+    await setRoute(pool, { merchantId: merchant.merchant_id, method: 'QRIS', vendorCode: code, priority: 10 });
+    const created = await createOrder(merchant, 50_000);
+    t.equal(created.status, 201, created.text);
+    const ref = created.json.data.ref_code;
+    t.equal((await simulatePay(sim.url, { reference: ref })).status, 200);
+    await orderReaches(merchant, ref, 'PAID');
+    t.same((await snapAdmin(sim.url).stats()).notify_answers, { '2005200': 1 }, 'answered 2005200');
+    t.equal(await balanceOf(stack, merchant), 49_650, 'credited amount − MDR');
     await ledgerAudit(t, stack.env);
   },
 );

@@ -155,13 +155,15 @@ t.test('HMAC notifies carry a token Kasir issued; openssl computes the same sign
   const gateway = createSnapGateway(snapVendor('http://127.0.0.1:9', { notifySignature: 'hmac' }, 'snap-h'));
   const ts = new Date(Date.now() + 7 * 3600_000).toISOString().slice(0, 19) + '+07:00';
   // The provider first asks Kasir for a token, signing clientKey|timestamp with its own key.
-  const tokenAnswer = gateway.answerTokenRequest(
+  const tokenAnswer = gateway.answerRequest!(
+    '/v1.0/access-token/b2b',
     { 'x-timestamp': ts, 'x-client-key': SNAP_ACCOUNT.clientKey, 'x-signature': rsaSha256Base64(files.providerPrivate, `${SNAP_ACCOUNT.clientKey}|${ts}`) },
     Buffer.from('{"grantType":"client_credentials"}'),
   );
   t.match(tokenAnswer, { status: 200, body: { responseCode: '2007300', tokenType: 'Bearer', expiresIn: '900' } });
-  const token = (tokenAnswer.body as { accessToken: string }).accessToken;
-  const forged = gateway.answerTokenRequest(
+  const token = (tokenAnswer!.body as { accessToken: string }).accessToken;
+  const forged = gateway.answerRequest!(
+    '/v1.0/access-token/b2b',
     { 'x-timestamp': ts, 'x-client-key': SNAP_ACCOUNT.clientKey, 'x-signature': rsaSha256Base64(files.kasirPrivate, `${SNAP_ACCOUNT.clientKey}|${ts}`) },
     Buffer.from('{"grantType":"client_credentials"}'),
   );

@@ -175,7 +175,7 @@ export function snapDialect(ctx: DialectContext): Router {
   const tokens = new Map<string, number>();
   /** X-EXTERNAL-IDs taken, by Jakarta day; earlier days are forgotten. */
   let externalIds = { day: '', ids: new Set<string>() };
-  const stats = { tokenRequests: 0, calls: {} as Record<string, number>, rejected: {} as Record<string, number>, notifiesSent: 0 };
+  const stats = { tokenRequests: 0, calls: {} as Record<string, number>, rejected: {} as Record<string, number>, notifiesSent: 0, notifyAnswers: {} as Record<string, number> };
   let notifyUrl = cfg.notifyUrl;
   /** The token Kasir issued the simulator for HMAC notifies, and until when. */
   let kasirToken: { token: string; until: number } | null = null;
@@ -534,6 +534,14 @@ export function snapDialect(ctx: DialectContext): Router {
     try {
       const response = await got.post(url, { body, headers, timeout: { request: NOTIFY_TIMEOUT_MS }, retry: { limit: 0 }, throwHttpErrors: false, followRedirect: false, signal: ctx.signal });
       stats.notifiesSent++;
+      let answered = `HTTP ${response.statusCode}`;
+      try {
+        const code = (JSON.parse(response.body) as { responseCode?: unknown }).responseCode;
+        if (typeof code === 'string') answered = code;
+      } catch {
+        // not JSON: the HTTP status says it
+      }
+      stats.notifyAnswers[answered] = (stats.notifyAnswers[answered] ?? 0) + 1;
       return response.statusCode;
     } catch (error) {
       return (error as { code?: string }).code ?? 'ERROR';
@@ -604,7 +612,14 @@ export function snapDialect(ctx: DialectContext): Router {
     });
   });
   admin.get('/stats', (req, res) => {
-    res.json({ token_requests: stats.tokenRequests, calls: stats.calls, rejected: stats.rejected, notifies_sent: stats.notifiesSent, live_tokens: [...tokens.values()].filter((t) => t > Date.now()).length });
+    res.json({
+      token_requests: stats.tokenRequests,
+      calls: stats.calls,
+      rejected: stats.rejected,
+      notifies_sent: stats.notifiesSent,
+      notify_answers: stats.notifyAnswers,
+      live_tokens: [...tokens.values()].filter((t) => t > Date.now()).length,
+    });
   });
   admin.post('/expire-tokens', (req, res) => {
     let expired = 0;
