@@ -10,6 +10,8 @@ import { ApiError } from '../db/errors.ts';
 import { logger } from '../db/logger.ts';
 import { completePayout } from '../db/payouts.ts';
 import { applyPayment } from '../db/orders.ts';
+import { completeRefund } from '../db/refunds.ts';
+import { findRefundByRef } from '../db/refunds.sql.ts';
 import { getVendor, recordCallback } from '../db/vendors.ts';
 import type { CallbackAnswer } from '../db/gateways/gateway.ts';
 import { gatewayFor } from '../db/gateways/registry.ts';
@@ -66,6 +68,15 @@ export function callbackRoutes(ctx: AppContext): Router {
             : { status: 'FAILED' as const, vendorDisbursementId: event.vendorDisbursementId, reason: event.failureReason ?? 'FAILED' };
         // The payout is found by the kind recorded with the reference it went out under.
         return completePayout(tx, ctx.boss, event.reference, outcome, `callback:${vendor.code}`);
+      }
+      if (event.type === 'refund.updated') {
+        const refund = await findRefundByRef(tx, event.reference);
+        if (!refund) return 'unknown';
+        const outcome =
+          event.status === 'SUCCEEDED'
+            ? { status: 'SUCCEEDED' as const, vendorRefundId: event.vendorRefundId }
+            : { status: 'FAILED' as const, vendorRefundId: event.vendorRefundId, reason: event.failureReason ?? 'FAILED' };
+        return completeRefund(tx, ctx.boss, refund.id, outcome, `callback:${vendor.code}`);
       }
       return 'recorded';
     });

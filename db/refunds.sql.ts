@@ -50,6 +50,10 @@ export function findRefund(db: Db, id: string) {
   return db.maybeOne(sql.type(refundRow)`select ${columns} from refunds where id = ${id}`);
 }
 
+export function findRefundByRef(db: Db, refCode: string) {
+  return db.maybeOne(sql.type(refundRow)`select ${columns} from refunds where ref_code = ${refCode}`);
+}
+
 export function lockRefund(db: Db, id: string) {
   return db.maybeOne(sql.type(refundRow)`select ${columns} from refunds where id = ${id} for update`);
 }

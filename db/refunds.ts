@@ -98,13 +98,13 @@ export type RefundOutcome = { status: 'SUCCEEDED'; vendorRefundId: string | null
  * hears either way. A refund already final changes nothing.
  */
 export async function completeRefund(
-  pool: Pool,
+  db: Db,
   boss: PgBoss,
   refundId: string,
   outcome: RefundOutcome,
   source: string,
 ): Promise<'completed' | 'already_final' | 'unknown'> {
-  return pool.transaction(async (tx) => {
+  return db.transaction(async (tx) => {
     // Read unlocked to learn the merchant, then lock in the one order: accounts, refund, order.
     const unlocked = await findRefund(tx, refundId);
     if (!unlocked) return 'unknown';

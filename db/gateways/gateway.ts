@@ -84,7 +84,9 @@ export type AccountInquiry = { status: 'FOUND'; accountName: string } | { status
 /** A verified vendor callback, translated into Kasir's terms. */
 export type CallbackEvent =
   | { type: 'qris.paid'; eventId: string; reference: string; vendorOrderId: string; amount: number; paidAt: Date; rrn: string }
-  | { type: 'disbursement.updated'; eventId: string; reference: string; vendorDisbursementId: string; status: 'SUCCESS' | 'FAILED'; failureReason: string | null };
+  | { type: 'disbursement.updated'; eventId: string; reference: string; vendorDisbursementId: string; status: 'SUCCESS' | 'FAILED'; failureReason: string | null }
+  /** A refund's final word; `reference` is Kasir's refund ref_code (RFD-…). */
+  | { type: 'refund.updated'; eventId: string; reference: string; vendorRefundId: string; status: 'SUCCEEDED' | 'FAILED'; failureReason: string | null };
 
 /** What Kasir made of a callback, for vendors that prescribe the answer (answerCallback). */
 export type CallbackAnswer = 'accepted' | 'duplicate' | 'bad_signature' | 'unknown_reference' | 'amount_mismatch' | 'invalid_body';
