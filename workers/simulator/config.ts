@@ -25,6 +25,10 @@ const envSchema = z.object({
   SIMULATOR_IRIS_CREATOR_KEY: z.string().min(8).default('IRIS-creator-kasir-simulator'),
   SIMULATOR_IRIS_APPROVER_KEY: z.string().min(8).default('IRIS-approver-kasir-simulator'),
   SIMULATOR_IRIS_MERCHANT_KEY: z.string().min(8).default('IRIS-merchant-kasir-simulator'),
+  // Where Xendit and Iris post callbacks: set once per account in their dashboards, never per
+  // request (Midtrans payments take X-Override-Notification per charge instead).
+  SIMULATOR_XENDIT_CALLBACK_URL: z.url({ protocol: /^https?$/ }).optional(),
+  SIMULATOR_IRIS_NOTIFY_URL: z.url({ protocol: /^https?$/ }).optional(),
   // SNAP BI (dialects/snap.ts): what a provider issues a partner, the partner's public key it
   // registers, and the provider's own signing key. Keys are inline PEM or a file path; unset,
   // the dialect generates them when first used and shows them at GET /snap/admin/keys.
@@ -72,9 +76,9 @@ export interface SimulatorConfig {
   nmid: string;
   /** Credentials of the vendor dialects, as the vendor would issue them. */
   dialects: {
-    xendit: { secretKey: string; callbackToken: string };
+    xendit: { secretKey: string; callbackToken: string; callbackUrl: string | null };
     midtrans: { serverKey: string };
-    iris: { creatorKey: string; approverKey: string; merchantKey: string };
+    iris: { creatorKey: string; approverKey: string; merchantKey: string; notifyUrl: string | null };
     snap: SnapDialectConfig;
   };
 }
@@ -118,9 +122,14 @@ export function loadSimulatorConfig(env: Record<string, string | undefined>): Si
     merchantCity: e.SIMULATOR_MERCHANT_CITY,
     nmid: e.SIMULATOR_NMID,
     dialects: {
-      xendit: { secretKey: e.SIMULATOR_XENDIT_SECRET_KEY, callbackToken: e.SIMULATOR_XENDIT_CALLBACK_TOKEN },
+      xendit: { secretKey: e.SIMULATOR_XENDIT_SECRET_KEY, callbackToken: e.SIMULATOR_XENDIT_CALLBACK_TOKEN, callbackUrl: e.SIMULATOR_XENDIT_CALLBACK_URL ?? null },
       midtrans: { serverKey: e.SIMULATOR_MIDTRANS_SERVER_KEY },
-      iris: { creatorKey: e.SIMULATOR_IRIS_CREATOR_KEY, approverKey: e.SIMULATOR_IRIS_APPROVER_KEY, merchantKey: e.SIMULATOR_IRIS_MERCHANT_KEY },
+      iris: {
+        creatorKey: e.SIMULATOR_IRIS_CREATOR_KEY,
+        approverKey: e.SIMULATOR_IRIS_APPROVER_KEY,
+        merchantKey: e.SIMULATOR_IRIS_MERCHANT_KEY,
+        notifyUrl: e.SIMULATOR_IRIS_NOTIFY_URL ?? null,
+      },
       snap: {
         partnerId: e.SIMULATOR_SNAP_PARTNER_ID,
         clientKey: e.SIMULATOR_SNAP_CLIENT_KEY,
