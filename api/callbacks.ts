@@ -78,7 +78,7 @@ export function callbackRoutes(ctx: AppContext): Router {
             : { status: 'FAILED' as const, vendorRefundId: event.vendorRefundId, reason: event.failureReason ?? 'FAILED' };
         return completeRefund(tx, ctx.boss, refund.id, outcome, `callback:${vendor.code}`);
       }
-      return 'recorded';
+      return 'noted';
     });
     if (result === 'unknown' || result === 'unknown_order' || result === 'amount_mismatch' || result === 'failed_attempt') {
       logger.warn({ vendor: vendor.code, eventId: event.eventId, reference: event.reference, result }, 'callback not applied');

@@ -94,6 +94,17 @@ export function observeVendorCall(vendor: string, operation: string, outcome: 'o
   vendorCallDuration.observe({ vendor, operation, outcome }, seconds);
 }
 
+const vendorRateLimited = new Counter({
+  name: 'kasir_vendor_rate_limited_total',
+  help: 'Vendor answers of HTTP 429 (the vendor did nothing; the call counts as failed), by vendor code',
+  labelNames: ['vendor'] as const,
+  registers: [registry],
+});
+
+export function observeVendorRateLimited(vendor: string): void {
+  vendorRateLimited.inc({ vendor });
+}
+
 export const webhookAttempts = new Counter({
   name: 'kasir_webhook_attempts_total',
   help: 'Webhook delivery attempts: delivered (2xx), retrying (failed, another attempt scheduled), exhausted (failed, no attempt left: the delivery is FAILED)',

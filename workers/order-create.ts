@@ -29,7 +29,7 @@ export async function scheduleReconcile(ctx: WorkerContext, orderId: string): Pr
 export async function resolveWithVendor(ctx: WorkerContext, order: OrderRow, vendorCode: string): Promise<'confirmed' | 'absent' | 'unknown'> {
   const vendor = await getVendor(ctx.pool, ctx.sealer, vendorCode);
   if (!vendor) return 'absent';
-  const answer = await gatewayOf(ctx, vendor).queryQris(order.ref_code);
+  const answer = await gatewayOf(ctx, vendor).queryQris(order.ref_code, order.vendor_order_id);
   if (answer.kind !== 'ok') return 'unknown';
   const status: QrisStatus = answer.value;
   if (status.status === 'NOT_FOUND') return 'absent';

@@ -30,7 +30,7 @@ async function reconcilePayment(ctx: WorkerContext, order: OrderRow) {
   if (!order.vendor_code) return { status: order.status };
   const vendor = await getVendor(ctx.pool, ctx.sealer, order.vendor_code);
   if (!vendor) return { status: order.status };
-  const answer = await gatewayOf(ctx, vendor).queryQris(order.ref_code);
+  const answer = await gatewayOf(ctx, vendor).queryQris(order.ref_code, order.vendor_order_id);
   if (answer.kind !== 'ok') throw new Error(`query at ${vendor.code} failed: ${answer.reason}`);
   const status = answer.value;
   if (status.status !== 'PAID' || !status.paidAt) return { status: order.status, vendor_status: status.status };

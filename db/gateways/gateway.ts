@@ -86,14 +86,24 @@ export type CallbackEvent =
   | { type: 'qris.paid'; eventId: string; reference: string; vendorOrderId: string; amount: number; paidAt: Date; rrn: string }
   | { type: 'disbursement.updated'; eventId: string; reference: string; vendorDisbursementId: string; status: 'SUCCESS' | 'FAILED'; failureReason: string | null }
   /** A refund's final word; `reference` is Kasir's refund ref_code (RFD-…). */
-  | { type: 'refund.updated'; eventId: string; reference: string; vendorRefundId: string; status: 'SUCCEEDED' | 'FAILED'; failureReason: string | null };
+  | { type: 'refund.updated'; eventId: string; reference: string; vendorRefundId: string; status: 'SUCCEEDED' | 'FAILED'; failureReason: string | null }
+  /**
+   * Authentic, but nothing for Kasir to do (a refund still pending, an event it does not act
+   * on): recorded and acknowledged, so the vendor stops retrying it.
+   */
+  | { type: 'noted'; eventId: string; reference: string; what: string };
 
 /** What Kasir made of a callback, for vendors that prescribe the answer (answerCallback). */
 export type CallbackAnswer = 'accepted' | 'duplicate' | 'bad_signature' | 'unknown_reference' | 'amount_mismatch' | 'invalid_body';
 
 export interface Gateway {
   createQris(input: CreateQrisInput): Promise<Outcome<QrisCreated>>;
-  queryQris(reference: string): Promise<Outcome<QrisStatus>>;
+  /**
+   * What became of an order's QR. `vendorOrderId` is the vendor's id for it when Kasir has one;
+   * a vendor that cannot look a QR up by Kasir's reference (Xendit) decides without it by its
+   * stated rule (docs/vendors/).
+   */
+  queryQris(reference: string, vendorOrderId?: string | null): Promise<Outcome<QrisStatus>>;
   refund(input: RefundInput): Promise<Outcome<RefundResult>>;
   disburse(input: DisburseInput): Promise<Outcome<{ vendorDisbursementId: string }>>;
   queryDisbursement(reference: string): Promise<Outcome<DisbursementStatus>>;

@@ -43,7 +43,7 @@ function measured(vendor: string, gateway: Gateway): Gateway {
     };
   return {
     createQris: timed('create_qris', (input) => gateway.createQris(input)),
-    queryQris: timed('query_qris', (reference) => gateway.queryQris(reference)),
+    queryQris: (reference, vendorOrderId) => timed('query_qris', (ref: string) => gateway.queryQris(ref, vendorOrderId))(reference),
     refund: timed('refund', (input) => gateway.refund(input)),
     disburse: timed('disburse', (input) => gateway.disburse(input)),
     queryDisbursement: timed('query_disbursement', (reference) => gateway.queryDisbursement(reference)),

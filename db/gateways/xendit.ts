@@ -1,7 +1,260 @@
-// Xendit adapter: placeholder until issue 18 lands it (docs/vendors/xendit.md). Registered so
-// that vendor:add accepts the kind; any call to a Xendit vendor fails loudly meanwhile.
-import type { Gateway, VendorRecord } from './gateway.ts';
+// Kasir's Xendit adapter: QRIS through the QR Codes API (api-version 2022-07-31), refunds of
+// QR payments, bank and e-wallet payouts through Payouts v2, and callbacks authenticated by
+// the account's verification token. The shapes live in xendit-transforms.ts; the operator's
+// side in docs/vendors/xendit.md.
+//
+// How each unknown outcome is resolved (and why no money moves twice):
+// - QR create: Xendit has no idempotency key for QR codes and no lookup by reference_id. A
+//   create whose answer was lost is taken as not made (queryQris without Xendit's QR id
+//   answers NOT_FOUND): Kasir never handed its QR string to anyone, so no payer can pay it,
+//   and it expires at Xendit unused. The attempt fails and the merchant's retry makes a new one.
+// - Payout: the disbursement's reference is the Idempotency-key; Xendit refuses a second use
+//   with DUPLICATE_TRANSACTION_ERROR, which is resolved by reading the payout by reference_id,
+//   never by sending again.
+// - Refund: sent with the refund's reference as Idempotency-key and in metadata; before any
+//   send, the payment's refunds are listed and one carrying the reference is answered instead.
+//
+// Classification: 2xx is read (unreadable → unknown); 429 RATE_LIMIT_EXCEEDED and every other
+// 4xx are failed (Xendit did nothing); 5xx and lost answers are unknown.
+import { timingSafeEqual } from 'node:crypto';
+import got from 'got';
+import { logger } from '../logger.ts';
+import { observeVendorRateLimited } from '../metrics.ts';
+import type { AccountInquiry, Gateway, Outcome, QrisStatus, RefundResult, VendorRecord } from './gateway.ts';
+import { validateVendorQris } from './qris.ts';
+import { classifyTransportError } from './simulator.ts';
+import {
+  channelCodeOf,
+  isPaid,
+  errorBody,
+  fromPayments,
+  fromPayout,
+  fromPayouts,
+  fromQrCode,
+  fromQrCreated,
+  fromRefund,
+  fromRefunds,
+  PATHS,
+  QR_API_VERSION,
+  toCallbackEvent,
+  toCreateQrRequest,
+  toDisbursementStatus,
+  toPayoutRequest,
+  toQrisStatus,
+  toRefundRequest,
+  toRefundStatus,
+} from './xendit-transforms.ts';
 
-export function createXenditGateway(vendor: VendorRecord, _options: { timeoutMs?: number } = {}): Gateway {
-  throw new Error(`vendor ${vendor.code}: the xendit adapter is not built yet`);
+/** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
+const DEFAULT_TIMEOUT_MS = 5000;
+
+const ok = <T>(value: T): Outcome<T> => ({ kind: 'ok', value });
+const failed = (reason: string) => ({ kind: 'failed' as const, reason });
+const unknown = (reason: string) => ({ kind: 'unknown' as const, reason });
+
+interface Answer {
+  status: number;
+  body: unknown;
+}
+
+export interface XenditCredentials {
+  secretKey: string;
+  callbackToken: string;
+}
+
+export function xenditCredentials(vendor: VendorRecord): XenditCredentials {
+  const { secretKey, callbackToken } = vendor.credentials;
+  if (!secretKey || !callbackToken) throw new Error(`vendor ${vendor.code}: credentials.secretKey and credentials.callbackToken are required for kind xendit`);
+  return { secretKey, callbackToken };
+}
+
+function createClient(vendor: VendorRecord, creds: XenditCredentials, timeoutMs: number) {
+  const base = vendor.baseUrl.replace(/\/+$/, '');
+  // HTTP Basic: the secret key is the user name, the password is empty.
+  const authorization = `Basic ${Buffer.from(`${creds.secretKey}:`).toString('base64')}`;
+  const log = logger.child({ vendor: vendor.code });
+  return async function request(method: 'GET' | 'POST', path: string, payload?: object, headers: Record<string, string> = {}): Promise<Outcome<Answer>> {
+    const started = performance.now();
+    try {
+      const response = await got(base + path, {
+        method,
+        body: payload === undefined ? undefined : JSON.stringify(payload),
+        headers: {
+          authorization,
+          ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+          ...(path.startsWith('/qr_codes') ? { 'api-version': QR_API_VERSION } : {}),
+          ...headers,
+        },
+        timeout: { request: timeoutMs },
+        // Retrying is the caller's decision (failover or reconcile), never the transport's.
+        retry: { limit: 0 },
+        throwHttpErrors: false,
+        followRedirect: false,
+      });
+      log.debug({ method, path: path.split('?')[0], status: response.statusCode, ms: Math.round(performance.now() - started) }, 'vendor call');
+      let body: unknown;
+      try {
+        body = JSON.parse(response.body);
+      } catch {
+        body = undefined;
+      }
+      if (response.statusCode === 429) observeVendorRateLimited(vendor.code);
+      return ok({ status: response.statusCode, body });
+    } catch (error) {
+      const outcome = classifyTransportError(error as { code?: string; timings?: { connect?: number } });
+      log.debug({ method, path: path.split('?')[0], error: (error as { code?: string }).code, outcome: outcome.kind }, 'vendor call failed');
+      return outcome;
+    }
+  };
+}
+
+const errorCodeOf = (body: unknown) => {
+  const parsed = errorBody.safeParse(body);
+  return parsed.success ? parsed.data.error_code : null;
+};
+
+/** 2xx: the parsed value, or unknown if unreadable; 4xx (429 included): failed; else unknown. */
+function interpret<T>(answer: Answer, parse: (body: unknown) => T | null): Outcome<T> {
+  const { status, body } = answer;
+  if (status >= 200 && status < 300) {
+    const value = parse(body);
+    return value === null ? unknown(`unreadable HTTP ${status} answer`) : ok(value);
+  }
+  const error = errorBody.safeParse(body);
+  const reason = `HTTP ${status}${error.success ? ` ${error.data.error_code}${error.data.message ? `: ${error.data.message}` : ''}` : ''}`;
+  return status >= 400 && status < 500 ? failed(reason) : unknown(reason);
+}
+
+const header = (headers: Record<string, string | string[] | undefined>, name: string) => {
+  const value = headers[name];
+  return typeof value === 'string' ? value : undefined;
+};
+
+function sameToken(expected: string, given: string | undefined): boolean {
+  if (given === undefined) return false;
+  const a = Buffer.from(expected);
+  const b = Buffer.from(given);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export function createXenditGateway(vendor: VendorRecord, opts: { timeoutMs?: number } = {}): Gateway {
+  const creds = xenditCredentials(vendor);
+  const request = createClient(vendor, creds, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+
+  /** The QR's succeeded payment id, which refunds are made against (null: not paid). */
+  async function paymentOf(qrId: string): Promise<Outcome<string | null>> {
+    const answer = await request('GET', PATHS.qrPayments(qrId));
+    if (answer.kind !== 'ok') return answer;
+    const payments = interpret(answer.value, fromPayments);
+    return payments.kind === 'ok' ? ok(payments.value.find((p) => isPaid(p.status))?.id ?? null) : payments;
+  }
+
+  /** The refund made under Kasir's reference, if any. */
+  async function refundByReference(paymentId: string, refundReference: string): Promise<Outcome<RefundResult | null>> {
+    const answer = await request('GET', PATHS.qrRefunds(paymentId));
+    if (answer.kind !== 'ok') return answer;
+    const refunds = interpret(answer.value, fromRefunds);
+    if (refunds.kind !== 'ok') return refunds;
+    const mine = refunds.value.find((r) => r.metadata?.kasir_refund_reference === refundReference);
+    return ok(mine ? { vendorRefundId: mine.id, status: toRefundStatus(mine.status) } : null);
+  }
+
+  async function payoutByReference(reference: string): Promise<Outcome<ReturnType<typeof toDisbursementStatus>>> {
+    const answer = await request('GET', PATHS.payoutsByReference(reference));
+    if (answer.kind !== 'ok') return answer;
+    return interpret(answer.value, (body) => {
+      const payouts = fromPayouts(body)?.filter((p) => p.reference_id === reference);
+      if (!payouts) return null;
+      // One reference, one payout (the Idempotency-key); the latest wins if Xendit ever lists more.
+      const latest = payouts.at(-1);
+      return latest ? toDisbursementStatus(latest) : { status: 'NOT_FOUND' as const, vendorDisbursementId: null, failureReason: null };
+    });
+  }
+
+  return {
+    async createQris(input) {
+      const answer = await request('POST', PATHS.qrCodes, toCreateQrRequest(input));
+      if (answer.kind !== 'ok') return answer;
+      const outcome = interpret(answer.value, (body) => fromQrCreated(body, input.reference));
+      if (outcome.kind !== 'ok') return outcome;
+      const problem = validateVendorQris(outcome.value.qrisString, input.amount);
+      return problem ? failed(`Xendit returned an unusable QRIS: ${problem}`) : outcome;
+    },
+
+    async queryQris(reference, vendorOrderId): Promise<Outcome<QrisStatus>> {
+      // No lookup by reference_id: without Xendit's id the QR was never handed out (see top).
+      if (!vendorOrderId) return ok({ status: 'NOT_FOUND', vendorOrderId: null, qrisString: null, paidAt: null, rrn: null });
+      const qrAnswer = await request('GET', PATHS.qrCode(vendorOrderId));
+      if (qrAnswer.kind !== 'ok') return qrAnswer;
+      if (qrAnswer.value.status === 404 && errorCodeOf(qrAnswer.value.body) === 'DATA_NOT_FOUND') {
+        return ok({ status: 'NOT_FOUND', vendorOrderId: null, qrisString: null, paidAt: null, rrn: null });
+      }
+      const qr = interpret(qrAnswer.value, (body) => fromQrCode(body, reference));
+      if (qr.kind !== 'ok') return qr;
+      const paymentsAnswer = await request('GET', PATHS.qrPayments(vendorOrderId));
+      if (paymentsAnswer.kind !== 'ok') return paymentsAnswer;
+      const payments = interpret(paymentsAnswer.value, fromPayments);
+      if (payments.kind !== 'ok') return payments;
+      return ok(toQrisStatus(qr.value, payments.value));
+    },
+
+    async refund(input) {
+      const payment = await paymentOf(input.vendorOrderId);
+      if (payment.kind !== 'ok') return payment;
+      if (!payment.value) return failed(`no succeeded payment on Xendit QR ${input.vendorOrderId}`);
+      // Asked before every send: a refund already made under this reference is answered, not repeated.
+      const existing = await refundByReference(payment.value, input.refundReference);
+      if (existing.kind !== 'ok') return existing;
+      if (existing.value) return ok(existing.value);
+      const answer = await request('POST', PATHS.qrRefunds(payment.value), toRefundRequest(input.refundReference, input.amount), { 'idempotency-key': input.refundReference });
+      if (answer.kind !== 'ok') return answer;
+      return interpret(answer.value, (body) => {
+        const refund = fromRefund(body);
+        return refund ? { vendorRefundId: refund.id, status: toRefundStatus(refund.status) } : null;
+      });
+    },
+
+    async disburse(input) {
+      const channelCode = channelCodeOf(input);
+      if (!channelCode) return failed(`Xendit has no payout channel for ${input.channel} ${input.bankCode ?? input.ewalletCode}`);
+      // Xendit requires the holder's name and matches it exactly; it is never guessed.
+      if (!input.accountName) return failed('Xendit payouts need the account holder name');
+      const answer = await request('POST', PATHS.payouts, toPayoutRequest(input, channelCode, input.accountName), { 'idempotency-key': input.reference });
+      if (answer.kind !== 'ok') return answer;
+      if (answer.value.status === 400 && errorCodeOf(answer.value.body) === 'DUPLICATE_TRANSACTION_ERROR') {
+        // Already received under this reference: read it, never send again.
+        const known = await payoutByReference(input.reference);
+        if (known.kind !== 'ok') return unknown(`duplicate reference, and reading it back failed: ${known.reason}`);
+        return known.value.vendorDisbursementId ? ok({ vendorDisbursementId: known.value.vendorDisbursementId }) : unknown('duplicate reference that Xendit cannot show');
+      }
+      return interpret(answer.value, (body) => {
+        const payout = fromPayout(body);
+        return payout && payout.reference_id === input.reference ? { vendorDisbursementId: payout.id } : null;
+      });
+    },
+
+    queryDisbursement: payoutByReference,
+
+    async inquireAccount(): Promise<Outcome<AccountInquiry>> {
+      // Xendit offers no account-name inquiry: name checks go to the next routed vendor.
+      return failed('Xendit has no account name inquiry');
+    },
+
+    async check() {
+      const answer = await request('GET', PATHS.balance);
+      if (answer.kind !== 'ok') return answer;
+      return interpret(answer.value, (body) => (body && typeof body === 'object' && 'balance' in body ? 'balance read with the secret key' : null));
+    },
+
+    async parseCallback(headers, rawBody) {
+      if (!sameToken(creds.callbackToken, header(headers, 'x-callback-token'))) return null;
+      let body: unknown;
+      try {
+        body = JSON.parse(rawBody.toString('utf8'));
+      } catch {
+        return null;
+      }
+      return toCallbackEvent(body);
+    },
+  };
 }
