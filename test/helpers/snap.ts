@@ -5,15 +5,9 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { freePort } from '../../scripts/lib/cluster.ts';
 import type { VendorRecord } from '../../db/gateways/gateway.ts';
-import { setRoute, upsertVendor } from '../../db/vendors.ts';
-import { startApi } from './api.ts';
-import { testConfig, testEnv } from './config.ts';
-import { testDatabase } from './db.ts';
-import { startWorkerGroup } from './processes.ts';
-import { startSimulatorInProcess, startSimulatorProcess, type InProcessSimulator, type SimulatorProcess } from './simulator.ts';
-import type { Stack } from './stack.ts';
+import { startSimulatorInProcess, type InProcessSimulator } from './simulator.ts';
+import { startVendorStack, type DialectVendor, type VendorStack } from './vendor-stack.ts';
 
 interface Teardown {
   teardown(fn: () => unknown): void;
@@ -141,10 +135,7 @@ export function startSnapSimulatorInProcess(env: Record<string, string> = {}): P
   return startSimulatorInProcess({ SIMULATOR_DISBURSE_DELAY_MS: '50', ...snapSimulatorEnv(env) });
 }
 
-export interface SnapStack extends Stack {
-  code: string;
-  vendor: VendorRecord;
-}
+export type SnapStack = VendorStack;
 
 export interface SnapStackOptions {
   groups?: string[];
@@ -159,22 +150,11 @@ export interface SnapStackOptions {
  * POST /callbacks/<code>/v1.0/qr/qr-mpm-notify, and the SNAP vendor routed as the platform
  * default for QRIS, BANK and EWALLET; then the worker groups as processes.
  */
-export async function startSnapStack(t: Teardown, options: SnapStackOptions = {}): Promise<SnapStack> {
-  const code = options.code ?? 'snap';
-  const databaseUrl = await testDatabase(t);
-  const port = await freePort();
-  const publicBase = `http://127.0.0.1:${port}`;
-  const env = testEnv(databaseUrl, { PORT: String(port), PUBLIC_BASE_URL: publicBase, DISBURSEMENT_RECONCILE_DELAY_SECONDS: '1', ...options.env });
-  const api = await startApi(t, testConfig(databaseUrl, env));
-  const sim: SimulatorProcess = await startSimulatorProcess({
-    SIMULATOR_CODE: code,
-    SIMULATOR_DISBURSE_DELAY_MS: '100',
-    ...snapSimulatorEnv({ SIMULATOR_SNAP_NOTIFY_URL: `${publicBase}/callbacks/${code}/v1.0/qr/qr-mpm-notify`, ...options.simulatorEnv }),
-  });
-  t.teardown(() => sim.stop());
-  const vendor = snapVendor(sim.url, options.credentials, code);
-  await upsertVendor(api.ctx.pool, api.ctx.sealer, { code, kind: 'snap', baseUrl: vendor.baseUrl, credentials: vendor.credentials });
-  for (const method of ['QRIS', 'BANK', 'EWALLET'] as const) await setRoute(api.ctx.pool, { merchantId: null, method, vendorCode: code, priority: 10 });
-  await Promise.all((options.groups ?? ['vendor', 'disbursement', 'webhook']).map((group) => startWorkerGroup(t, group, env)));
-  return { api, env, sims: [sim], sim, code, vendor };
+export function startSnapStack(t: Teardown, options: SnapStackOptions = {}): Promise<SnapStack> {
+  const vendor: DialectVendor = {
+    code: options.code ?? 'snap',
+    simulatorEnv: (publicBase, code) => snapSimulatorEnv({ SIMULATOR_SNAP_NOTIFY_URL: `${publicBase}/callbacks/${code}/v1.0/qr/qr-mpm-notify`, ...options.simulatorEnv }),
+    vendor: (url, code) => snapVendor(url, options.credentials, code),
+  };
+  return startVendorStack(t, [vendor], { groups: options.groups, env: options.env });
 }

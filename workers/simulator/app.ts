@@ -139,7 +139,7 @@ export function createSimulatorApp(options: SimulatorOptions) {
 
   /** Applies the request's X-Sim-Fault header, or else the first matching rule, to an operation. */
   const inject =
-    (op: RequestOp, causesCallback = false): RequestHandler =>
+    (op: RequestOp, causesCallback = false, dialectError?: (status: number, mode: 'error' | 'reject') => Record<string, unknown>): RequestHandler =>
     async (req, res, next) => {
       let fault: Fault | null;
       const header = req.get('x-sim-fault');
@@ -161,10 +161,14 @@ export function createSimulatorApp(options: SimulatorOptions) {
         case 'latency':
           await timers.sleep(fault.latencyMs ?? 1000);
           return next();
-        case 'error':
-          return void res.status(fault.status ?? 500).json(errorBody('SIMULATED_ERROR', `injected error fault on ${op}`));
-        case 'reject':
-          return void res.status(fault.status ?? 422).json(errorBody('SIMULATED_REJECTION', `injected reject fault on ${op}`));
+        case 'error': {
+          const status = fault.status ?? 500;
+          return void res.status(status).json(dialectError?.(status, 'error') ?? errorBody('SIMULATED_ERROR', `injected error fault on ${op}`));
+        }
+        case 'reject': {
+          const status = fault.status ?? 422;
+          return void res.status(status).json(dialectError?.(status, 'reject') ?? errorBody('SIMULATED_REJECTION', `injected reject fault on ${op}`));
+        }
         default:
           res.locals.fault = fault;
           return next();
@@ -347,6 +351,7 @@ export function createSimulatorApp(options: SimulatorOptions) {
     signal: abort.signal,
     inject,
     reply,
+    sendCallback: (url, body, headers, about, fault) => callbacks.sendAs(url, body, headers, about, fault),
     qrCreated(qr) {
       store.qrs.set(qr.reference, qr);
       logger.info({ reference: qr.reference, amount: qr.amount }, 'qr created');

@@ -27,11 +27,11 @@ export function createCallbackSender(deps: { secret: string; logger: Logger; fau
   /** out_of_order callbacks, each released by the first delivery attempt of a later one. */
   let held: Array<{ seq: number; release: () => void }> = [];
 
-  async function attempt(url: string, body: string): Promise<number | string> {
+  async function attempt(url: string, body: string, headers: (body: string) => Record<string, string>): Promise<number | string> {
     try {
       const response = await got.post(url, {
         body,
-        headers: { 'content-type': 'application/json', ...signedHeaders(secret, body) },
+        headers: { 'content-type': 'application/json', ...headers(body) },
         timeout: { request: ATTEMPT_TIMEOUT_MS },
         retry: { limit: 0 },
         throwHttpErrors: false,
@@ -44,10 +44,10 @@ export function createCallbackSender(deps: { secret: string; logger: Logger; fau
     }
   }
 
-  async function deliver(url: string, body: string, log: Logger, seq: number): Promise<void> {
+  async function deliver(url: string, body: string, headers: (body: string) => Record<string, string>, log: Logger, seq: number): Promise<void> {
     for (let n = 0; n <= RETRY_DELAYS_MS.length; n++) {
       if (n > 0) await timers.sleep(RETRY_DELAYS_MS[n - 1]);
-      const result = await attempt(url, body);
+      const result = await attempt(url, body, headers);
       if (n === 0) {
         const earlier = held.filter((h) => h.seq < seq);
         held = held.filter((h) => h.seq >= seq);
@@ -64,20 +64,32 @@ export function createCallbackSender(deps: { secret: string; logger: Logger; fau
 
   /** Queues a callback; `override` is a fault given in the X-Sim-Fault header of the request that caused it. */
   function send(url: string, payload: CallbackPayload, override: Fault | null = null): void {
-    const seq = ++sequence;
     const eventId = `evt_${randomUUID()}`;
     const body = JSON.stringify({ event_id: eventId, ...payload });
-    const log = logger.child({ event_id: eventId, type: payload.type, reference: payload.reference });
+    queue(url, body, (signed) => signedHeaders(secret, signed), logger.child({ event_id: eventId, type: payload.type, reference: payload.reference }), override);
+  }
+
+  /**
+   * Queues a callback in a vendor dialect's own body and headers (made per attempt, so a
+   * signature can carry a fresh timestamp), with the same retries and callback faults.
+   */
+  function sendAs(url: string, body: string, headers: (body: string) => Record<string, string>, about: Record<string, string>, override: Fault | null = null): void {
+    queue(url, body, headers, logger.child(about), override);
+  }
+
+  function queue(url: string, body: string, headers: (body: string) => Record<string, string>, log: Logger, override: Fault | null): void {
+    const seq = ++sequence;
     const fault = override ?? faults.take('callback');
     if (fault) log.info({ fault: fault.mode }, 'fault injected on callback');
+    const go = () => void deliver(url, body, headers, log, seq);
     switch (fault?.mode) {
       case 'drop_callback':
         return;
       case 'duplicate_callback':
-        void deliver(url, body, log, seq).then(() => deliver(url, body, log, seq));
+        void deliver(url, body, headers, log, seq).then(() => deliver(url, body, headers, log, seq));
         return;
       case 'latency':
-        timers.after(fault.latencyMs ?? 1000, () => void deliver(url, body, log, seq));
+        timers.after(fault.latencyMs ?? 1000, go);
         return;
       case 'out_of_order_callback': {
         let released = false;
@@ -86,18 +98,18 @@ export function createCallbackSender(deps: { secret: string; logger: Logger; fau
           released = true;
           cancel();
           held = held.filter((h) => h.release !== release);
-          void deliver(url, body, log, seq);
+          go();
         };
         const cancel = timers.after(fault.latencyMs ?? OUT_OF_ORDER_MAX_HOLD_MS, release);
         held.push({ seq, release });
         return;
       }
       default:
-        void deliver(url, body, log, seq);
+        go();
     }
   }
 
-  return { send };
+  return { send, sendAs };
 }
 
 export type CallbackSender = ReturnType<typeof createCallbackSender>;

@@ -17,8 +17,13 @@ export interface DialectContext {
   timers: Timers;
   /** Aborted when the simulator stops: outgoing callbacks pass it to got. */
   signal: AbortSignal;
-  /** The fault middleware of an operation (X-Sim-Fault header or a matching admin rule). */
-  inject(op: RequestOp, causesCallback?: boolean): RequestHandler;
+  /**
+   * The fault middleware of an operation (X-Sim-Fault header or a matching admin rule). Error
+   * and reject faults answer with `errorBody` (the dialect's own error shape) when given.
+   */
+  inject(op: RequestOp, causesCallback?: boolean, errorBody?: (status: number, mode: 'error' | 'reject') => Record<string, unknown>): RequestHandler;
+  /** Sends a callback in the dialect's own body and headers, with the shared retries and callback faults. */
+  sendCallback(url: string, body: string, headers: (body: string) => Record<string, string>, about: Record<string, string>, fault: Fault | null): void;
   /** Answers unless a timeout fault holds the request (bad_qris corrupts `qris_string`). */
   reply(res: Response, status: number, body: Record<string, unknown>): void;
   /** Stores a new QR (its notifyPaid set) and starts its auto-pay timer when configured. */

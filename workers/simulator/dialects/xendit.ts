@@ -1,7 +1,359 @@
-// The simulator speaking xendit's API: placeholder router until issue 18 lands the dialect.
-import { Router } from 'express';
+// The simulator speaking Xendit, as a test-mode account would, written from
+// ../shared/vendors/CONTRACTS.md part 1 and independently of Kasir's adapter
+// (db/gateways/xendit*.ts), so a mistake on one side shows up as a failing test. Mounted at
+// /xendit: a vendor's base URL is <simulator>/xendit.
+//
+// - HTTP Basic with the secret key (SIMULATOR_XENDIT_SECRET_KEY) as user and an empty password.
+// - QR Codes (api-version 2022-07-31 required): create DYNAMIC IDR QRs, read one and its
+//   payments, refund a payment (PENDING, then a qr.refund callback); the test-mode magic
+//   amounts of Xendit's docs (create 10100/10101/10102; refund 20300 fails by callback).
+// - Payouts v2: Idempotency-key required and single-use (DUPLICATE_TRANSACTION_ERROR), channel
+//   codes checked, holder name required; ACCEPTED, then SUCCEEDED or FAILED by the shared
+//   account-number outcomes (docs/simulator.md), with payout.succeeded / payout.failed.
+// - Callbacks carry x-callback-token (SIMULATOR_XENDIT_CALLBACK_TOKEN) and go to the account's
+//   one callback URL (SIMULATOR_XENDIT_CALLBACK_URL), as set in Xendit's dashboard.
+// - Faults: the shared rules and X-Sim-Fault, answered in Xendit's error shape (error → 5xx
+//   SERVER_ERROR; reject → 4xx, 429 as RATE_LIMIT_EXCEEDED); callback modes apply to callbacks.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
+import { z } from 'zod';
+import { buildDynamicQris, QRIS_MAX_AMOUNT } from '../../../db/gateways/qris.ts';
 import type { DialectContext } from '../dialect.ts';
+import type { Fault } from '../faults.ts';
+import { qrStatus, type DisbursementRecord, type QrRecord } from '../store.ts';
 
-export function xenditDialect(_ctx: DialectContext): Router {
-  return Router();
+const API_VERSION = '2022-07-31';
+const BUSINESS_ID = '5f27a14a9bf05c73dd040bc8';
+
+class XenditError extends Error {
+  status: number;
+  code: string;
+  constructor(status: number, code: string, message: string) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+const errorOf = (status: number, code: string, message: string) => ({ error_code: code, message, status });
+
+/** Fault answers in Xendit's shape. */
+const faultError = (status: number, mode: 'error' | 'reject') => {
+  if (status === 429) return { error_code: 'RATE_LIMIT_EXCEEDED', message: 'Rate limit exceeded' };
+  return mode === 'error' ? { error_code: 'SERVER_ERROR', message: 'Simulated server error' } : { error_code: 'API_VALIDATION_ERROR', message: 'Simulated refusal' };
+};
+
+const BANKS = ['ID_BCA', 'ID_MANDIRI', 'ID_BNI', 'ID_BRI', 'ID_CIMB', 'ID_PERMATA', 'ID_BTN', 'ID_DANAMON', 'ID_PANIN', 'ID_MAYBANK', 'ID_BSI', 'ID_OCBC', 'ID_MEGA', 'ID_BTPN', 'ID_SINARMAS', 'ID_UOB', 'ID_MUAMALAT', 'ID_JAGO', 'ID_SEABANK', 'ID_BJB', 'ID_DKI', 'ID_HSBC', 'ID_CITIBANK', 'ID_DBS'];
+const EWALLETS = ['ID_DANA', 'ID_OVO', 'ID_GOPAY', 'ID_SHOPEEPAY', 'ID_LINKAJA'];
+
+/** Xendit's failure codes for the shared account-number outcomes. */
+const FAILURE_CODES: Record<string, string> = { ACCOUNT_CLOSED: 'INVALID_DESTINATION', INVALID_ACCOUNT: 'INVALID_DESTINATION' };
+
+const createQrBody = z.object({
+  reference_id: z.string().min(1).max(255),
+  type: z.literal('DYNAMIC'),
+  currency: z.literal('IDR'),
+  amount: z.number().int().min(1).max(Math.min(QRIS_MAX_AMOUNT, 10_000_000)),
+  expires_at: z.iso.datetime({ offset: true }).optional(),
+  channel_code: z.string().optional(),
+  metadata: z.record(z.string(), z.unknown()).nullish(),
+});
+
+const refundBody = z.object({
+  amount: z.number().int().min(1),
+  reason: z.string().min(1).optional(),
+  metadata: z.record(z.string(), z.unknown()).nullish(),
+});
+
+const payoutBody = z.object({
+  reference_id: z.string().min(1).max(255),
+  channel_code: z.string().min(1),
+  channel_properties: z.object({ account_number: z.string().min(1).max(64), account_holder_name: z.string().min(1).max(100), account_type: z.string().optional() }),
+  amount: z.number().int().min(1),
+  currency: z.literal('IDR'),
+  description: z.string().max(100).optional(),
+  metadata: z.record(z.string(), z.unknown()).nullish(),
+});
+
+interface XenditRefund {
+  id: string;
+  paymentId: string;
+  qr: QrRecord;
+  amount: number;
+  status: 'PENDING' | 'SUCCEEDED' | 'FAILED';
+  failureCode: string | null;
+  metadata: Record<string, unknown> | null;
+  created: Date;
+  updated: Date;
+}
+
+function parse<T extends z.ZodType>(schema: T, req: Request): z.output<T> {
+  let json: unknown;
+  try {
+    json = JSON.parse((req.body as Buffer).toString('utf8'));
+  } catch {
+    throw new XenditError(400, 'INVALID_JSON_FORMAT', 'The request body is not valid JSON');
+  }
+  const result = schema.safeParse(json);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    throw new XenditError(400, 'API_VALIDATION_ERROR', `${issue.path.join('.') || 'body'}: ${issue.message}`);
+  }
+  return result.data;
+}
+
+/** Stable per QR: the payment of a paid QR is always the same object. */
+const paymentIdOf = (qr: QrRecord) => `qrpy_${createHash('sha256').update(qr.id).digest('hex').slice(0, 32)}`;
+
+export function xenditDialect(ctx: DialectContext): Router {
+  const cfg = ctx.options.dialects.xendit;
+  const log = ctx.logger.child({ dialect: 'xendit' });
+  const router = Router();
+  const refunds = new Map<string, XenditRefund>();
+  /** Refunds by Idempotency-key: a repeat answers the same refund. */
+  const refundKeys = new Map<string, string>();
+  /** Payout idempotency keys taken: a second use is DUPLICATE_TRANSACTION_ERROR. */
+  const payoutKeys = new Set<string>();
+  const stats = { calls: {} as Record<string, number>, callbacksAnswered: {} as Record<string, number> };
+
+  const expectedAuth = Buffer.from(`Basic ${Buffer.from(`${cfg.secretKey}:`).toString('base64')}`);
+  const authenticate: RequestHandler = (req, res, next) => {
+    const given = Buffer.from(req.get('authorization') ?? '');
+    if (given.length !== expectedAuth.length || !timingSafeEqual(given, expectedAuth)) {
+      throw new XenditError(401, 'INVALID_API_KEY', 'API key is not authorized for this API service');
+    }
+    stats.calls[`${req.method} ${req.route?.path ?? req.path}`] = (stats.calls[`${req.method} ${req.route?.path ?? req.path}`] ?? 0) + 1;
+    next();
+  };
+  const qrVersion: RequestHandler = (req, res, next) => {
+    if (req.get('api-version') !== API_VERSION) throw new XenditError(400, 'API_VALIDATION_ERROR', `api-version header must be ${API_VERSION}`);
+    next();
+  };
+  const fault = (op: Parameters<DialectContext['inject']>[0], causesCallback = false) => ctx.inject(op, causesCallback, faultError);
+
+  const findQr = (id: string) => [...ctx.store.qrs.values()].find((qr) => qr.id === id && qr.id.startsWith('qr_'));
+  const findPaid = (paymentId: string) => [...ctx.store.qrs.values()].find((qr) => qr.id.startsWith('qr_') && qr.paidAt && paymentIdOf(qr) === paymentId);
+
+  const qrJson = (qr: QrRecord) => ({
+    id: qr.id,
+    reference_id: qr.reference,
+    business_id: BUSINESS_ID,
+    type: 'DYNAMIC',
+    currency: 'IDR',
+    amount: qr.amount,
+    channel_code: 'ID_DANA',
+    status: qrStatus(qr) === 'PENDING' ? 'ACTIVE' : 'INACTIVE',
+    qr_string: qr.qrisString,
+    expires_at: qr.expiresAt?.toISOString() ?? null,
+    created: qr.createdAt.toISOString(),
+    updated: (qr.paidAt ?? qr.createdAt).toISOString(),
+    metadata: null,
+    description: null,
+    basket: null,
+  });
+
+  const paymentJson = (qr: QrRecord) => ({
+    id: paymentIdOf(qr),
+    business_id: BUSINESS_ID,
+    currency: 'IDR',
+    amount: qr.amount,
+    status: 'SUCCEEDED',
+    created: qr.paidAt!.toISOString(),
+    qr_id: qr.id,
+    qr_string: qr.qrisString,
+    reference_id: qr.reference,
+    type: 'DYNAMIC',
+    channel_code: 'ID_DANA',
+    expires_at: qr.expiresAt?.toISOString() ?? null,
+    description: '',
+    basket: null,
+    metadata: null,
+    payment_detail: { receipt_id: qr.rrn, source: 'DANA', name: null, account_details: null },
+  });
+
+  const refundJson = (r: XenditRefund) => ({
+    id: r.id,
+    qrpy_id: r.paymentId,
+    business_id: BUSINESS_ID,
+    status: r.status,
+    currency: 'IDR',
+    payment_amount: r.qr.amount,
+    refund_amount: r.amount,
+    channel_code: 'ID_DANA',
+    failure_code: r.failureCode,
+    metadata: r.metadata,
+    created: r.created.toISOString(),
+    updated: r.updated.toISOString(),
+  });
+
+  const payoutJson = (d: DisbursementRecord) => ({
+    id: d.id,
+    amount: d.amount,
+    channel_code: `ID_${d.bankCode ?? d.ewalletCode}`,
+    currency: 'IDR',
+    status: d.status === 'PROCESSING' ? 'ACCEPTED' : d.status === 'SUCCESS' ? 'SUCCEEDED' : 'FAILED',
+    ...(d.status === 'FAILED' ? { failure_code: FAILURE_CODES[d.failureReason ?? ''] ?? 'TRANSFER_ERROR' } : {}),
+    description: `Payout ${d.reference}`,
+    reference_id: d.reference,
+    created: d.createdAt.toISOString(),
+    updated: d.updatedAt.toISOString(),
+    business_id: BUSINESS_ID,
+    channel_properties: { account_number: d.accountNumber, account_holder_name: d.accountName },
+  });
+
+  /** Posts a callback with the account's verification token to the dashboard's one URL. */
+  function callback(event: string, data: Record<string, unknown>, about: Record<string, string>, f: Fault | null, extra: Record<string, unknown> = {}) {
+    if (!cfg.callbackUrl) return void log.warn({ event, ...about }, 'no SIMULATOR_XENDIT_CALLBACK_URL set: callback not sent');
+    const body = JSON.stringify({ event, ...extra, business_id: BUSINESS_ID, created: new Date().toISOString(), data });
+    ctx.sendCallback(cfg.callbackUrl, body, () => ({ 'x-callback-token': cfg.callbackToken, 'webhook-id': `whk_${randomBytes(8).toString('hex')}` }), { dialect: 'xendit', event, ...about }, f);
+  }
+
+  // ---------------------------------------------------------------- QR codes
+
+  router.post('/qr_codes', authenticate, qrVersion, fault('createQris'), (req, res) => {
+    const body = parse(createQrBody, req);
+    // Xendit's test-mode magic amounts for QR creation.
+    if (body.amount === 10100) throw new XenditError(403, 'CHANNEL_NOT_ACTIVATED', 'QR channel is not activated for this account');
+    if (body.amount === 10101) throw new XenditError(503, 'CHANNEL_UNAVAILABLE', 'The payment channel is unavailable');
+    if (body.amount === 10102) throw new XenditError(500, 'SERVER_ERROR', 'Server error');
+    // The shared store holds one QR per reference; Xendit itself does not promise uniqueness.
+    if (ctx.store.qrs.has(body.reference_id)) throw new XenditError(409, 'DUPLICATE_ERROR', 'reference_id already used by a QR code');
+    const id = `qr_${randomBytes(12).toString('hex')}`;
+    // A dynamic QR without an expiry lives 48 hours.
+    const expiresAt = body.expires_at ? new Date(body.expires_at) : new Date(Date.now() + 48 * 3600_000);
+    const qr: QrRecord = {
+      id,
+      reference: body.reference_id,
+      amount: body.amount,
+      qrisString: buildDynamicQris({
+        merchantName: ctx.options.merchantName,
+        merchantCity: ctx.options.merchantCity,
+        amount: body.amount,
+        billNumber: body.reference_id,
+        nmid: ctx.options.nmid,
+        referenceLabel: id.slice(0, 25),
+        terminalLabel: 'XENDIT',
+      }),
+      expiresAt,
+      callbackUrl: cfg.callbackUrl ?? '',
+      createdAt: new Date(),
+      paidAt: null,
+      rrn: null,
+      refunded: 0,
+      notifyPaid: (paid, f) => callback('qr.payment', paymentJson(paid), { reference: paid.reference }, f, { api_version: API_VERSION }),
+    };
+    ctx.qrCreated(qr);
+    ctx.reply(res, 201, { ...qrJson(qr), qr_string: qr.qrisString });
+  });
+
+  router.get('/qr_codes/:id', authenticate, qrVersion, fault('queryQris'), (req, res) => {
+    const qr = findQr(String(req.params.id));
+    if (!qr) throw new XenditError(404, 'DATA_NOT_FOUND', 'QR code not found');
+    ctx.reply(res, 200, qrJson(qr));
+  });
+
+  router.get('/qr_codes/:id/payments', authenticate, qrVersion, fault('queryQris'), (req, res) => {
+    const qr = findQr(String(req.params.id));
+    if (!qr) throw new XenditError(404, 'DATA_NOT_FOUND', 'QR code not found');
+    ctx.reply(res, 200, { data: qr.paidAt ? [paymentJson(qr)] : [], has_more: false });
+  });
+
+  router.get('/qr_codes/payments/:paymentId/refunds', authenticate, qrVersion, fault('refund'), (req, res) => {
+    const paymentId = String(req.params.paymentId);
+    if (!findPaid(paymentId)) throw new XenditError(404, 'DATA_NOT_FOUND', 'QR payment not found');
+    ctx.reply(res, 200, { data: [...refunds.values()].filter((r) => r.paymentId === paymentId).map(refundJson), has_more: false });
+  });
+
+  router.post('/qr_codes/payments/:paymentId/refunds', authenticate, qrVersion, fault('refund', true), (req, res) => {
+    const paymentId = String(req.params.paymentId);
+    const key = req.get('idempotency-key');
+    const repeat = key ? refunds.get(refundKeys.get(key) ?? '') : undefined;
+    if (repeat) return void ctx.reply(res, 200, refundJson(repeat));
+    const qr = findPaid(paymentId);
+    if (!qr) throw new XenditError(404, 'DATA_NOT_FOUND', 'QR payment not found');
+    const body = parse(refundBody, req);
+    const taken = [...refunds.values()].filter((r) => r.paymentId === paymentId && r.status !== 'FAILED').reduce((sum, r) => sum + r.amount, 0);
+    if (taken + body.amount > qr.amount) throw new XenditError(400, 'MAXIMUM_REFUND_AMOUNT_REACHED', 'Refund amount exceeds the remaining payment amount');
+    const now = new Date();
+    const refund: XenditRefund = { id: `qrrf_${randomBytes(12).toString('hex')}`, paymentId, qr, amount: body.amount, status: 'PENDING', failureCode: null, metadata: body.metadata ?? null, created: now, updated: now };
+    refunds.set(refund.id, refund);
+    if (key) refundKeys.set(key, refund.id);
+    qr.refunded += body.amount;
+    const callbackFault = (res.locals.callbackFault as Fault | undefined) ?? null;
+    // Test mode: PENDING now, the final word by callback a moment later (20300 fails).
+    ctx.timers.after(ctx.options.disburseDelayMs, () => {
+      refund.status = body.amount === 20300 ? 'FAILED' : 'SUCCEEDED';
+      refund.failureCode = refund.status === 'FAILED' ? 'INELIGIBLE_TRANSACTION' : null;
+      if (refund.status === 'FAILED') qr.refunded -= refund.amount;
+      refund.updated = new Date();
+      callback('qr.refund', refundJson(refund), { refund: refund.id }, callbackFault);
+    });
+    ctx.reply(res, 200, refundJson(refund));
+  });
+
+  // ---------------------------------------------------------------- payouts
+
+  router.post('/v2/payouts', authenticate, fault('disburse', true), (req, res) => {
+    const key = req.get('idempotency-key');
+    if (!key || key.length > 100) throw new XenditError(400, 'API_VALIDATION_ERROR', 'Idempotency-key header is required (1 to 100 characters)');
+    if (payoutKeys.has(key)) throw new XenditError(400, 'DUPLICATE_TRANSACTION_ERROR', 'Idempotency key has been used before');
+    const body = parse(payoutBody, req);
+    const isBank = BANKS.includes(body.channel_code);
+    if (!isBank && !EWALLETS.includes(body.channel_code)) throw new XenditError(400, 'CHANNEL_CODE_NOT_SUPPORTED_ERROR', `${body.channel_code} is not supported`);
+    payoutKeys.add(key);
+    const now = new Date();
+    const short = body.channel_code.slice(3);
+    const d: DisbursementRecord = {
+      id: `disb-${randomBytes(12).toString('hex')}`,
+      reference: body.reference_id,
+      channel: isBank ? 'BANK' : 'EWALLET',
+      bankCode: isBank ? short : null,
+      ewalletCode: isBank ? null : short,
+      accountNumber: body.channel_properties.account_number,
+      accountName: body.channel_properties.account_holder_name,
+      amount: body.amount,
+      callbackUrl: cfg.callbackUrl ?? '',
+      status: 'PROCESSING',
+      failureReason: null,
+      createdAt: now,
+      updatedAt: now,
+      notifySettled: (settled, f) => {
+        const json = payoutJson(settled);
+        callback(settled.status === 'SUCCESS' ? 'payout.succeeded' : 'payout.failed', json, { reference: settled.reference }, f);
+      },
+    };
+    ctx.disbursementAccepted(d, (res.locals.callbackFault as Fault | undefined) ?? null);
+    ctx.reply(res, 200, payoutJson(d));
+  });
+
+  const payouts = () => [...ctx.store.disbursements.values()].filter((d) => d.id.startsWith('disb-'));
+
+  router.get('/v2/payouts', authenticate, fault('queryDisbursement'), (req, res) => {
+    const reference = typeof req.query.reference_id === 'string' ? req.query.reference_id : null;
+    if (!reference) throw new XenditError(400, 'API_VALIDATION_ERROR', 'reference_id is required');
+    ctx.reply(res, 200, { data: payouts().filter((d) => d.reference === reference).map(payoutJson) } as Record<string, unknown>);
+  });
+
+  router.get('/v2/payouts/:id', authenticate, fault('queryDisbursement'), (req, res) => {
+    const d = payouts().find((p) => p.id === req.params.id);
+    if (!d) throw new XenditError(404, 'DATA_NOT_FOUND', 'Payout not found');
+    ctx.reply(res, 200, payoutJson(d));
+  });
+
+  router.get('/balance', authenticate, (req, res) => {
+    res.json({ balance: 1_000_000_000 });
+  });
+
+  router.get('/admin/stats', (req, res) => {
+    res.json({ calls: stats.calls, refunds: [...refunds.values()].map(refundJson) });
+  });
+
+  router.use((req: Request, res: Response) => {
+    res.status(404).json(errorOf(404, 'NOT_FOUND', `no route ${req.method} ${req.path}`));
+  });
+  router.use((err: unknown, req: Request, res: Response, next: (err?: unknown) => void) => {
+    if (err instanceof XenditError) return void ctx.reply(res, err.status, { error_code: err.code, message: err.message });
+    next(err);
+  });
+  return router;
 }
