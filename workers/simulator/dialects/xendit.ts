@@ -258,7 +258,8 @@ export function xenditDialect(ctx: DialectContext): Router {
     ctx.reply(res, 200, { data: qr.paidAt ? [paymentJson(qr)] : [], has_more: false });
   });
 
-  router.get('/qr_codes/payments/:paymentId/refunds', authenticate, qrVersion, fault('refund'), (req, res) => {
+  // A read: its faults are the query's, so a refund fault hits the POST that makes one.
+  router.get('/qr_codes/payments/:paymentId/refunds', authenticate, qrVersion, fault('queryQris'), (req, res) => {
     const paymentId = String(req.params.paymentId);
     if (!findPaid(paymentId)) throw new XenditError(404, 'DATA_NOT_FOUND', 'QR payment not found');
     ctx.reply(res, 200, { data: [...refunds.values()].filter((r) => r.paymentId === paymentId).map(refundJson), has_more: false });

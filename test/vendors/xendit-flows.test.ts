@@ -1,0 +1,237 @@
+// Xendit end to end: the real API and worker processes, the simulator process speaking Xendit
+// (and a second, native simulator vendor behind it for failover and name checks), webhooks to
+// a real receiver and the ops CLI. Every money test ends with the ledger audit.
+import t from 'tap';
+import { z } from 'zod';
+import { sql } from '../../db/pool.ts';
+import { accountHolder } from '../../workers/simulator/magic.ts';
+import { makeMerchant } from '../helpers/factories.ts';
+import { call, eventually } from '../helpers/http.ts';
+import { bankPayout, merchantApi } from '../helpers/merchant-api.ts';
+import { balanceOf, ledgerAudit } from '../helpers/money.ts';
+import { ops } from '../helpers/processes.ts';
+import { clearFaults, setFaults, simulatePay, startCallbackReceiver } from '../helpers/simulator.ts';
+import { startVendorStack } from '../helpers/vendor-stack.ts';
+import { XENDIT_ACCOUNT, xenditDialectVendor, xenditStats } from '../helpers/xendit.ts';
+
+const NATIVE_SECRET = 'kasir-test-native-simulator-secret';
+const stack = await startVendorStack(t, [
+  xenditDialectVendor('xendit'),
+  {
+    code: 'sim',
+    simulatorEnv: () => ({ SIMULATOR_SECRET: NATIVE_SECRET }),
+    vendor: (url, code) => ({ code, kind: 'simulator', baseUrl: url, credentials: { secret: NATIVE_SECRET } }),
+  },
+]);
+const xendit = stack.sims[0].url;
+const native = stack.sims[1].url;
+const pool = stack.api.ctx.pool;
+const m = merchantApi(stack, 'XND');
+
+t.beforeEach(async () => {
+  await clearFaults(xendit);
+  await clearFaults(native);
+});
+
+async function calls(route: string) {
+  return (await xenditStats(xendit)).calls[route] ?? 0;
+}
+
+const vendorOf = (ref: string) => pool.oneFirst(sql.unsafe`select vendor_code from orders where ref_code = ${ref}`);
+
+t.test('QRIS: create, pay, qr.payment callback (delivered twice), PAID once, credited, one webhook', async (t) => {
+  const receiver = await startCallbackReceiver();
+  t.teardown(() => receiver.close());
+  const merchant = await makeMerchant(stack.api.ctx, { notifyUrl: receiver.url });
+  const created = await m.createOrder(merchant, 100_000);
+  t.equal(created.status, 201, created.text);
+  const order = created.json.data;
+  t.match(order.qris_string, /^000201/, 'the qr_string of POST /qr_codes');
+  t.equal(await vendorOf(order.ref_code), 'xendit');
+  t.equal((await simulatePay(xendit, { reference: order.ref_code }, { 'x-sim-fault': 'duplicate_callback' })).status, 200);
+  await m.orderReaches(merchant, order.ref_code, 'PAID');
+  t.equal(await balanceOf(stack, merchant), 99_300, 'credited amount − MDR');
+  const [hook] = await receiver.waitFor(1, 10_000);
+  t.match(hook.json, { ref_code: order.ref_code, status: 'PAID' });
+  // The second delivery of the same qr.payment is recognised by its payment id.
+  const payment = await eventually(async () => {
+    const rows = await pool.any(sql.unsafe`select event_id from vendor_callbacks where vendor_code = 'xendit' and reference = ${order.ref_code}`);
+    return rows.length === 1 ? rows : undefined;
+  }, 'one recorded callback');
+  t.match((payment[0] as { event_id: string }).event_id, /^xendit:qrpy_/);
+  const paidEvents = await pool.oneFirst(sql.unsafe`select count(*)::int from order_events e join orders o on o.id = e.order_id where o.ref_code = ${order.ref_code} and e.event = 'order.paid'`);
+  t.equal(paidEvents, 1, 'PAID once');
+  t.equal(receiver.received.length, 1, 'one order.paid webhook');
+  await ledgerAudit(t, stack.env);
+});
+
+t.test('a callback with a wrong or missing token is refused (401) and recorded nowhere', async (t) => {
+  const body = JSON.stringify({ event: 'qr.payment', api_version: '2022-07-31', data: { id: 'qrpy_forged', qr_id: 'qr_x', reference_id: 'ORD-NOPE', amount: 1000, status: 'SUCCEEDED', created: new Date().toISOString() } });
+  const before = await pool.oneFirst(sql.unsafe`select count(*)::int from vendor_callbacks`);
+  const tokens: Record<string, string>[] = [{ 'x-callback-token': `${XENDIT_ACCOUNT.callbackToken}x` }, {}, { 'x-callback-token': XENDIT_ACCOUNT.callbackToken.slice(0, -1) }];
+  for (const headers of tokens) {
+    const res = await call(stack.api.url, { path: '/callbacks/xendit', headers: { 'content-type': 'application/json', ...headers }, body });
+    t.equal(res.status, 401);
+    t.equal(res.json?.error?.code, 'INVALID_SIGNATURE');
+  }
+  t.equal(await pool.oneFirst(sql.unsafe`select count(*)::int from vendor_callbacks`), before, 'nothing recorded');
+  // An authentic event Kasir does not act on is acknowledged, so Xendit stops retrying it.
+  const other = await call(stack.api.url, {
+    path: '/callbacks/xendit',
+    headers: { 'content-type': 'application/json', 'x-callback-token': XENDIT_ACCOUNT.callbackToken },
+    body: JSON.stringify({ event: 'payout.reversed', data: { id: 'disb-x', reference_id: 'DSB-X', status: 'REVERSED' } }),
+  });
+  t.equal(other.status, 200, other.text);
+});
+
+t.test('partial refunds: each PENDING at Xendit, then completed by its qr.refund callback; never sent twice', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx);
+  const ref = await m.paidByQuery(merchant, 100_000, xendit);
+  const before = await calls('POST /qr_codes/payments/:paymentId/refunds');
+  const first = await m.refund(merchant, ref, { amount: 30_000, reason: 'one item out of stock' });
+  t.equal(first.status, 201, first.text);
+  const second = await m.refund(merchant, ref, { amount: 20_000 });
+  t.equal(second.status, 201, second.text);
+  await m.refundReaches(first.json.data.id, 'SUCCEEDED');
+  await m.refundReaches(second.json.data.id, 'SUCCEEDED');
+  t.equal((await calls('POST /qr_codes/payments/:paymentId/refunds')) - before, 2, 'one POST per refund');
+  const made = (await xenditStats(xendit)).refunds.filter((r) => [first.json.data.ref_code, second.json.data.ref_code].includes(r.metadata?.kasir_refund_reference as string));
+  t.same(made.map((r) => [r.refund_amount, r.status]).sort(), [[20_000, 'SUCCEEDED'], [30_000, 'SUCCEEDED']]);
+  t.equal(await balanceOf(stack, merchant), 99_300 - 50_000, 'both debited once');
+  t.equal((await m.getOrder(merchant, ref)).json.data.status, 'PAID', 'partly refunded: still PAID');
+  await ledgerAudit(t, stack.env);
+});
+
+t.test('a refund Xendit fails by callback is FAILED and its money returned', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx);
+  const ref = await m.paidByQuery(merchant, 50_000, xendit);
+  // Xendit's test mode fails a refund of 20300 with INELIGIBLE_TRANSACTION, by callback.
+  const refund = await m.refund(merchant, ref, { amount: 20_300 });
+  t.equal(refund.status, 201, refund.text);
+  await m.refundReaches(refund.json.data.id, 'FAILED');
+  t.equal(await pool.oneFirst(sql.unsafe`select failure_reason from refunds where id = ${refund.json.data.id}`), 'INELIGIBLE_TRANSACTION');
+  t.equal(await balanceOf(stack, merchant), 49_650, 'the held amount returned');
+  await ledgerAudit(t, stack.env);
+});
+
+t.test('payouts: a bank payout SUCCEEDED, an e-wallet payout SUCCEEDED, a failed one reversed', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx);
+  await m.fund(merchant, 1_000_000);
+  const ok = await m.disburse(merchant, bankPayout(150_000, '1234567890'));
+  t.equal(ok.status, 201, ok.text);
+  const wallet = await m.disburse(merchant, { channel: 'EWALLET', ewallet_provider: 'DANA', ewallet_phone: '081234567890', amount: 50_000 });
+  t.equal(wallet.status, 201, wallet.text);
+  const bad = await m.disburse(merchant, bankPayout(100_000, '1234560000'));
+  t.equal(bad.status, 201, bad.text);
+  const done = await m.disbursementReaches(merchant, ok.json.data.id, 'SUCCESS');
+  t.match(done.vendor_disbursement_id, /^disb-/, "Xendit's payout id");
+  await m.disbursementReaches(merchant, wallet.json.data.id, 'SUCCESS');
+  await m.disbursementReaches(merchant, bad.json.data.id, 'FAILED');
+  t.equal(await pool.oneFirst(sql.unsafe`select failure_reason from disbursements where id = ${bad.json.data.id}`), 'INVALID_DESTINATION', "Xendit's failure_code");
+  t.equal(await balanceOf(stack, merchant), 1_000_000 - ok.json.data.total_debit - wallet.json.data.total_debit, 'the failed one returned in full');
+  await ledgerAudit(t, stack.env);
+});
+
+t.test('a name check: Xendit has no inquiry, so the next routed vendor answers it', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx);
+  const res = await call(stack.api.url, { path: '/v1/beneficiaries', headers: { 'x-api-key': merchant.api_key }, body: { channel: 'BANK', bank_short_code: 'BCA', account_number: '1234567890', account_name: 'Budi Santoso' } });
+  t.equal(res.status, 201, res.text);
+  const verified = await eventually(async () => {
+    const got = await call(stack.api.url, { path: `/v1/beneficiaries/${res.json.data.id}`, headers: { 'x-api-key': merchant.api_key } });
+    return got.json?.data?.verification_status === 'VERIFIED' ? got.json.data : undefined;
+  }, 'VERIFIED');
+  t.equal(verified.verified_name, accountHolder('1234567890'));
+});
+
+t.test('failover: Xendit rate-limits every create (429), orders go to the next vendor, and come back once it recovers', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx);
+  await setFaults(xendit, { op: 'createQris', mode: 'reject', status: 429 });
+  const during = await m.createOrder(merchant, 40_000);
+  t.equal(during.status, 201, during.text);
+  t.equal(await vendorOf(during.json.data.ref_code), 'sim', 'a 429 is failed: Xendit did nothing, the next vendor took it');
+  t.equal((await simulatePay(native, { reference: during.json.data.ref_code })).status, 200);
+  await m.orderReaches(merchant, during.json.data.ref_code, 'PAID');
+  await clearFaults(xendit);
+  const after = await m.createOrder(merchant, 40_000);
+  t.equal(after.status, 201, after.text);
+  t.equal(await vendorOf(after.json.data.ref_code), 'xendit', 'back to Xendit');
+  await ledgerAudit(t, stack.env);
+});
+
+t.test('ops: vendor:add --kind xendit, vendor:check reads the balance or says why not', async (t) => {
+  const add = (code: string, key: string) =>
+    ops(stack.env, 'vendor:add', '--code', code, '--kind', 'xendit', '--base-url', `${xendit}/xendit`, '--secret-key', key, '--callback-token', XENDIT_ACCOUNT.callbackToken, '--json');
+  t.equal((await add('xendit-cli', XENDIT_ACCOUNT.secretKey)).code, 0);
+  const good = await ops(stack.env, 'vendor:check', '--code', 'xendit-cli', '--json');
+  t.equal(good.code, 0, good.stdout + good.stderr);
+  t.match(JSON.parse(good.stdout), { code: 'xendit-cli', kind: 'xendit', ok: true, detail: /balance read/ });
+  t.equal((await add('xendit-bad', 'xnd_development_not_this_one')).code, 0);
+  const bad = await ops(stack.env, 'vendor:check', '--code', 'xendit-bad');
+  t.equal(bad.code, 1);
+  t.match(bad.stdout, /xendit-bad \(xendit\): NOT OK — HTTP 401 INVALID_API_KEY/);
+  t.notMatch(bad.stdout + bad.stderr, /xnd_development_not_this_one/, 'the key is never printed');
+});
+
+t.test('unknown outcomes at Xendit', async (t) => {
+  t.test('QR create times out (the QR was made): Xendit cannot find it by reference, the attempt fails; a retry creates the order', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    await setFaults(xendit, { op: 'createQris', mode: 'timeout', count: 1 });
+    const body = m.orderBody(25_000);
+    const first = await call(stack.api.url, { path: '/v1/orders', headers: { 'x-api-key': merchant.api_key }, body });
+    t.equal(first.status, 409, first.text);
+    t.equal(first.json?.error?.code, 'ORDER_PENDING_CONFIRMATION');
+    const attempt = await pool.one(sql.type(z.object({ id: z.string(), ref_code: z.string() }))`select id, ref_code from orders where merchant_id = ${merchant.merchant_id} and merchant_order_id = ${body.merchant_order_id}`);
+    await eventually(async () => ((await pool.oneFirst(sql.unsafe`select status from orders where id = ${attempt.id}`)) === 'FAILED' ? true : undefined), 'the attempt FAILED', 20_000);
+    const retry = await call(stack.api.url, { path: '/v1/orders', headers: { 'x-api-key': merchant.api_key }, body });
+    t.equal(retry.status, 201, retry.text);
+    t.not(retry.json.data.ref_code, attempt.ref_code, 'a new attempt under a new reference');
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('QR create answers 500 SERVER_ERROR (test-mode amount 10102): never sent elsewhere, the attempt fails', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    const body = m.orderBody(10_102);
+    const first = await call(stack.api.url, { path: '/v1/orders', headers: { 'x-api-key': merchant.api_key }, body });
+    t.equal(first.status, 409, first.text);
+    const attempt = await pool.one(sql.type(z.object({ id: z.string() }))`select id from orders where merchant_id = ${merchant.merchant_id} and merchant_order_id = ${body.merchant_order_id}`);
+    await eventually(async () => ((await pool.oneFirst(sql.unsafe`select status from orders where id = ${attempt.id}`)) === 'FAILED' ? true : undefined), 'the attempt FAILED', 20_000);
+    t.equal(await pool.oneFirst(sql.unsafe`select vendor_code from orders where id = ${attempt.id}`), null, 'no other vendor was asked');
+  });
+
+  t.test('payout answers 5xx (nothing done): not found by reference, sent again under the same key, SUCCESS, one payout', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    await m.fund(merchant, 300_000);
+    await setFaults(xendit, { op: 'disburse', mode: 'error', count: 1 });
+    const before = await calls('POST /v2/payouts');
+    const res = await m.disburse(merchant, bankPayout(80_000, '1234567890'));
+    t.equal(res.status, 201, res.text);
+    await m.disbursementReaches(merchant, res.json.data.id, 'SUCCESS', 25_000);
+    t.equal((await calls('POST /v2/payouts')) - before, 2, 'the failed one and the one that went through');
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('payout times out (it was made): found by reference, SUCCESS, never sent twice', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    await m.fund(merchant, 300_000);
+    await setFaults(xendit, { op: 'disburse', mode: 'timeout', count: 1 });
+    const before = await calls('POST /v2/payouts');
+    const res = await m.disburse(merchant, bankPayout(90_000, '1234567890'));
+    t.equal(res.status, 201, res.text);
+    await m.disbursementReaches(merchant, res.json.data.id, 'SUCCESS', 25_000);
+    t.equal((await calls('POST /v2/payouts')) - before, 1, 'one payout');
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('refund times out (it was made): the retry finds it by reference, SUCCEEDED once', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    const ref = await m.paidByQuery(merchant, 100_000, xendit);
+    await setFaults(xendit, { op: 'refund', mode: 'timeout', count: 1 });
+    const before = await calls('POST /qr_codes/payments/:paymentId/refunds');
+    const refund = await m.refund(merchant, ref, { amount: 30_000 });
+    t.equal(refund.status, 201, refund.text);
+    await m.refundReaches(refund.json.data.id, 'SUCCEEDED', 40_000);
+    t.equal((await calls('POST /qr_codes/payments/:paymentId/refunds')) - before, 1, 'one refund made');
+    t.equal(await balanceOf(stack, merchant), 99_300 - 30_000, 'debited once');
+    await ledgerAudit(t, stack.env);
+  });
+});
