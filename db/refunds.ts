@@ -22,16 +22,28 @@ import { newRefCode } from './ref-codes.ts';
 import { findMerchantOrder, insertOrderEvent, lockOrder, setRefundStatus, type OrderRow } from './orders.sql.ts';
 import { findRefund, finishRefund, insertRefund, lockRefund, refundedAmount, succeededAmount, type RefundRow } from './refunds.sql.ts';
 import { enqueueWebhooks } from './webhooks.ts';
-import { refundWebhookBody, type RefundEvent } from './present/refunds.ts';
+import { presentRefund, refundWebhookBody, type RefundEvent } from './present/refunds.ts';
+import { toJson } from './present/json-text.ts';
+import { claimKey, storeAnswer } from './idempotency.ts';
 
 function heldIn(settlementType: 'WALLET' | 'MANUAL'): AccountKind {
   return settlementType === 'WALLET' ? 'WALLET' : 'SETTLEMENT_ACCRUAL';
 }
 
+/** The answer to a refund request: the V1 envelope's bytes, stored under its Idempotency-Key. */
+export interface RefundAnswer {
+  status: number;
+  body: string;
+  /** The stored answer of an earlier request with the same key. */
+  replayed: boolean;
+}
+
 /**
  * Accepts a refund of a PAID order: checks, holds the money, records the refund (PENDING) and
  * an order event, marks the order REFUNDED when this refund completes its amount, and queues
- * the vendor call. `amount` undefined means the whole remaining refundable amount.
+ * the vendor call. `amount` undefined means the whole remaining refundable amount. With an
+ * Idempotency-Key, the key is claimed and the answer stored in the same transaction, so a
+ * repeat gets that answer and never a second refund (db/idempotency.ts).
  */
 export async function createRefund(
   pool: Pool,
@@ -39,55 +51,74 @@ export async function createRefund(
   merchant: { id: string; settlement_type: 'WALLET' | 'MANUAL' },
   refCode: string,
   input: { amount: number | undefined; reason: string | null },
+  idempotency: { key: string; rawBody: Buffer } | null = null,
+): Promise<RefundAnswer> {
+  return pool.transaction(async (tx) => {
+    const request = idempotency && { merchantId: merchant.id, key: idempotency.key, operation: `refund:${refCode}`, rawBody: idempotency.rawBody };
+    if (request) {
+      const claim = await claimKey(tx, request);
+      if (claim.kind === 'replay') return { status: claim.status, body: claim.body, replayed: true };
+    }
+    const { refund, order } = await acceptRefund(tx, boss, merchant, refCode, input);
+    const body = toJson({ success: true, data: presentRefund(refund, order) });
+    if (request) await storeAnswer(tx, request, 201, body);
+    return { status: 201, body, replayed: false };
+  });
+}
+
+async function acceptRefund(
+  tx: Db,
+  boss: PgBoss,
+  merchant: { id: string; settlement_type: 'WALLET' | 'MANUAL' },
+  refCode: string,
+  input: { amount: number | undefined; reason: string | null },
 ): Promise<{ refund: RefundRow; order: OrderRow }> {
   const source = heldIn(merchant.settlement_type);
-  return pool.transaction(async (tx) => {
-    const accounts = await lockMerchantAccounts(tx, merchant.id, [source, 'REFUNDS_IN_FLIGHT']);
-    const visible = await findMerchantOrder(tx, merchant.id, refCode);
-    if (!visible) throw new ApiError('ORDER_NOT_FOUND');
-    const order = (await lockOrder(tx, visible.id))!;
-    if (order.status !== 'PAID') throw new ApiError('INVALID_STATUS', `Order is ${order.status}; only PAID orders can be refunded`);
-    const remaining = order.amount - (await refundedAmount(tx, order.id));
-    const amount = input.amount ?? remaining;
-    if (amount > remaining) throw new ApiError('AMOUNT_EXCEEDS_ORDER', `At most ${remaining} can be refunded`);
+  const accounts = await lockMerchantAccounts(tx, merchant.id, [source, 'REFUNDS_IN_FLIGHT']);
+  const visible = await findMerchantOrder(tx, merchant.id, refCode);
+  if (!visible) throw new ApiError('ORDER_NOT_FOUND');
+  const order = (await lockOrder(tx, visible.id))!;
+  if (order.status !== 'PAID') throw new ApiError('INVALID_STATUS', `Order is ${order.status}; only PAID orders can be refunded`);
+  const remaining = order.amount - (await refundedAmount(tx, order.id));
+  const amount = input.amount ?? remaining;
+  if (amount > remaining) throw new ApiError('AMOUNT_EXCEEDS_ORDER', `At most ${remaining} can be refunded`);
 
-    const refund = await insertRefund(tx, {
-      id: randomUUID(),
-      merchantId: merchant.id,
-      orderId: order.id,
-      refCode: newRefCode('RFD'),
-      amount,
-      reason: input.reason,
-      vendorCode: order.vendor_code,
-    });
-    try {
-      await postTransfer(
-        tx,
-        {
-          merchantId: merchant.id,
-          kind: 'REFUND',
-          reference: { type: 'REFUND', id: refund.id, refCode: refund.ref_code },
-          description: `Refund ${refund.ref_code} of ${order.ref_code}`,
-          legs: { [source]: -amount, REFUNDS_IN_FLIGHT: amount },
-        },
-        accounts,
-      );
-    } catch (err) {
-      if (err instanceof InsufficientFunds) throw new ApiError('INSUFFICIENT_BALANCE', 'The balance cannot cover this refund');
-      throw err;
-    }
-    const full = amount === remaining;
-    const after = full ? await setRefundStatus(tx, order.id, 'REFUNDED') : order;
-    await insertOrderEvent(tx, {
-      orderId: order.id,
-      status: after.status,
-      event: 'refund.requested',
-      source: 'api',
-      detail: { refund: refund.ref_code, amount, remaining: remaining - amount },
-    });
-    await sendJob(boss, 'refund-execute', { refund_id: refund.id }, { db: inTransaction(tx) });
-    return { refund, order: after };
+  const refund = await insertRefund(tx, {
+    id: randomUUID(),
+    merchantId: merchant.id,
+    orderId: order.id,
+    refCode: newRefCode('RFD'),
+    amount,
+    reason: input.reason,
+    vendorCode: order.vendor_code,
   });
+  try {
+    await postTransfer(
+      tx,
+      {
+        merchantId: merchant.id,
+        kind: 'REFUND',
+        reference: { type: 'REFUND', id: refund.id, refCode: refund.ref_code },
+        description: `Refund ${refund.ref_code} of ${order.ref_code}`,
+        legs: { [source]: -amount, REFUNDS_IN_FLIGHT: amount },
+      },
+      accounts,
+    );
+  } catch (err) {
+    if (err instanceof InsufficientFunds) throw new ApiError('INSUFFICIENT_BALANCE', 'The balance cannot cover this refund');
+    throw err;
+  }
+  const full = amount === remaining;
+  const after = full ? await setRefundStatus(tx, order.id, 'REFUNDED') : order;
+  await insertOrderEvent(tx, {
+    orderId: order.id,
+    status: after.status,
+    event: 'refund.requested',
+    source: 'api',
+    detail: { refund: refund.ref_code, amount, remaining: remaining - amount },
+  });
+  await sendJob(boss, 'refund-execute', { refund_id: refund.id }, { db: inTransaction(tx) });
+  return { refund, order: after };
 }
 
 export type RefundOutcome = { status: 'SUCCEEDED'; vendorRefundId: string | null } | { status: 'FAILED'; vendorRefundId: string | null; reason: string };

@@ -6,6 +6,7 @@
 // request is answered by merchant_order_id (spec 4.2 rule 3) instead of by replay. SKIP LOCKED
 // lets several scheduler processes run it; a pass that fails is retried on the next one.
 import { logger } from '../db/logger.ts';
+import { deleteAnswersOlderThan } from '../db/idempotency.ts';
 import { deleteIdempotencyKeysOlderThan } from '../db/orders.sql.ts';
 import type { WorkerContext } from './context.ts';
 import { every, type Periodic } from './periodic.ts';
@@ -15,14 +16,17 @@ const BATCH = 1_000;
 // and a pass with nothing to delete is one index probe.
 const INTERVAL_MS = 10 * 60_000;
 
-/** Deletes every key past the TTL, BATCH rows per statement; returns how many. */
+/** Deletes every key past the TTL (order keys and the other POSTs' answers), BATCH rows per statement; returns how many. */
 export async function sweepIdempotencyKeys(ctx: WorkerContext, stopped: () => boolean = () => false): Promise<number> {
   let total = 0;
-  for (;;) {
-    const deleted = await deleteIdempotencyKeysOlderThan(ctx.pool, ctx.config.IDEMPOTENCY_KEY_TTL_HOURS, BATCH);
-    total += deleted;
-    if (deleted < BATCH || stopped()) return total;
+  for (const deleteOlder of [deleteIdempotencyKeysOlderThan, deleteAnswersOlderThan]) {
+    for (;;) {
+      const deleted = await deleteOlder(ctx.pool, ctx.config.IDEMPOTENCY_KEY_TTL_HOURS, BATCH);
+      total += deleted;
+      if (deleted < BATCH || stopped()) break;
+    }
   }
+  return total;
 }
 
 /** Runs a pass at start and every INTERVAL_MS until stopped; passes never overlap. */

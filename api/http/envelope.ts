@@ -14,6 +14,12 @@ export function sendData(res: Response, data: unknown, status = 200): void {
   res.status(status).type('application/json').send(toJson({ success: true, data }));
 }
 
+/** Sends an answer stored as bytes (an Idempotency-Key's); a replay says so in a header. */
+export function sendStored(res: Response, status: number, body: string, replayed: boolean): void {
+  if (replayed) res.setHeader('Idempotent-Replayed', 'true');
+  res.status(status).type('application/json').send(body);
+}
+
 export function sendPage(res: Response, data: unknown[], meta: PageMeta): void {
   res.status(200).type('application/json').send(toJson({ success: true, data, meta }));
 }

@@ -14,6 +14,7 @@ import { settlementStatus } from '../../db/settlements.sql.ts';
 import { role, type Role } from '../../db/users.sql.ts';
 import { IMPORT_COLUMNS } from '../../db/csv/parse-import.ts';
 import { mayDo, permissionFor } from '../http/roles.ts';
+import { idempotencyKey } from '../http/validate.ts';
 import * as legacyDisbursements from '../legacy/disbursements.ts';
 import { legacyMessages } from '../legacy/errors.ts';
 import * as legacyOrders from '../legacy/orders.ts';
@@ -119,7 +120,16 @@ const idempotencyHeader: HeaderParam = {
   description: 'Recommended. Stable per intended order; a retry with the same key and byte-identical body replays the '
     + 'stored answer (with `Idempotent-Replayed: true`); the same key with another body is 400 IDEMPOTENCY_KEY_REUSED. '
     + 'Kept at least 24 hours.',
-  schema: orders.idempotencyKey,
+  schema: idempotencyKey,
+};
+
+const refundIdempotencyHeader: HeaderParam = {
+  name: 'Idempotency-Key',
+  required: false,
+  description: 'Recommended: one key per intended refund. A retry with the same key and byte-identical body answers the '
+    + 'first refund (with `Idempotent-Replayed: true`) and moves no money; the same key with another body is 400 '
+    + 'IDEMPOTENCY_KEY_REUSED; a concurrent repeat waits for the first. Kept at least 24 hours.',
+  schema: idempotencyKey,
 };
 
 const signatureHeader: HeaderParam = {
@@ -201,11 +211,13 @@ export const operations: readonly Operation[] = [
   {
     method: 'post', path: '/v1/orders/:ref_code/refund', tag: 'Orders', summary: 'Refund a PAID order',
     description: 'amount defaults to what remains refundable. The money is held from the wallet (MANUAL merchants: the '
-      + 'next settlement) at once; the order\'s events and webhooks tell how the refund ends. The MDR is not returned.',
+      + 'next settlement) at once; the order\'s events and webhooks tell how the refund ends. The MDR is not returned. '
+      + 'Send an Idempotency-Key: a retry after a timeout then answers the first refund instead of refunding twice.',
     params: { ref_code: refCode },
+    headers: [refundIdempotencyHeader],
     body: { schema: refunds.refundBody, required: false },
-    responses: { 201: { description: 'The refund, PENDING', schema: s.v1Data(s.refund) } },
-    errors: ['ORDER_NOT_FOUND', 'INVALID_STATUS', 'AMOUNT_EXCEEDS_ORDER', 'INSUFFICIENT_BALANCE'],
+    responses: { 201: { description: 'The refund, PENDING', schema: s.v1Data(s.refund), headers: replayed } },
+    errors: ['ORDER_NOT_FOUND', 'INVALID_STATUS', 'AMOUNT_EXCEEDS_ORDER', 'INSUFFICIENT_BALANCE', 'IDEMPOTENCY_KEY_REUSED'],
   },
 
   // Disbursements

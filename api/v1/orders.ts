@@ -18,11 +18,11 @@ import {
 import { sendJob } from '../../db/queue.ts';
 import { checkNotifyUrl } from '../../db/notify-url.ts';
 import { attemptedOrder, createOrderAndWait } from '../order-create.ts';
-import { sendData, sendPage, pageMeta } from '../http/envelope.ts';
+import { sendData, sendPage, sendStored, pageMeta } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
 import { normalizePhone } from '../http/phone.ts';
 import { verifyBodySignature } from '../../db/signatures.ts';
-import { parseBody } from '../http/validate.ts';
+import { idempotencyKeyOf, parseBody } from '../http/validate.ts';
 import { memberText } from '../../db/present/json-text.ts';
 import { orderResponseBody, presentOrder } from '../../db/present/orders.ts';
 import { iso } from '../../db/present/time.ts';
@@ -42,7 +42,6 @@ export const createBody = z.object({
   metadata: z.record(z.string(), z.unknown(), 'must be an object').nullish(),
 });
 
-export const idempotencyKey = z.string().min(1).max(255).regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces');
 
 export function orderRoutes(ctx: AppContext): Router {
   const router = Router();
@@ -66,10 +65,7 @@ export function orderRoutes(ctx: AppContext): Router {
       const problem = checkNotifyUrl(body.notify_url, ctx.config.NOTIFY_URL_ALLOWLIST);
       if (problem) throw new ApiError('INVALID_BODY', `notify_url: ${problem}`);
     }
-    const keyHeader = req.get('idempotency-key');
-    if (keyHeader !== undefined && !idempotencyKey.safeParse(keyHeader).success) {
-      throw new ApiError('INVALID_BODY', 'Idempotency-Key: must be 1-255 printable characters');
-    }
+    const keyHeader = idempotencyKeyOf(req);
 
     const outcome = await createOrderAndWait(ctx, {
       merchantId: merchant.id,
@@ -85,17 +81,17 @@ export function orderRoutes(ctx: AppContext): Router {
       expireMinutes: body.expire_minutes ?? 60,
       idempotency: keyHeader === undefined ? null : { key: keyHeader, rawBody: req.rawBody ?? Buffer.alloc(0) },
     });
-    if (outcome.kind === 'replay') return sendRaw(res, outcome.status, outcome.body, true);
-    if (outcome.kind === 'existing') return sendRaw(res, 200, outcome.body, false);
+    if (outcome.kind === 'replay') return sendStored(res, outcome.status, outcome.body, true);
+    if (outcome.kind === 'existing') return sendStored(res, 200, outcome.body, false);
     if (keyHeader !== undefined) {
       // The transaction that confirmed the order stored its answer: send exactly those bytes.
       const stored = await findIdempotencyKey(ctx.pool, merchant.id, keyHeader);
-      if (stored?.response_body && stored.response_status) return sendRaw(res, stored.response_status, stored.response_body, false);
+      if (stored?.response_body && stored.response_status) return sendStored(res, stored.response_status, stored.response_body, false);
     }
     const order = await attemptedOrder(ctx, outcome.orderId);
     if (!order || order.status === 'CREATING') throw new ApiError('ORDER_PENDING_CONFIRMATION');
     if (order.status === 'FAILED') throw new ApiError(order.failure_code === 'NO_VENDOR' ? 'NO_VENDOR' : 'VENDOR_ERROR');
-    sendRaw(res, 201, render(order), false);
+    sendStored(res, 201, render(order), false);
   });
 
   router.get('/v1/orders', async (req, res) => {
@@ -148,9 +144,4 @@ function metadataText(req: Request): string {
   const text = memberText((req.rawBody ?? Buffer.alloc(0)).toString('utf8'), 'metadata');
   if (text === undefined) throw new Error('metadata parsed from a body whose text has none');
   return text;
-}
-
-function sendRaw(res: Response, status: number, body: string, replayed: boolean) {
-  if (replayed) res.setHeader('Idempotent-Replayed', 'true');
-  res.status(status).type('application/json').send(body);
 }
