@@ -2,6 +2,7 @@
 // int8 → number (refusing anything past 2^53 rather than rounding it), timestamptz → Date,
 // numeric left as text (Kasir never stores money as numeric).
 import { createHash } from 'node:crypto';
+import { QueryToken } from '@slonik/sql-tag';
 import {
   createPool as createSlonikPool,
   sql,
@@ -140,10 +141,11 @@ export async function createPool(url: string, options: { size?: number; name?: s
 /**
  * A query token from plain text and positional values, for code that speaks raw SQL
  * (pg-boss's `executeSql` adapter). Everything Kasir writes itself goes through the `sql` tag.
+ * The token's type is the one slonik's own tag package exports for this (QueryToken).
  */
 export function rawQuery(text: string, values: readonly unknown[] = []): QuerySqlToken {
   return {
-    type: Symbol.for('SLONIK_TOKEN_QUERY'),
+    type: QueryToken,
     sql: text,
     values: values as never,
     parser: z.any(),
