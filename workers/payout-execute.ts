@@ -191,7 +191,7 @@ async function reconcile<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKi
   const vendor = await getVendor(ctx.pool, ctx.sealer, row.vendor_code);
   if (!vendor) throw new Error(`vendor ${row.vendor_code} of ${row.ref_code} is not configured`);
   const { reference } = kind.order(row);
-  const answer = await gatewayOf(ctx, vendor).queryDisbursement(reference);
+  const answer = await gatewayOf(ctx, vendor).queryDisbursement(reference, row.vendor_disbursement_id);
   if (answer.kind !== 'ok') throw new Error(`query at ${vendor.code} failed: ${answer.reason}`);
   const status = answer.value;
   if (status.status === 'NOT_FOUND') {

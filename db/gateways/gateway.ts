@@ -106,7 +106,8 @@ export interface Gateway {
   queryQris(reference: string, vendorOrderId?: string | null): Promise<Outcome<QrisStatus>>;
   refund(input: RefundInput): Promise<Outcome<RefundResult>>;
   disburse(input: DisburseInput): Promise<Outcome<{ vendorDisbursementId: string }>>;
-  queryDisbursement(reference: string): Promise<Outcome<DisbursementStatus>>;
+  /** `vendorDisbursementId`: the vendor's id when Kasir has one (Iris finds payouts by it only). */
+  queryDisbursement(reference: string, vendorDisbursementId?: string | null): Promise<Outcome<DisbursementStatus>>;
   inquireAccount(input: AccountInquiryInput): Promise<Outcome<AccountInquiry>>;
   /**
    * Authenticates and parses a callback. Returns null when the signature is missing or wrong

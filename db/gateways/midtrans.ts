@@ -1,7 +1,388 @@
-// Midtrans adapter: placeholder until issue 18 lands it (docs/vendors/midtrans.md). Registered so
-// that vendor:add accepts the kind; any call to a Midtrans vendor fails loudly meanwhile.
-import type { Gateway, VendorRecord } from './gateway.ts';
+// Kasir's adapter for Midtrans: QRIS through the Core API (charge, status, refund, payment
+// notifications) and payouts through Iris (create with the creator key, approve with the
+// approver key, notifications signed with the merchant key). docs/vendors/midtrans.md says what
+// an operator configures and how sure each fact is. Split like every adapter: the client
+// (midtrans-client.ts), pure transforms (midtrans-transforms.ts) and, here, the outcomes.
+//
+// Classification (Midtrans answers HTTP 200 with its code in status_code: the body decides):
+// - ok on 200/201/202 for our order_id; failed on a 4xx (429 included: nothing was done);
+//   unknown on 5xx, timeouts after sending and garbled answers (a fractional amount included).
+// Unknown outcomes, per operation:
+// - charge: the status of our order_id answers it (404: never created → the attempt fails).
+// - refund: refund_key is Kasir's refund reference, so refund-execute's re-send with the same
+//   key is the same refund at Midtrans, never a second one.
+// - payout: Iris moves money only once a payout is approved, and Kasir approves only a payout
+//   whose reference_no it holds. So a create without a readable answer is `failed` (if Iris made
+//   it, it waits unapproved and is never paid; another vendor may pay); once created, disburse
+//   never answers unknown: an approval refused or unanswered is settled by reading the payout
+//   (approved → ok; still queued → rejected, then failed; not readable → ok with its reference_no,
+//   and Iris's final notification decides). Nothing is ever created twice for one reference.
+// - notifications are trusted only with a valid signature, then (like the official SDKs) the
+//   payment's status is re-read and acted on when Midtrans answers. Authentic notifications
+//   Kasir does not act on (pending, expire, Iris's approved...) are `noted`: recorded and
+//   acknowledged, or Midtrans would keep retrying them and mail the merchant.
+import type {
+  AccountInquiry,
+  AccountInquiryInput,
+  CallbackEvent,
+  DisburseInput,
+  DisbursementStatus,
+  Gateway,
+  Outcome,
+  QrisCreated,
+  QrisStatus,
+  RefundResult,
+  VendorRecord,
+} from './gateway.ts';
+import { IRIS_BANKS, irisBankOf } from './iris-banks.ts';
+import { logger } from '../logger.ts';
+import { createMidtransClient, midtransCredentials, type MidtransAnswer } from './midtrans-client.ts';
+import {
+  accountRefusal,
+  acquirerOf,
+  coreVerdict,
+  fromCharge,
+  fromMidtransAmount,
+  fromPayoutCreated,
+  fromStatus,
+  irisErrorOf,
+  irisFailureReason,
+  irisSignature,
+  lastFour,
+  notificationSignature,
+  parseJakartaTime,
+  readNotification,
+  refundsOf,
+  sameHex,
+  text,
+  toChargeRequest,
+  toPayoutRequest,
+  toPayoutStatus,
+  toRefundRequest,
+  type CoreVerdict,
+} from './midtrans-transforms.ts';
+import { validateVendorQris } from './qris.ts';
 
-export function createMidtransGateway(vendor: VendorRecord, _options: { timeoutMs?: number } = {}): Gateway {
-  throw new Error(`vendor ${vendor.code}: the midtrans adapter is not built yet`);
+/** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
+const DEFAULT_TIMEOUT_MS = 5000;
+
+const ok = <T>(value: T): Outcome<T> => ({ kind: 'ok', value });
+const failed = (reason: string) => ({ kind: 'failed' as const, reason });
+const unknown = (reason: string) => ({ kind: 'unknown' as const, reason });
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function header(headers: Record<string, string | string[] | undefined>, name: string): string | null {
+  for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === name) return typeof value === 'string' ? value : null;
+  return null;
+}
+
+
+/** The Gateway, with the payout query taking Iris's reference_no when Kasir has it. */
+export interface MidtransGateway extends Gateway {
+  queryDisbursement(reference: string, vendorDisbursementId?: string | null): Promise<Outcome<DisbursementStatus>>;
+}
+
+export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs?: number } = {}): MidtransGateway {
+  const creds = midtransCredentials(vendor);
+  const client = createMidtransClient(vendor, creds, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+  const log = logger.child({ vendor: vendor.code });
+  const acquirer = acquirerOf(creds.qrisAcquirer);
+
+  async function core(method: 'GET' | 'POST', path: string, payload?: object, headers?: Record<string, string>): Promise<Outcome<CoreVerdict>> {
+    const answer = await client.core(method, path, payload, headers);
+    return answer.kind === 'ok' ? ok(coreVerdict(answer.value.status, answer.value.body)) : answer;
+  }
+
+  const statusPath = (orderId: string) => `/v2/${encodeURIComponent(orderId)}/status`;
+
+  /** The status of our order_id: the body too, for refunds and notifications. */
+  async function readStatus(reference: string): Promise<Outcome<{ status: QrisStatus; body: Record<string, unknown> | null }>> {
+    const asked = await core('GET', statusPath(reference));
+    if (asked.kind !== 'ok') return asked;
+    const v = asked.value;
+    if (v.kind === 'not_found') return ok({ status: { status: 'NOT_FOUND', vendorOrderId: null, qrisString: null, paidAt: null, rrn: null }, body: null });
+    if (v.kind === 'success') {
+      const status = fromStatus(v.body, reference);
+      return status ? ok({ status, body: v.body }) : unknown(`unreadable status answer for ${reference}`);
+    }
+    return v.kind === 'refused' || v.kind === 'duplicate' ? failed(v.reason) : unknown(v.reason);
+  }
+
+  // ---------------------------------------------------------------- Iris
+
+  /** An Iris answer: 2xx with a JSON object, a definite 4xx, or unknown. */
+  function irisVerdict(answer: MidtransAnswer): { kind: 'success'; body: Record<string, unknown> } | { kind: 'refused'; http: number; body: unknown; reason: string } | { kind: 'unknown'; reason: string } {
+    const reason = irisErrorOf(answer.status, answer.body);
+    if (answer.status >= 200 && answer.status < 300) return isRecord(answer.body) ? { kind: 'success', body: answer.body } : { kind: 'unknown', reason: `unreadable answer: ${reason}` };
+    if (answer.status === 429) return { kind: 'refused', http: 429, body: answer.body, reason: `rate limited: ${reason}` };
+    if (answer.status >= 400 && answer.status < 500 && answer.status !== 404) return { kind: 'refused', http: answer.status, body: answer.body, reason };
+    if (answer.status === 404 && isRecord(answer.body) && text(answer.body.error_message)) return { kind: 'refused', http: 404, body: answer.body, reason };
+    return { kind: 'unknown', reason };
+  }
+
+  async function readPayout(referenceNo: string, reference: string | null): Promise<Outcome<DisbursementStatus & { body: Record<string, unknown> | null }>> {
+    const answer = await client.iris('creator', 'GET', `/payouts/${encodeURIComponent(referenceNo)}`);
+    if (answer.kind !== 'ok') return answer;
+    const v = irisVerdict(answer.value);
+    if (v.kind === 'refused' && v.http === 404) return ok({ status: 'NOT_FOUND', vendorDisbursementId: null, failureReason: null, body: null });
+    if (v.kind === 'refused') return failed(v.reason);
+    if (v.kind === 'unknown') return unknown(v.reason);
+    const body = v.body;
+    if (body.reference_no !== undefined && body.reference_no !== referenceNo) return unknown(`payout answer for another reference_no: ${String(body.reference_no)}`);
+    if (reference !== null && text(body.notes) !== null && body.notes !== reference) return unknown(`payout ${referenceNo} carries notes ${String(body.notes)}, not ${reference}`);
+    if (body.amount !== undefined && fromMidtransAmount(body.amount) === null) return unknown(`payout ${referenceNo} with an unreadable amount ${JSON.stringify(body.amount)}`);
+    const status = toPayoutStatus(body.status);
+    return ok({ status, vendorDisbursementId: referenceNo, failureReason: status === 'FAILED' ? irisFailureReason(body) : null, body });
+  }
+
+  async function inquireAccount(input: AccountInquiryInput): Promise<Outcome<AccountInquiry>> {
+    if (!creds.iris) return failed('Iris payouts are not configured for this Midtrans vendor (no Iris keys)');
+    if (input.channel !== 'BANK') return failed('e-wallet accounts cannot be checked through Iris by this adapter');
+    const bank = irisBankOf(input.bankCode);
+    if (!bank) return failed(`bank ${input.bankCode ?? '(none)'} has no Iris code known to the Midtrans adapter`);
+    const query = new URLSearchParams({ bank, account: input.accountNumber });
+    const answer = await client.iris('creator', 'GET', `/account_validation?${query}`);
+    if (answer.kind !== 'ok') return answer;
+    const v = irisVerdict(answer.value);
+    if (v.kind === 'success') {
+      const name = text(v.body.account_name);
+      return name ? ok({ status: 'FOUND', accountName: name }) : unknown('account validation answer without account_name');
+    }
+    if (v.kind === 'refused') {
+      const reason = v.http === 429 ? null : accountRefusal(v.body);
+      if (reason) log.info({ bank, account: lastFour(input.accountNumber) }, 'Iris says no such account');
+      return reason ? ok({ status: 'NOT_FOUND', reason }) : failed(v.reason);
+    }
+    return unknown(v.reason);
+  }
+
+  /**
+   * After a create, when the approval was refused or not answered: the payout's own status
+   * decides. Never unknown: the payout is known by its reference_no from here on.
+   */
+  async function settleApproval(referenceNo: string, reference: string, why: string): Promise<Outcome<{ vendorDisbursementId: string }>> {
+    const read = await readPayout(referenceNo, reference);
+    if (read.kind !== 'ok') {
+      log.warn({ reference, referenceNo, why, read: read.reason }, 'Iris approval unsettled; waiting for its notification');
+      return ok({ vendorDisbursementId: referenceNo });
+    }
+    const { status, failureReason, body } = read.value;
+    if (status === 'FAILED') return failed(`${why}; payout ${referenceNo}: ${failureReason}`);
+    if (status === 'SUCCESS' || (status === 'PROCESSING' && body?.status !== 'queued')) return ok({ vendorDisbursementId: referenceNo });
+    if (status === 'NOT_FOUND') return ok({ vendorDisbursementId: referenceNo });
+    // Still queued: nobody approved it, so rejecting it makes sure nobody will.
+    const rejected = await client.iris('approver', 'POST', '/payouts/reject', { reference_nos: [referenceNo], reject_reason: 'Kasir could not approve this payout' });
+    if (rejected.kind === 'ok' && irisVerdict(rejected.value).kind === 'success') return failed(`${why}; payout ${referenceNo} rejected`);
+    log.warn({ reference, referenceNo, why }, 'Iris payout neither approved nor rejected; waiting for its notification');
+    return ok({ vendorDisbursementId: referenceNo });
+  }
+
+  async function disburse(input: DisburseInput): Promise<Outcome<{ vendorDisbursementId: string }>> {
+    if (!creds.iris) return failed('Iris payouts are not configured for this Midtrans vendor (no Iris keys)');
+    if (input.channel !== 'BANK') return failed('e-wallet payouts are not offered through Iris by this adapter');
+    const irisBank = irisBankOf(input.bankCode);
+    if (!irisBank) return failed(`bank ${input.bankCode ?? '(none)'} has no Iris code known to the Midtrans adapter`);
+    let accountName = input.accountName;
+    if (!accountName) {
+      const inquiry = await inquireAccount({ channel: 'BANK', bankCode: input.bankCode, ewalletCode: null, accountNumber: input.accountNumber });
+      if (inquiry.kind !== 'ok') return failed(`account validation before the payout: ${inquiry.reason}`);
+      if (inquiry.value.status === 'NOT_FOUND') return failed(`account validation: ${inquiry.value.reason}`);
+      accountName = inquiry.value.accountName;
+    }
+    const created = await client.iris('creator', 'POST', '/payouts', toPayoutRequest({ reference: input.reference, amount: input.amount, accountNumber: input.accountNumber, accountName, irisBank }));
+    const logged = { reference: input.reference, bank: irisBank, account: lastFour(input.accountNumber), amount: input.amount };
+    if (created.kind !== 'ok') {
+      // An unapproved payout moves no money, and Kasir approves only what it holds a reference_no for.
+      log.warn({ ...logged, why: created.reason }, 'Iris create unanswered; any payout it made stays unapproved');
+      return failed(`Iris create unanswered (${created.reason}); an unapproved payout is never paid`);
+    }
+    const v = irisVerdict(created.value);
+    if (v.kind === 'refused') return failed(v.reason);
+    const referenceNo = v.kind === 'success' ? fromPayoutCreated(v.body) : null;
+    if (!referenceNo) {
+      log.warn({ ...logged, why: v.kind === 'unknown' ? v.reason : 'no reference_no' }, 'Iris create unreadable; any payout it made stays unapproved');
+      return failed(`Iris create ${v.kind === 'unknown' ? v.reason : 'answer without a reference_no'}; an unapproved payout is never paid`);
+    }
+    log.info({ ...logged, referenceNo }, 'Iris payout created');
+    const approved = await client.iris('approver', 'POST', '/payouts/approve', { reference_nos: [referenceNo] });
+    if (approved.kind !== 'ok') return settleApproval(referenceNo, input.reference, `approval unanswered (${approved.reason})`);
+    const a = irisVerdict(approved.value);
+    if (a.kind === 'success') return ok({ vendorDisbursementId: referenceNo });
+    return settleApproval(referenceNo, input.reference, `approval ${a.kind === 'refused' ? 'refused' : 'unreadable'} (${a.reason})`);
+  }
+
+  // ---------------------------------------------------------------- notifications
+
+  async function paymentEvent(raw: Buffer): Promise<CallbackEvent | null> {
+    const note = readNotification(raw);
+    if (!note) return null;
+    const expected = notificationSignature(note.orderId, note.statusCode, note.grossAmount, creds.serverKey);
+    if (!sameHex(expected, note.signatureKey)) return null;
+    // Authentic. Like the official SDKs, act on the status Midtrans gives when asked.
+    const read = await readStatus(note.orderId);
+    let body = note.body;
+    if (read.kind === 'ok' && read.value.body) body = read.value.body;
+    const transactionId = text(body.transaction_id) ?? text(note.body.transaction_id) ?? note.orderId;
+    const status = String(body.transaction_status ?? '');
+    const noted = (what: string): CallbackEvent => ({ type: 'noted', eventId: `midtrans:${transactionId}:${status || 'unknown'}`, reference: note.orderId, what });
+    if (read.kind === 'ok' && !read.value.body) return noted('a signed notification for an order Midtrans does not know');
+    if (status === 'settlement' || status === 'capture') {
+      const amount = fromMidtransAmount(body.gross_amount);
+      if (amount === null) return noted(`unreadable gross_amount ${JSON.stringify(body.gross_amount)}`);
+      return {
+        type: 'qris.paid',
+        eventId: `midtrans:${transactionId}:settlement`,
+        reference: note.orderId,
+        vendorOrderId: transactionId,
+        amount,
+        paidAt: parseJakartaTime(body.settlement_time) ?? parseJakartaTime(body.transaction_time) ?? new Date(),
+        rrn: text(body.rrn) ?? text(body.reference_id) ?? '',
+      };
+    }
+    if (status === 'refund' || status === 'partial_refund') {
+      const listed = refundsOf(body);
+      const key = text(note.body.refund_key) ?? text(body.refund_key);
+      const refund = key ? (listed.find((r) => r.refundKey === key) ?? { refundKey: key, vendorRefundId: key, amount: null }) : listed.at(-1);
+      if (!refund) return noted(`${status} without a refund_key Kasir can read`);
+      return { type: 'refund.updated', eventId: `midtrans:${transactionId}:refund:${refund.refundKey}`, reference: refund.refundKey, vendorRefundId: refund.vendorRefundId, status: 'SUCCEEDED', failureReason: null };
+    }
+    // pending, expire, cancel, deny...: Kasir keeps its own expiry and acts on payments only.
+    return noted(`transaction_status ${status}`);
+  }
+
+  async function payoutEvent(headers: Record<string, string | string[] | undefined>, raw: Buffer): Promise<CallbackEvent | null> {
+    if (!creds.iris) return null;
+    if (!sameHex(irisSignature(raw, creds.iris.merchantKey), header(headers, 'iris-signature'))) return null;
+    let body: unknown;
+    try {
+      body = JSON.parse(raw.toString('utf8'));
+    } catch {
+      return null;
+    }
+    const referenceNo = isRecord(body) ? text(body.reference_no) : null;
+    if (!isRecord(body) || !referenceNo) return null;
+    const said = toPayoutStatus(body.status);
+    const noted = (what: string, reference = referenceNo): CallbackEvent => ({ type: 'noted', eventId: `iris:${referenceNo}:${String(body.status)}`, reference, what });
+    // queued, approved, processed, topup: nothing for Kasir to do.
+    if (said === 'PROCESSING' || !['completed', 'failed', 'rejected'].includes(String(body.status))) return noted(`Iris status ${String(body.status)}`);
+    // The notification names Iris's reference_no only; the payout's notes hold Kasir's reference.
+    const read = await readPayout(referenceNo, null);
+    if (read.kind !== 'ok') {
+      // Refused (401) so Iris sends it again; by then the payout can be read.
+      log.warn({ referenceNo, why: read.reason }, 'Iris notification: the payout cannot be read now; refused so Iris retries');
+      return null;
+    }
+    const reference = read.value.body ? text(read.value.body.notes) : null;
+    if (!reference || read.value.status === 'NOT_FOUND') return noted('a payout Iris does not know, or without Kasir notes');
+    // The payout's current status wins over a notification that arrived out of order.
+    const status = read.value.status === 'PROCESSING' ? said : read.value.status;
+    if (status !== 'SUCCESS' && status !== 'FAILED') return noted(`Iris status ${String(body.status)}`, reference);
+    return {
+      type: 'disbursement.updated',
+      eventId: `iris:${referenceNo}:${status === 'SUCCESS' ? 'completed' : 'failed'}`,
+      reference,
+      vendorDisbursementId: referenceNo,
+      status,
+      failureReason: status === 'FAILED' ? (read.value.failureReason ?? irisFailureReason(body)) : null,
+    };
+  }
+
+  return {
+    async createQris(input) {
+      const request = toChargeRequest(input, acquirer);
+      const asked = await core('POST', '/v2/charge', request, { 'x-override-notification': input.callbackUrl });
+      if (asked.kind !== 'ok') return asked;
+      const v = asked.value;
+      let created: QrisCreated | null;
+      if (v.kind === 'success') {
+        created = fromCharge(v.body, input.reference);
+        if (!created) return unknown(`unreadable charge answer for ${input.reference}`);
+      } else if (v.kind === 'duplicate') {
+        // The order_id is taken: what Midtrans holds decides, a second charge would not.
+        const read = await readStatus(input.reference);
+        if (read.kind !== 'ok') return unknown(`${v.reason}; the status after it: ${read.reason}`);
+        const { status } = read.value;
+        if (status.status === 'NOT_FOUND') return unknown(`${v.reason}, yet the status finds no ${input.reference}`);
+        if (status.status !== 'PENDING') return status.status === 'EXPIRED' ? failed(`${v.reason}; ${input.reference} is no longer payable`) : unknown(`${v.reason}; ${input.reference} is ${status.status}`);
+        // Nobody was shown that QR, so nobody can pay it: another vendor may serve the order.
+        if (!status.qrisString) return failed(`${v.reason}; Midtrans holds ${input.reference} but its status does not return the QR`);
+        created = { vendorOrderId: status.vendorOrderId ?? input.reference, qrisString: status.qrisString };
+      } else if (v.kind === 'refused' || v.kind === 'not_found') {
+        return failed(v.reason);
+      } else {
+        return unknown(v.reason);
+      }
+      // A QR payers' apps would refuse is not repaired by asking again: a definite failure.
+      const problem = validateVendorQris(created.qrisString, input.amount);
+      return problem ? failed(`Midtrans returned an unusable QRIS: ${problem}`) : ok(created);
+    },
+
+    async queryQris(reference) {
+      const read = await readStatus(reference);
+      return read.kind === 'ok' ? ok(read.value.status) : read;
+    },
+
+    async refund(input): Promise<Outcome<RefundResult>> {
+      // refund_key = Kasir's refund reference: a re-send is the same refund at Midtrans.
+      const asked = await core('POST', `/v2/${encodeURIComponent(input.reference)}/refund`, toRefundRequest(input));
+      if (asked.kind !== 'ok') return asked;
+      const v = asked.value;
+      if (v.kind === 'success') {
+        const body = v.body;
+        if (body.refund_key !== undefined && body.refund_key !== input.refundReference) return unknown(`refund answer for another refund_key: ${String(body.refund_key)}`);
+        if (body.refund_amount !== undefined && fromMidtransAmount(body.refund_amount) !== input.amount) return unknown(`refund answer for another amount: ${JSON.stringify(body.refund_amount)}`);
+        const id = body.refund_chargeback_id;
+        const vendorRefundId = typeof id === 'number' || typeof id === 'string' ? String(id) : input.refundReference;
+        return ok({ vendorRefundId, status: v.code === 200 ? 'SUCCEEDED' : 'PENDING' });
+      }
+      if (v.kind === 'refused' || v.kind === 'not_found' || v.kind === 'duplicate') return failed(v.reason);
+      return unknown(v.reason);
+    },
+
+    disburse,
+
+    async queryDisbursement(reference: string, vendorDisbursementId?: string | null): Promise<Outcome<DisbursementStatus>> {
+      if (!creds.iris) return failed('Iris payouts are not configured for this Midtrans vendor (no Iris keys)');
+      // Iris finds payouts by its reference_no only. Without it Kasir cannot tell "never made"
+      // from "made and approved", so it never answers NOT_FOUND (which would send again):
+      // Iris's notification, traced back through the payout's notes, completes it.
+      if (!vendorDisbursementId) return unknown(`Iris looks payouts up by reference_no only, and none is known for ${reference}`);
+      const read = await readPayout(vendorDisbursementId, reference);
+      if (read.kind !== 'ok') return read;
+      const { status, failureReason } = read.value;
+      return ok({ status, vendorDisbursementId: status === 'NOT_FOUND' ? null : vendorDisbursementId, failureReason });
+    },
+
+    inquireAccount,
+
+    async check() {
+      const probe = `kasir-check-${Date.now()}`;
+      const asked = await core('GET', statusPath(probe));
+      if (asked.kind !== 'ok') return asked;
+      const v = asked.value;
+      if (v.kind === 'refused' && (v.code === 401 || v.code === 403)) return failed(`server key refused: ${v.reason}`);
+      if (v.kind !== 'not_found') return v.kind === 'refused' || v.kind === 'duplicate' ? failed(v.reason) : unknown(`the status of a made-up order: ${v.kind === 'success' ? 'found' : v.reason}`);
+      const lines = ['server key accepted (a made-up order is 404)'];
+      if (!creds.iris) return ok(`${lines[0]}; no Iris keys, so no payouts`);
+      for (const role of ['creator', 'approver'] as const) {
+        const banks = await client.iris(role, 'GET', '/beneficiary_banks');
+        if (banks.kind !== 'ok') return { kind: banks.kind, reason: `Iris ${role} key: ${banks.reason}` };
+        const b = irisVerdict(banks.value);
+        if (b.kind !== 'success') return b.kind === 'refused' ? failed(`Iris ${role} key refused: ${b.reason}`) : unknown(`Iris ${role} key: ${b.reason}`);
+        if (role === 'creator') {
+          const listed = new Set(Array.isArray(b.body.beneficiary_banks) ? b.body.beneficiary_banks.filter(isRecord).map((x) => String(x.code)) : []);
+          const missing = Object.entries(IRIS_BANKS).filter(([, code]) => !listed.has(code)).map(([kasir]) => kasir);
+          lines.push(missing.length ? `Iris does not list these mapped banks: ${missing.join(', ')}` : 'every mapped bank is listed by Iris');
+        }
+      }
+      lines.splice(1, 0, 'Iris creator and approver keys accepted');
+      return ok(lines.join('; '));
+    },
+
+    async parseCallback(headers, rawBody, path = '') {
+      if (path !== '') return null;
+      return header(headers, 'iris-signature') !== null ? payoutEvent(headers, rawBody) : paymentEvent(rawBody);
+    },
+  };
 }

@@ -46,7 +46,7 @@ function measured(vendor: string, gateway: Gateway): Gateway {
     queryQris: (reference, vendorOrderId) => timed('query_qris', (ref: string) => gateway.queryQris(ref, vendorOrderId))(reference),
     refund: timed('refund', (input) => gateway.refund(input)),
     disburse: timed('disburse', (input) => gateway.disburse(input)),
-    queryDisbursement: timed('query_disbursement', (reference) => gateway.queryDisbursement(reference)),
+    queryDisbursement: (reference, vendorDisbursementId) => timed('query_disbursement', (ref: string) => gateway.queryDisbursement(ref, vendorDisbursementId))(reference),
     inquireAccount: timed('inquire_account', (input) => gateway.inquireAccount(input)),
     parseCallback: (headers, rawBody, path) => gateway.parseCallback(headers, rawBody, path),
     answerCallback: gateway.answerCallback?.bind(gateway),

@@ -1,7 +1,407 @@
-// The simulator speaking iris's API: placeholder router until issue 18 lands the dialect.
-import { Router } from 'express';
+// The simulator speaking Midtrans Iris (payouts), as app.sandbox.midtrans.com/iris would, written
+// from ../shared/vendors/CONTRACTS.md part 2.4 and independently of Kasir's adapter. Mounted at
+// /iris: a vendor's Iris base URL is <sim>/iris and the paths are /api/v1/....
+//
+// - Basic auth with an Iris key as the username: SIMULATOR_IRIS_CREATOR_KEY creates payouts,
+//   SIMULATOR_IRIS_APPROVER_KEY approves or rejects them; either reads. An unknown key is 401, a
+//   key of the other role 403.
+// - POST /payouts makes `queued` payouts with a reference_no of Iris's own (Kasir's reference
+//   rides in notes); nothing moves until POST /payouts/approve, after which the shared store
+//   settles it after SIMULATOR_DISBURSE_DELAY_MS by the account-number magic (workers/simulator/
+//   magic.ts): completed, failed (error_code 002) or stuck in processing.
+// - Notifications ({reference_no, amount, status, updated_at, error_code?, error_message?},
+//   Iris-Signature = SHA-512 hex of body + SIMULATOR_IRIS_MERCHANT_KEY) go to
+//   SIMULATOR_IRIS_NOTIFY_URL (or PUT /iris/admin/notify-url) on approved, completed, failed and
+//   rejected. Callback faults (duplicate, out of order, drop, latency) apply to them.
+// - Faults: the shared rules (disburse = create, queryDisbursement = read, inquireAccount =
+//   account validation); POST /iris/admin/approve-fault {mode: error|reject|timeout, count}
+//   (error and reject do not approve, timeout approves and never answers); POST
+//   /iris/admin/garble {count}: the next answers are cut-off JSON after doing the work.
+import { createHash, randomBytes } from 'node:crypto';
+import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import got from 'got';
+import { z } from 'zod';
+import { QRIS_MAX_AMOUNT } from '../../../db/gateways/qris.ts';
 import type { DialectContext } from '../dialect.ts';
+import type { Fault, RequestOp } from '../faults.ts';
+import { accountHolder } from '../magic.ts';
+import type { DisbursementRecord } from '../store.ts';
 
-export function irisDialect(_ctx: DialectContext): Router {
-  return Router();
+const NOTIFY_RETRY_DELAYS_MS = [500, 2000, 5000, 15000];
+const NOTIFY_TIMEOUT_MS = 5000;
+const OUT_OF_ORDER_HOLD_MS = 1500;
+const HOLD_MS = 10 * 60 * 1000;
+
+/** The banks this sandbox pays to, as GET /beneficiary_banks lists them. */
+const BANKS: ReadonlyArray<{ code: string; name: string }> = [
+  { code: 'bca', name: 'Bank Central Asia' },
+  { code: 'mandiri', name: 'Bank Mandiri' },
+  { code: 'bni', name: 'Bank Negara Indonesia' },
+  { code: 'bri', name: 'Bank Rakyat Indonesia' },
+  { code: 'cimb', name: 'Bank CIMB Niaga' },
+  { code: 'permata', name: 'Bank Permata' },
+  { code: 'danamon', name: 'Bank Danamon' },
+  { code: 'btn', name: 'Bank Tabungan Negara' },
+  { code: 'mega', name: 'Bank Mega' },
+  { code: 'panin', name: 'Bank Panin' },
+];
+
+class IrisError extends Error {
+  http: number;
+  errors: unknown;
+  constructor(http: number, message: string, errors?: unknown) {
+    super(message);
+    this.http = http;
+    this.errors = errors;
+  }
+}
+
+type IrisStatus = 'queued' | 'approved' | 'processed' | 'completed' | 'failed' | 'rejected';
+
+interface Payout {
+  referenceNo: string;
+  name: string;
+  account: string;
+  bank: string;
+  email: string | null;
+  amount: number;
+  notes: string;
+  state: 'queued' | 'approved' | 'rejected';
+  createdAt: Date;
+  updatedAt: Date;
+  /** The shared store's record, once approved. */
+  record: DisbursementRecord | null;
+}
+
+const amountString = z.string().regex(/^\d{1,16}(\.\d{1,2})?$/, 'must be digits with at most 2 decimals');
+const payoutsBody = z.object({
+  payouts: z
+    .array(
+      z.object({
+        beneficiary_name: z.string().min(1).max(100),
+        beneficiary_account: z.string().regex(/^\d{5,34}$/, 'must be 5..34 digits'),
+        beneficiary_bank: z.string().min(1).max(20),
+        beneficiary_email: z.email().optional(),
+        amount: amountString,
+        notes: z.string().min(1).max(100),
+      }),
+    )
+    .min(1)
+    .max(100),
+});
+const approveBody = z.object({ reference_nos: z.array(z.string().min(1)).min(1), otp: z.string().optional() });
+const rejectBody = z.object({ reference_nos: z.array(z.string().min(1)).min(1), reject_reason: z.string().min(1).max(100) });
+
+const isLoopback = (address: string | undefined) => address !== undefined && (address.startsWith('127.') || address === '::1' || address.startsWith('::ffff:127.'));
+
+function parse<T extends z.ZodType>(schema: T, req: Request): z.output<T> {
+  let json: unknown;
+  try {
+    json = JSON.parse((req.body as Buffer).toString('utf8'));
+  } catch {
+    throw new IrisError(400, 'Request body is not valid JSON');
+  }
+  const result = schema.safeParse(json);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    throw new IrisError(400, 'An error occurred when processing the request', [`${issue.path.join('.') || 'body'} ${issue.message}`]);
+  }
+  return result.data;
+}
+
+export function irisDialect(ctx: DialectContext): Router {
+  const cfg = ctx.options.dialects.iris;
+  const log = ctx.logger.child({ dialect: 'iris' });
+  const router = Router();
+  const payouts = new Map<string, Payout>();
+  const stats = { calls: {} as Record<string, number>, rejected: {} as Record<string, number>, notificationsSent: 0, notifyAnswers: {} as Record<string, number>, notified: [] as string[] };
+  let notifyUrl = cfg.notifyUrl;
+  let garble = 0;
+  let approveFaults: { mode: 'error' | 'reject' | 'timeout'; count: number } | null = null;
+
+  const send = (res: Response, http: number, body: Record<string, unknown>) => {
+    if (garble > 0 && (res.locals.fault as Fault | undefined)?.mode !== 'timeout') {
+      garble--;
+      return void res.status(http).type('application/json').send(JSON.stringify(body).slice(0, 16));
+    }
+    ctx.reply(res, http, body);
+  };
+
+  const as =
+    (...roles: Array<'creator' | 'approver'>): RequestHandler =>
+    (req, res, next) => {
+      const auth = /^Basic (\S+)$/.exec(req.get('authorization') ?? '')?.[1];
+      const user = auth ? Buffer.from(auth, 'base64').toString('utf8').replace(/:$/, '') : null;
+      const role = user === cfg.creatorKey ? 'creator' : user === cfg.approverKey ? 'approver' : null;
+      const key = `${req.method} ${req.route?.path ?? req.path}`;
+      if (!role) {
+        stats.rejected.unauthorized = (stats.rejected.unauthorized ?? 0) + 1;
+        return void res.status(401).json({ error_message: 'Unauthorized', errors: ['Invalid API key'] });
+      }
+      if (!roles.includes(role)) {
+        stats.rejected.forbidden = (stats.rejected.forbidden ?? 0) + 1;
+        return void res.status(403).json({ error_message: 'Forbidden', errors: [`the ${role} key cannot do this`] });
+      }
+      stats.calls[key] = (stats.calls[key] ?? 0) + 1;
+      next();
+    };
+
+  const fault =
+    (op: RequestOp): RequestHandler =>
+    async (req, res, next) => {
+      const f = ctx.faults.take(op);
+      if (!f) return next();
+      log.info({ op, fault: f }, 'fault injected');
+      switch (f.mode) {
+        case 'latency':
+          await ctx.timers.sleep(f.latencyMs ?? 1000);
+          return next();
+        case 'error':
+          return void res.status(f.status ?? 500).json({ error_message: 'Internal server error' });
+        case 'reject':
+          return void res.status(f.status ?? 400).json({ error_message: f.status === 429 ? 'Too many requests' : 'Simulated refusal' });
+        default:
+          res.locals.fault = f;
+          return next();
+      }
+    };
+
+  const statusOf = (p: Payout): IrisStatus => {
+    if (p.state !== 'approved') return p.state;
+    if (!p.record || p.record.status === 'PROCESSING') return 'approved';
+    return p.record.status === 'SUCCESS' ? 'completed' : 'failed';
+  };
+  const failureOf = (p: Payout) => (statusOf(p) === 'failed' ? { error_code: '002', error_message: `Invalid destination account number (${p.record?.failureReason ?? 'FAILED'})` } : {});
+
+  function payoutJson(p: Payout) {
+    return {
+      amount: `${p.amount}.00`,
+      beneficiary_name: p.name,
+      beneficiary_account: p.account,
+      bank: BANKS.find((b) => b.code === p.bank)?.name ?? p.bank,
+      reference_no: p.referenceNo,
+      notes: p.notes,
+      beneficiary_email: p.email,
+      status: statusOf(p),
+      created_by: 'kasir-creator',
+      created_at: p.createdAt.toISOString(),
+      updated_at: p.updatedAt.toISOString(),
+      ...failureOf(p),
+    };
+  }
+
+  // ---------------------------------------------------------------- API
+
+  router.get('/api/v1/ping', (req, res) => void res.type('text/plain').send('pong'));
+
+  router.get('/api/v1/beneficiary_banks', as('creator', 'approver'), (req, res) => {
+    send(res, 200, { beneficiary_banks: BANKS });
+  });
+
+  router.post('/api/v1/payouts', as('creator'), fault('disburse'), (req, res) => {
+    const body = parse(payoutsBody, req);
+    const errors: string[] = [];
+    for (const [i, p] of body.payouts.entries()) {
+      if (!BANKS.some((b) => b.code === p.beneficiary_bank)) errors.push(`payouts[${i}].beneficiary_bank is not a supported bank`);
+      const [whole, cents] = p.amount.split('.');
+      if ((cents && !/^0+$/.test(cents)) || Number(whole) < 1 || Number(whole) > QRIS_MAX_AMOUNT) errors.push(`payouts[${i}].amount is invalid`);
+    }
+    if (errors.length) throw new IrisError(400, 'An error occurred when creating payouts', errors);
+    const now = new Date();
+    const made = body.payouts.map((p) => {
+      const payout: Payout = {
+        referenceNo: randomBytes(9).toString('hex'),
+        name: p.beneficiary_name,
+        account: p.beneficiary_account,
+        bank: p.beneficiary_bank,
+        email: p.beneficiary_email ?? null,
+        amount: Number(p.amount.split('.')[0]),
+        notes: p.notes,
+        state: 'queued',
+        createdAt: now,
+        updatedAt: now,
+        record: null,
+      };
+      payouts.set(payout.referenceNo, payout);
+      log.info({ reference_no: payout.referenceNo, notes: payout.notes, amount: payout.amount }, 'payout queued');
+      return { status: 'queued', reference_no: payout.referenceNo };
+    });
+    send(res, 201, { payouts: made });
+  });
+
+  function takeApproveFault(): 'error' | 'reject' | 'timeout' | null {
+    if (!approveFaults || approveFaults.count < 1) return null;
+    const { mode } = approveFaults;
+    if (--approveFaults.count === 0) approveFaults = null;
+    return mode;
+  }
+
+  router.post('/api/v1/payouts/approve', as('approver'), (req, res) => {
+    const body = parse(approveBody, req);
+    const mode = takeApproveFault();
+    if (mode === 'error') return void res.status(500).json({ error_message: 'Internal server error' });
+    if (mode === 'reject') return void res.status(400).json({ error_message: 'Simulated refusal', errors: ['approval refused'] });
+    const found = body.reference_nos.map((ref) => payouts.get(ref));
+    if (found.some((p) => !p)) throw new IrisError(404, 'Payout not found', ['reference_nos contains an unknown reference_no']);
+    if (found.some((p) => p!.state !== 'queued')) throw new IrisError(400, 'An error occurred when approving payouts', ['only queued payouts can be approved']);
+    for (const p of found as Payout[]) {
+      p.state = 'approved';
+      p.updatedAt = new Date();
+      const record: DisbursementRecord = {
+        id: p.referenceNo,
+        reference: p.referenceNo,
+        channel: 'BANK',
+        bankCode: p.bank,
+        ewalletCode: null,
+        accountNumber: p.account,
+        accountName: p.name,
+        amount: p.amount,
+        callbackUrl: notifyUrl ?? '',
+        status: 'PROCESSING',
+        failureReason: null,
+        createdAt: p.createdAt,
+        updatedAt: p.updatedAt,
+        notifySettled: (d, callbackFault) => {
+          p.updatedAt = d.updatedAt;
+          notify(p, callbackFault);
+        },
+      };
+      p.record = record;
+      notify(p, null);
+      ctx.disbursementAccepted(record, null);
+    }
+    if (mode === 'timeout') {
+      const cancel = ctx.timers.after(HOLD_MS, () => res.destroy());
+      res.on('close', cancel);
+      return;
+    }
+    send(res, 200, { status: 'ok' });
+  });
+
+  router.post('/api/v1/payouts/reject', as('approver'), (req, res) => {
+    const body = parse(rejectBody, req);
+    const found = body.reference_nos.map((ref) => payouts.get(ref));
+    if (found.some((p) => !p)) throw new IrisError(404, 'Payout not found', ['reference_nos contains an unknown reference_no']);
+    if (found.some((p) => p!.state !== 'queued')) throw new IrisError(400, 'An error occurred when rejecting payouts', ['only queued payouts can be rejected']);
+    for (const p of found as Payout[]) {
+      p.state = 'rejected';
+      p.updatedAt = new Date();
+      notify(p, null);
+    }
+    send(res, 200, { status: 'ok' });
+  });
+
+  router.get('/api/v1/payouts/:ref', as('creator', 'approver'), fault('queryDisbursement'), (req, res) => {
+    const p = payouts.get(String(req.params.ref));
+    if (!p) throw new IrisError(404, 'Payout not found');
+    send(res, 200, payoutJson(p));
+  });
+
+  router.get('/api/v1/account_validation', as('creator', 'approver'), fault('inquireAccount'), (req, res) => {
+    const bank = typeof req.query.bank === 'string' ? req.query.bank : '';
+    const account = typeof req.query.account === 'string' ? req.query.account : '';
+    if (!BANKS.some((b) => b.code === bank)) throw new IrisError(400, 'An error occurred when doing account validation', { bank: ['Bank is not supported'] });
+    if (!/^\d{5,34}$/.test(account)) throw new IrisError(400, 'An error occurred when doing account validation', { account: ['Account number is invalid'] });
+    const name = accountHolder(account);
+    if (!name) throw new IrisError(400, 'An error occurred when doing account validation', { account: ['Account does not exist'] });
+    send(res, 200, { account_name: name, account_no: account, bank_name: bank });
+  });
+
+  // ---------------------------------------------------------------- notifications
+
+  async function attempt(url: string, body: string): Promise<number | string> {
+    try {
+      const signature = createHash('sha512').update(body + cfg.merchantKey).digest('hex');
+      const response = await got.post(url, { body, headers: { 'content-type': 'application/json', 'iris-signature': signature }, timeout: { request: NOTIFY_TIMEOUT_MS }, retry: { limit: 0 }, throwHttpErrors: false, followRedirect: false, signal: ctx.signal });
+      stats.notificationsSent++;
+      stats.notifyAnswers[String(response.statusCode)] = (stats.notifyAnswers[String(response.statusCode)] ?? 0) + 1;
+      return response.statusCode;
+    } catch (error) {
+      return (error as { code?: string }).code ?? 'ERROR';
+    }
+  }
+
+  async function deliver(url: string, body: string, ref: string): Promise<void> {
+    for (let n = 0; n <= NOTIFY_RETRY_DELAYS_MS.length; n++) {
+      if (n > 0) await ctx.timers.sleep(NOTIFY_RETRY_DELAYS_MS[n - 1]);
+      const result = await attempt(url, body);
+      if (typeof result === 'number' && result >= 200 && result < 300) return;
+      log.warn({ reference_no: ref, attempt: n + 1, result }, 'notification attempt failed');
+    }
+    log.error({ reference_no: ref }, 'notification given up after all attempts');
+  }
+
+  function notify(p: Payout, override: Fault | null): void {
+    const url = notifyUrl;
+    if (!url) return void log.warn({ reference_no: p.referenceNo }, 'no Iris notification URL set: not notified');
+    const status = statusOf(p);
+    const body = JSON.stringify({ reference_no: p.referenceNo, amount: `${p.amount}.00`, status, updated_at: p.updatedAt.toISOString().replace(/\.\d{3}Z$/, 'Z'), ...failureOf(p) });
+    stats.notified.push(`${p.referenceNo}:${status}`);
+    const final = status === 'completed' || status === 'failed';
+    const f = override ?? (final ? ctx.faults.take('callback') : null);
+    if (f) log.info({ fault: f.mode, reference_no: p.referenceNo }, 'fault injected on notification');
+    switch (f?.mode) {
+      case 'drop_callback':
+        return;
+      case 'duplicate_callback':
+        void deliver(url, body, p.referenceNo).then(() => deliver(url, body, p.referenceNo));
+        return;
+      case 'latency':
+      case 'out_of_order_callback':
+        ctx.timers.after(f.latencyMs ?? OUT_OF_ORDER_HOLD_MS, () => void deliver(url, body, p.referenceNo));
+        return;
+      default:
+        void deliver(url, body, p.referenceNo);
+    }
+  }
+
+  // ---------------------------------------------------------------- admin (loopback only)
+
+  const admin = Router();
+  admin.use((req, res, next) => {
+    if (!isLoopback(req.socket.remoteAddress)) return void res.status(403).json({ error: { code: 'FORBIDDEN', message: 'Iris admin is loopback only' } });
+    next();
+  });
+  const json = (req: Request) => JSON.parse((req.body as Buffer).toString('utf8') || '{}') as unknown;
+  admin.get('/stats', (req, res) => {
+    res.json({
+      calls: stats.calls,
+      rejected: stats.rejected,
+      notifications_sent: stats.notificationsSent,
+      notify_answers: stats.notifyAnswers,
+      notified: stats.notified,
+      payouts: [...payouts.values()].map((p) => ({ reference_no: p.referenceNo, notes: p.notes, status: statusOf(p), amount: p.amount })),
+    });
+  });
+  admin.put('/notify-url', (req, res) => {
+    const parsed = z.object({ url: z.url({ protocol: /^https?$/ }) }).safeParse(json(req));
+    if (!parsed.success) return void res.status(400).json({ error: { code: 'VALIDATION_ERROR', message: 'url: an http(s) URL' } });
+    notifyUrl = parsed.data.url;
+    res.json({ url: notifyUrl });
+  });
+  admin.post('/approve-fault', (req, res) => {
+    const parsed = z.object({ mode: z.enum(['error', 'reject', 'timeout']), count: z.number().int().min(1).max(100).default(1) }).safeParse(json(req));
+    if (!parsed.success) return void res.status(400).json({ error: { code: 'VALIDATION_ERROR', message: 'mode: error|reject|timeout, count: 1..100' } });
+    approveFaults = parsed.data;
+    res.json(approveFaults);
+  });
+  admin.post('/garble', (req, res) => {
+    const parsed = z.object({ count: z.number().int().min(0).max(100) }).safeParse(json(req));
+    if (!parsed.success) return void res.status(400).json({ error: { code: 'VALIDATION_ERROR', message: 'count: 0..100' } });
+    garble = parsed.data.count;
+    res.json({ garble });
+  });
+  router.use('/admin', admin);
+
+  router.use((req, res) => {
+    res.status(404).json({ error_message: `Not found: ${req.method} ${req.path}` });
+  });
+  router.use((err: unknown, req: Request, res: Response, next: NextFunction) => {
+    if (err instanceof IrisError) {
+      stats.rejected[err.message] = (stats.rejected[err.message] ?? 0) + 1;
+      return send(res, err.http, { error_message: err.message, ...(err.errors === undefined ? {} : { errors: err.errors }) });
+    }
+    next(err);
+  });
+  return router;
 }

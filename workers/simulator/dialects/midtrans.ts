@@ -1,7 +1,385 @@
-// The simulator speaking midtrans's API: placeholder router until issue 18 lands the dialect.
-import { Router } from 'express';
+// The simulator speaking Midtrans's Core API for QRIS, as the sandbox at api.sandbox.midtrans.com
+// would, written from ../shared/vendors/CONTRACTS.md part 2 and independently of Kasir's adapter
+// (db/gateways/midtrans*.ts), so a mistake on one side shows up as a failing test. Mounted at
+// /midtrans: a vendor's base URL is <sim>/midtrans.
+//
+// - Basic auth with SIMULATOR_MIDTRANS_SERVER_KEY as the username: anything else is HTTP 401.
+// - POST /v2/charge (payment_type qris), GET /v2/{order_id|transaction_id}/status and
+//   POST /v2/{id}/refund (refund_key: a repeat is the same refund) over the shared store, so
+//   `simulate:pay` pays a Midtrans QR. Business refusals answer HTTP 200 with the code in the
+//   body's status_code (406 order_id taken, 412 not refundable), as Midtrans does; a missing
+//   transaction is HTTP 404 with status_code "404".
+// - Notifications, signed with signature_key, go to the charge's X-Override-Notification URL:
+//   pending on charge, settlement on payment, refund/partial_refund on a refund. Callback faults
+//   (duplicate, out of order, drop, latency) apply to them.
+// - Faults: the shared rules and X-Sim-Fault (error and reject answer in Midtrans's format without
+//   doing the work, timeout does it and never answers, bad_qris corrupts qr_string), and
+//   POST /midtrans/admin/garble {count}: the next answers are cut-off JSON after doing the work.
+import { createHash, randomUUID } from 'node:crypto';
+import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import got from 'got';
+import { z } from 'zod';
+import { buildDynamicQris, QRIS_MAX_AMOUNT } from '../../../db/gateways/qris.ts';
 import type { DialectContext } from '../dialect.ts';
+import { applies, isCallbackMode, parseFaultHeader, type Fault, type RequestOp } from '../faults.ts';
+import { newRrn, qrStatus, type QrRecord, type RefundRecord } from '../store.ts';
 
-export function midtransDialect(_ctx: DialectContext): Router {
-  return Router();
+const NOTIFY_RETRY_DELAYS_MS = [500, 2000, 5000, 15000];
+const NOTIFY_TIMEOUT_MS = 5000;
+const OUT_OF_ORDER_HOLD_MS = 1500;
+
+class MidtransError extends Error {
+  http: number;
+  code: string;
+  extra: Record<string, unknown>;
+  constructor(http: number, code: string, message: string, extra: Record<string, unknown> = {}) {
+    super(message);
+    this.http = http;
+    this.code = code;
+    this.extra = extra;
+  }
+}
+
+/** Midtrans's answer time: `YYYY-MM-DD HH:mm:ss` in Jakarta, no offset. */
+const wib = (at: Date) => new Date(at.getTime() + 7 * 3600_000).toISOString().slice(0, 19).replace('T', ' ');
+const money = (rupiah: number) => `${rupiah}.00`;
+const sha512 = (value: string) => createHash('sha512').update(value).digest('hex');
+
+const chargeBody = z.object({
+  payment_type: z.literal('qris'),
+  transaction_details: z.object({
+    order_id: z.string().regex(/^[A-Za-z0-9._~-]{1,50}$/),
+    gross_amount: z.number().int().min(1).max(QRIS_MAX_AMOUNT),
+  }),
+  qris: z.object({ acquirer: z.enum(['gopay', 'airpay shopee']).optional() }).optional(),
+  custom_expiry: z
+    .object({
+      order_time: z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} [+-]\d{4}$/).optional(),
+      expiry_duration: z.union([z.number().int().min(1), z.string().regex(/^\d+$/)]),
+      unit: z.enum(['second', 'minute', 'hour', 'day']).default('minute'),
+    })
+    .optional(),
+  item_details: z.array(z.unknown()).optional(),
+  customer_details: z.record(z.string(), z.unknown()).optional(),
+});
+const refundBody = z.object({
+  refund_key: z.string().regex(/^[A-Za-z0-9_-]{1,50}$/).optional(),
+  amount: z.number().int().min(1).optional(),
+  reason: z.string().max(255).optional(),
+});
+
+const UNIT_MS = { second: 1000, minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
+
+interface Charge {
+  transactionId: string;
+  acquirer: string;
+  notifyUrl: string | null;
+  refunds: Array<RefundRecord & { chargebackId: number }>;
+}
+
+const isLoopback = (address: string | undefined) => address !== undefined && (address.startsWith('127.') || address === '::1' || address.startsWith('::ffff:127.'));
+
+function parse<T extends z.ZodType>(schema: T, req: Request): z.output<T> {
+  let json: unknown;
+  try {
+    json = JSON.parse((req.body as Buffer).toString('utf8'));
+  } catch {
+    throw new MidtransError(400, '400', 'One or more parameters in the payload is invalid.', { validation_messages: ['body is not JSON'] });
+  }
+  const result = schema.safeParse(json);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    throw new MidtransError(200, '400', 'One or more parameters in the payload is invalid.', { validation_messages: [`${issue.path.join('.') || 'body'} ${issue.message}`] });
+  }
+  return result.data;
+}
+
+export function midtransDialect(ctx: DialectContext): Router {
+  const cfg = ctx.options.dialects.midtrans;
+  const log = ctx.logger.child({ dialect: 'midtrans' });
+  const router = Router();
+  /** Dialect state of each Midtrans QR, by Kasir's order_id (the store's key). */
+  const charges = new Map<string, Charge>();
+  const stats = { calls: {} as Record<string, number>, rejected: {} as Record<string, number>, notificationsSent: 0, notifyAnswers: {} as Record<string, number>, notified: [] as string[] };
+  let garble = 0;
+  let chargebackSeq = 0;
+
+  const send = (res: Response, http: number, body: Record<string, unknown>) => {
+    if (garble > 0 && (res.locals.fault as Fault | undefined)?.mode !== 'timeout') {
+      garble--;
+      return void res.status(http).type('application/json').send(JSON.stringify(body).slice(0, 20));
+    }
+    ctx.reply(res, http, body);
+  };
+
+  const authenticate: RequestHandler = (req, res, next) => {
+    const expected = `Basic ${Buffer.from(`${cfg.serverKey}:`).toString('base64')}`;
+    if (req.get('authorization') !== expected) {
+      stats.rejected.unauthorized = (stats.rejected.unauthorized ?? 0) + 1;
+      return void res.status(401).json({ status_code: '401', status_message: 'Access denied due to unauthorized transaction, please check client or server key', id: randomUUID() });
+    }
+    stats.calls[`${req.method} ${req.route?.path ?? req.path}`] = (stats.calls[`${req.method} ${req.route?.path ?? req.path}`] ?? 0) + 1;
+    next();
+  };
+
+  /** The request's fault: error and reject answer here in Midtrans's format; the rest ride along. */
+  const fault =
+    (op: RequestOp): RequestHandler =>
+    async (req, res, next) => {
+      let f: Fault | null;
+      const header = req.get('x-sim-fault');
+      if (header !== undefined) {
+        const parsed = parseFaultHeader(header);
+        if (!parsed.ok) throw new MidtransError(400, '400', parsed.error);
+        f = parsed.fault;
+        if (isCallbackMode(f.mode)) {
+          res.locals.callbackFault = f;
+          return next();
+        }
+        if (!applies(f.mode, op)) throw new MidtransError(400, '400', `X-Sim-Fault: ${f.mode} does not apply to ${op}`);
+      } else {
+        f = ctx.faults.take(op);
+      }
+      if (!f) return next();
+      log.info({ op, fault: f }, 'fault injected');
+      switch (f.mode) {
+        case 'latency':
+          await ctx.timers.sleep(f.latencyMs ?? 1000);
+          return next();
+        case 'error': {
+          const status = f.status ?? 500;
+          return void res.status(status).json({ status_code: String(status), status_message: 'Sorry. Our system is recovering from unexpected issues. Please retry.' });
+        }
+        case 'reject': {
+          const status = f.status ?? 400;
+          return void res.status(status).json({ status_code: String(status), status_message: status === 429 ? 'Too many requests' : 'Simulated refusal' });
+        }
+        default:
+          res.locals.fault = f;
+          return next();
+      }
+    };
+
+  const findQr = (id: string): QrRecord | null => {
+    const byOrder = ctx.store.qrs.get(id);
+    if (byOrder && charges.has(byOrder.reference)) return byOrder;
+    for (const [reference, charge] of charges) if (charge.transactionId === id) return ctx.store.qrs.get(reference) ?? null;
+    return null;
+  };
+
+  function transactionStatus(qr: QrRecord): string {
+    const s = qrStatus(qr);
+    if (s === 'PAID') return qr.refunded === 0 ? 'settlement' : qr.refunded >= qr.amount ? 'refund' : 'partial_refund';
+    return s === 'EXPIRED' ? 'expire' : 'pending';
+  }
+
+  const statusCodeOf = (status: string) => (status === 'pending' ? '201' : status === 'expire' ? '407' : '200');
+
+  function transactionJson(qr: QrRecord, charge: Charge) {
+    const status = transactionStatus(qr);
+    return {
+      status_code: statusCodeOf(status),
+      status_message: status === 'expire' ? 'Success, transaction is found' : 'Success, transaction is found',
+      transaction_id: charge.transactionId,
+      order_id: qr.reference,
+      merchant_id: 'G000KASIRSIM',
+      gross_amount: money(qr.amount),
+      currency: 'IDR',
+      payment_type: 'qris',
+      transaction_time: wib(qr.createdAt),
+      transaction_status: status,
+      fraud_status: 'accept',
+      acquirer: charge.acquirer,
+      ...(qr.paidAt ? { settlement_time: wib(qr.paidAt), issuer: charge.acquirer } : {}),
+      ...(qr.expiresAt ? { expiry_time: wib(qr.expiresAt) } : {}),
+      ...(charge.refunds.length
+        ? {
+            refund_amount: money(qr.refunded),
+            refunds: charge.refunds.map((r) => ({ refund_chargeback_id: r.chargebackId, refund_amount: money(r.amount), created_at: wib(r.createdAt), reason: 'Refund requested', refund_key: r.refundReference })),
+          }
+        : {}),
+    };
+  }
+
+  // ---------------------------------------------------------------- Core API
+
+  router.post('/v2/charge', authenticate, fault('createQris'), (req, res) => {
+    const body = parse(chargeBody, req);
+    const { order_id: orderId, gross_amount: amount } = body.transaction_details;
+    if (ctx.store.qrs.has(orderId)) throw new MidtransError(200, '406', 'The request could not be completed due to a conflict with the current state of the target resource, please try again');
+    const notifyUrl = req.get('x-override-notification') ?? null;
+    const now = new Date();
+    let expiresAt: Date | null = null;
+    if (body.custom_expiry) {
+      const start = body.custom_expiry.order_time ? new Date(body.custom_expiry.order_time.replace(' ', 'T').replace(/ ([+-]\d{2})(\d{2})$/, '$1:$2')) : now;
+      expiresAt = new Date(start.getTime() + Number(body.custom_expiry.expiry_duration) * UNIT_MS[body.custom_expiry.unit]);
+    }
+    const transactionId = randomUUID();
+    const charge: Charge = { transactionId, acquirer: body.qris?.acquirer ?? 'gopay', notifyUrl, refunds: [] };
+    const qr: QrRecord = {
+      id: transactionId,
+      reference: orderId,
+      amount,
+      qrisString: buildDynamicQris({
+        merchantName: ctx.options.merchantName,
+        merchantCity: ctx.options.merchantCity,
+        amount,
+        billNumber: orderId.slice(0, 25),
+        nmid: ctx.options.nmid,
+        referenceLabel: transactionId.replaceAll('-', '').slice(0, 25),
+        terminalLabel: 'MIDTRANS',
+      }),
+      expiresAt,
+      callbackUrl: notifyUrl ?? '',
+      createdAt: now,
+      paidAt: null,
+      rrn: null,
+      refunded: 0,
+      notifyPaid: (paid, callbackFault) => notify(paid, callbackFault),
+    };
+    charges.set(orderId, charge);
+    ctx.qrCreated(qr);
+    const f = res.locals.fault as Fault | undefined;
+    const qrString = f?.mode === 'bad_qris' ? qr.qrisString.slice(0, -4) + (parseInt(qr.qrisString.slice(-4), 16) ^ 0xffff).toString(16).toUpperCase().padStart(4, '0') : qr.qrisString;
+    send(res, 200, {
+      status_code: '201',
+      status_message: 'QRIS transaction is created',
+      transaction_id: transactionId,
+      order_id: orderId,
+      merchant_id: 'G000KASIRSIM',
+      gross_amount: money(amount),
+      currency: 'IDR',
+      payment_type: 'qris',
+      transaction_time: wib(now),
+      transaction_status: 'pending',
+      fraud_status: 'accept',
+      actions: [{ name: 'generate-qr-code', method: 'GET', url: `${req.protocol}://${req.get('host')}${req.baseUrl}/v2/qris/${transactionId}/qr-code` }],
+      qr_string: qrString,
+      acquirer: charge.acquirer,
+      ...(expiresAt ? { expiry_time: wib(expiresAt) } : {}),
+    });
+    // Midtrans notifies every status change, the new pending one included.
+    notify(qr, null);
+  });
+
+  router.get('/v2/:id/status', authenticate, fault('queryQris'), (req, res) => {
+    const qr = findQr(String(req.params.id));
+    if (!qr) throw new MidtransError(404, '404', "Transaction doesn't exist.");
+    send(res, 200, transactionJson(qr, charges.get(qr.reference)!));
+  });
+
+  router.post('/v2/:id/refund', authenticate, fault('refund'), (req, res) => {
+    const body = parse(refundBody, req);
+    const qr = findQr(String(req.params.id));
+    if (!qr) throw new MidtransError(404, '404', "Transaction doesn't exist.");
+    const charge = charges.get(qr.reference)!;
+    const refundKey = body.refund_key ?? `mt-${randomUUID()}`;
+    const answer = (r: RefundRecord & { chargebackId: number }) =>
+      send(res, 200, {
+        ...transactionJson(qr, charge),
+        status_code: '200',
+        status_message: 'Success, refund request is approved',
+        refund_chargeback_id: r.chargebackId,
+        refund_amount: money(r.amount),
+        refund_key: r.refundReference,
+      });
+    const existing = charge.refunds.find((r) => r.refundReference === refundKey);
+    if (existing) return answer(existing);
+    if (ctx.store.refunds.has(refundKey)) throw new MidtransError(200, '406', 'refund_key has already been used');
+    if (qrStatus(qr) !== 'PAID') throw new MidtransError(200, '412', 'Merchant cannot modify the status of the transaction');
+    const amount = body.amount ?? qr.amount - qr.refunded;
+    if (amount < 1 || amount > qr.amount - qr.refunded) throw new MidtransError(200, '412', 'Refund amount exceeds the refundable amount');
+    const refund = { id: `mtr_${++chargebackSeq}`, refundReference: refundKey, reference: qr.reference, amount, createdAt: new Date(), chargebackId: chargebackSeq };
+    qr.refunded += amount;
+    charge.refunds.push(refund);
+    ctx.store.refunds.set(refundKey, refund);
+    log.info({ reference: qr.reference, refund_key: refundKey, amount }, 'refund succeeded');
+    answer(refund);
+    notify(qr, (res.locals.callbackFault as Fault | undefined) ?? null, { refund_key: refundKey, refund_amount: money(amount) });
+  });
+
+  // ---------------------------------------------------------------- notifications
+
+  async function attempt(url: string, body: string): Promise<number | string> {
+    try {
+      const response = await got.post(url, { body, headers: { 'content-type': 'application/json' }, timeout: { request: NOTIFY_TIMEOUT_MS }, retry: { limit: 0 }, throwHttpErrors: false, followRedirect: false, signal: ctx.signal });
+      stats.notificationsSent++;
+      stats.notifyAnswers[String(response.statusCode)] = (stats.notifyAnswers[String(response.statusCode)] ?? 0) + 1;
+      return response.statusCode;
+    } catch (error) {
+      return (error as { code?: string }).code ?? 'ERROR';
+    }
+  }
+
+  async function deliver(url: string, body: string, reference: string): Promise<void> {
+    for (let n = 0; n <= NOTIFY_RETRY_DELAYS_MS.length; n++) {
+      if (n > 0) await ctx.timers.sleep(NOTIFY_RETRY_DELAYS_MS[n - 1]);
+      const result = await attempt(url, body);
+      if (typeof result === 'number' && result >= 200 && result < 300) return;
+      log.warn({ reference, attempt: n + 1, result }, 'notification attempt failed');
+    }
+    log.error({ reference }, 'notification given up after all attempts');
+  }
+
+  /** The transaction's current state as a signed notification to its override URL. */
+  function notify(qr: QrRecord, override: Fault | null, extra: Record<string, unknown> = {}): void {
+    const charge = charges.get(qr.reference);
+    const url = charge?.notifyUrl;
+    if (!charge || !url) return void log.warn({ reference: qr.reference }, 'no notification URL for this charge: not notified');
+    if (qr.paidAt && !qr.rrn) qr.rrn = newRrn();
+    const state = transactionJson(qr, charge);
+    const { refunds: _refunds, ...fields } = state;
+    const body = JSON.stringify({
+      ...fields,
+      ...extra,
+      status_message: 'midtrans payment notification',
+      signature_key: sha512(qr.reference + state.status_code + state.gross_amount + cfg.serverKey),
+    });
+    stats.notified.push(`${qr.reference}:${state.transaction_status}`);
+    const f = override ?? (state.transaction_status === 'pending' ? null : ctx.faults.take('callback'));
+    if (f) log.info({ fault: f.mode, reference: qr.reference }, 'fault injected on notification');
+    switch (f?.mode) {
+      case 'drop_callback':
+        return;
+      case 'duplicate_callback':
+        void deliver(url, body, qr.reference).then(() => deliver(url, body, qr.reference));
+        return;
+      case 'latency':
+      case 'out_of_order_callback':
+        ctx.timers.after(f.latencyMs ?? OUT_OF_ORDER_HOLD_MS, () => void deliver(url, body, qr.reference));
+        return;
+      default:
+        void deliver(url, body, qr.reference);
+    }
+  }
+
+  // ---------------------------------------------------------------- admin (loopback only)
+
+  const admin = Router();
+  admin.use((req, res, next) => {
+    if (!isLoopback(req.socket.remoteAddress)) return void res.status(403).json({ error: { code: 'FORBIDDEN', message: 'Midtrans admin is loopback only' } });
+    next();
+  });
+  admin.get('/stats', (req, res) => {
+    res.json({ calls: stats.calls, rejected: stats.rejected, notifications_sent: stats.notificationsSent, notify_answers: stats.notifyAnswers, notified: stats.notified });
+  });
+  admin.post('/garble', (req, res) => {
+    const parsed = z.object({ count: z.number().int().min(0).max(100) }).safeParse(JSON.parse((req.body as Buffer).toString('utf8') || '{}'));
+    if (!parsed.success) return void res.status(400).json({ error: { code: 'VALIDATION_ERROR', message: 'count: 0..100' } });
+    garble = parsed.data.count;
+    res.json({ garble });
+  });
+  router.use('/admin', admin);
+
+  router.use((req, res) => {
+    res.status(404).json({ status_code: '404', status_message: `The requested resource is not found: ${req.method} ${req.path}` });
+  });
+  router.use((err: unknown, req: Request, res: Response, next: NextFunction) => {
+    if (err instanceof MidtransError) {
+      stats.rejected[err.code] = (stats.rejected[err.code] ?? 0) + 1;
+      return send(res, err.http, { status_code: err.code, status_message: err.message, ...err.extra });
+    }
+    next(err);
+  });
+  return router;
 }

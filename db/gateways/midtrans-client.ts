@@ -1,0 +1,90 @@
+// Midtrans transport: Basic auth (the key is the username, the password empty), JSON both ways,
+// got with a timeout, no retries (retrying is the caller's decision: failover or reconcile) and
+// no thrown HTTP errors. Core API calls use the server key; Iris calls the creator key (create)
+// or the approver key (approve, reject). Logs carry the path, status and time, never a key.
+import got from 'got';
+import { logger } from '../logger.ts';
+import { observeVendorRateLimited } from '../metrics.ts';
+import type { Outcome, VendorRecord } from './gateway.ts';
+import { classifyTransportError } from './simulator.ts';
+
+export interface MidtransAnswer {
+  status: number;
+  /** The parsed JSON body; undefined when the body is not JSON. */
+  body: unknown;
+}
+
+export interface MidtransCredentials {
+  serverKey: string;
+  qrisAcquirer: string | undefined;
+  iris: { baseUrl: string; creatorKey: string; approverKey: string; merchantKey: string } | null;
+}
+
+export function midtransCredentials(vendor: VendorRecord): MidtransCredentials {
+  const c = vendor.credentials;
+  if (!c.serverKey) throw new Error(`vendor ${vendor.code}: credentials.serverKey is required for kind midtrans`);
+  const iris =
+    c.irisBaseUrl && c.irisCreatorKey && c.irisApproverKey && c.irisMerchantKey
+      ? {
+          // The Iris base is given with or without its /api/v1 suffix.
+          baseUrl: c.irisBaseUrl.replace(/\/+$/, '').replace(/\/api\/v1$/, ''),
+          creatorKey: c.irisCreatorKey,
+          approverKey: c.irisApproverKey,
+          merchantKey: c.irisMerchantKey,
+        }
+      : null;
+  return { serverKey: c.serverKey, qrisAcquirer: c.qrisAcquirer, iris };
+}
+
+const basic = (key: string) => `Basic ${Buffer.from(`${key}:`).toString('base64')}`;
+
+export function createMidtransClient(vendor: VendorRecord, creds: MidtransCredentials, timeoutMs: number) {
+  const coreBase = vendor.baseUrl.replace(/\/+$/, '');
+  const log = logger.child({ vendor: vendor.code });
+
+  async function send(base: string, method: 'GET' | 'POST', path: string, key: string, payload?: object, headers: Record<string, string> = {}): Promise<Outcome<MidtransAnswer>> {
+    const started = performance.now();
+    try {
+      const response = await got(base + path, {
+        method,
+        body: payload === undefined ? undefined : JSON.stringify(payload),
+        headers: {
+          accept: 'application/json',
+          ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+          authorization: basic(key),
+          ...headers,
+        },
+        timeout: { request: timeoutMs },
+        retry: { limit: 0 },
+        throwHttpErrors: false,
+        followRedirect: false,
+      });
+      let body: unknown;
+      try {
+        body = JSON.parse(response.body);
+      } catch {
+        body = undefined;
+      }
+      // Midtrans may say 429 in the HTTP status or in the body's status_code.
+      if (response.statusCode === 429 || String((body as { status_code?: unknown } | undefined)?.status_code) === '429') observeVendorRateLimited(vendor.code);
+      // The path may hold an order_id (Kasir's reference) but never a key or an account number.
+      log.debug({ method, path: path.split('?')[0], status: response.statusCode, ms: Math.round(performance.now() - started) }, 'midtrans call');
+      return { kind: 'ok', value: { status: response.statusCode, body } };
+    } catch (error) {
+      const outcome = classifyTransportError(error as { code?: string; timings?: { connect?: number } });
+      log.debug({ method, path: path.split('?')[0], outcome: outcome.kind, ms: Math.round(performance.now() - started) }, 'midtrans call without an answer');
+      return outcome;
+    }
+  }
+
+  return {
+    core: (method: 'GET' | 'POST', path: string, payload?: object, headers?: Record<string, string>) => send(coreBase, method, path, creds.serverKey, payload, headers),
+    /** Iris, as the creator (create, reads) or the approver (approve, reject). */
+    iris(role: 'creator' | 'approver', method: 'GET' | 'POST', path: string, payload?: object): Promise<Outcome<MidtransAnswer>> {
+      if (!creds.iris) return Promise.resolve({ kind: 'failed', reason: 'no Iris keys configured for this vendor' });
+      return send(creds.iris.baseUrl, method, `/api/v1${path}`, role === 'creator' ? creds.iris.creatorKey : creds.iris.approverKey, payload);
+    },
+  };
+}
+
+export type MidtransClient = ReturnType<typeof createMidtransClient>;

@@ -1,0 +1,123 @@
+// Fixtures for the Midtrans tests: the keys a Midtrans sandbox account would show (server key,
+// Iris creator/approver/merchant keys), the simulator's Midtrans and Iris dialects configured
+// with them, Kasir's vendor record for them, the dialects' admin switches, and a whole stack
+// (API, workers, simulator process) routed to a Midtrans vendor. Nothing of Kasir's is mocked.
+import { freePort } from '../../scripts/lib/cluster.ts';
+import type { VendorRecord } from '../../db/gateways/gateway.ts';
+import { setRoute, upsertVendor } from '../../db/vendors.ts';
+import { startApi } from './api.ts';
+import { testConfig, testEnv } from './config.ts';
+import { testDatabase } from './db.ts';
+import { startWorkerGroup } from './processes.ts';
+import { startSimulatorInProcess, startSimulatorProcess, type InProcessSimulator, type SimulatorProcess } from './simulator.ts';
+import type { Stack } from './stack.ts';
+
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+export const MIDTRANS_ACCOUNT = {
+  serverKey: 'SB-Mid-server-kasir-test-0123456789',
+  irisCreatorKey: 'IRIS-creator-kasir-test-0123',
+  irisApproverKey: 'IRIS-approver-kasir-test-0123',
+  irisMerchantKey: 'IRIS-merchant-kasir-test-0123',
+};
+
+export function midtransSimulatorEnv(extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    SIMULATOR_MIDTRANS_SERVER_KEY: MIDTRANS_ACCOUNT.serverKey,
+    SIMULATOR_IRIS_CREATOR_KEY: MIDTRANS_ACCOUNT.irisCreatorKey,
+    SIMULATOR_IRIS_APPROVER_KEY: MIDTRANS_ACCOUNT.irisApproverKey,
+    SIMULATOR_IRIS_MERCHANT_KEY: MIDTRANS_ACCOUNT.irisMerchantKey,
+    ...extra,
+  };
+}
+
+/** Kasir's record for the dialects at `simulatorUrl`, as `vendor:add --kind midtrans` stores it. */
+export function midtransVendor(simulatorUrl: string, options: { iris?: boolean; overrides?: Record<string, string> } = {}, code = 'midtrans'): VendorRecord {
+  const iris = options.iris ?? true;
+  return {
+    code,
+    kind: 'midtrans',
+    baseUrl: `${simulatorUrl}/midtrans`,
+    credentials: {
+      serverKey: MIDTRANS_ACCOUNT.serverKey,
+      qrisAcquirer: 'gopay',
+      ...(iris
+        ? {
+            irisBaseUrl: `${simulatorUrl}/iris`,
+            irisCreatorKey: MIDTRANS_ACCOUNT.irisCreatorKey,
+            irisApproverKey: MIDTRANS_ACCOUNT.irisApproverKey,
+            irisMerchantKey: MIDTRANS_ACCOUNT.irisMerchantKey,
+          }
+        : {}),
+      ...options.overrides,
+    },
+  };
+}
+
+export interface DialectStats {
+  calls: Record<string, number>;
+  rejected: Record<string, number>;
+  notifications_sent: number;
+  /** Kasir's HTTP answers to notifications: status → count. */
+  notify_answers: Record<string, number>;
+  /** `<order_id or reference_no>:<status>` of every notification sent, in order. */
+  notified: string[];
+  payouts?: Array<{ reference_no: string; notes: string; status: string; amount: number }>;
+}
+
+async function post(url: string, body: unknown, method = 'POST') {
+  const res = await fetch(url, { method, body: JSON.stringify(body) });
+  if (res.status !== 200) throw new Error(`${url}: ${res.status} ${await res.text()}`);
+}
+
+/** The dialects' admin switches (loopback, unsigned). */
+export function midtransAdmin(simulatorUrl: string) {
+  return {
+    async stats(): Promise<DialectStats> {
+      return (await (await fetch(`${simulatorUrl}/midtrans/admin/stats`)).json()) as DialectStats;
+    },
+    async irisStats(): Promise<DialectStats> {
+      return (await (await fetch(`${simulatorUrl}/iris/admin/stats`)).json()) as DialectStats;
+    },
+    garble: (count: number) => post(`${simulatorUrl}/midtrans/admin/garble`, { count }),
+    irisGarble: (count: number) => post(`${simulatorUrl}/iris/admin/garble`, { count }),
+    approveFault: (mode: 'error' | 'reject' | 'timeout', count = 1) => post(`${simulatorUrl}/iris/admin/approve-fault`, { mode, count }),
+    setIrisNotifyUrl: (url: string) => post(`${simulatorUrl}/iris/admin/notify-url`, { url }, 'PUT'),
+  };
+}
+
+export function startMidtransSimulatorInProcess(env: Record<string, string> = {}): Promise<InProcessSimulator> {
+  return startSimulatorInProcess({ SIMULATOR_DISBURSE_DELAY_MS: '50', ...midtransSimulatorEnv(env) });
+}
+
+export interface MidtransStack extends Stack {
+  code: string;
+  vendor: VendorRecord;
+}
+
+/**
+ * A fresh database, the API, the simulator as a process whose Iris dialect notifies Kasir's
+ * POST /callbacks/<code> (payments are notified there through X-Override-Notification), and the
+ * Midtrans vendor routed as the platform default for QRIS, BANK and EWALLET; then the workers.
+ */
+export async function startMidtransStack(t: Teardown, options: { groups?: string[]; env?: Record<string, string>; code?: string } = {}): Promise<MidtransStack> {
+  const code = options.code ?? 'midtrans';
+  const databaseUrl = await testDatabase(t);
+  const port = await freePort();
+  const publicBase = `http://127.0.0.1:${port}`;
+  const env = testEnv(databaseUrl, { PORT: String(port), PUBLIC_BASE_URL: publicBase, DISBURSEMENT_RECONCILE_DELAY_SECONDS: '1', ...options.env });
+  const api = await startApi(t, testConfig(databaseUrl, env));
+  const sim: SimulatorProcess = await startSimulatorProcess({
+    SIMULATOR_CODE: code,
+    SIMULATOR_DISBURSE_DELAY_MS: '100',
+    ...midtransSimulatorEnv({ SIMULATOR_IRIS_NOTIFY_URL: `${publicBase}/callbacks/${code}` }),
+  });
+  t.teardown(() => sim.stop());
+  const vendor = midtransVendor(sim.url, {}, code);
+  await upsertVendor(api.ctx.pool, api.ctx.sealer, { code, kind: 'midtrans', baseUrl: vendor.baseUrl, credentials: vendor.credentials });
+  for (const method of ['QRIS', 'BANK', 'EWALLET'] as const) await setRoute(api.ctx.pool, { merchantId: null, method, vendorCode: code, priority: 10 });
+  await Promise.all((options.groups ?? ['vendor', 'disbursement', 'webhook']).map((group) => startWorkerGroup(t, group, env)));
+  return { api, env, sims: [sim], sim, code, vendor };
+}

@@ -1,0 +1,273 @@
+// Midtrans through the real processes: the API, the vendor, disbursement and webhook workers as
+// child processes, the simulator process speaking Midtrans and Iris (test/helpers/midtrans.ts),
+// notifications to Kasir's POST /callbacks/<code>, webhooks to a real receiver. Every money test
+// ends with the ledger audit.
+import { createHash, randomUUID } from 'node:crypto';
+import t from 'tap';
+import { z } from 'zod';
+import { adjustWallet } from '../../db/ledger.ts';
+import { sql } from '../../db/pool.ts';
+import { makeMerchant } from '../helpers/factories.ts';
+import { call, eventually } from '../helpers/http.ts';
+import { MIDTRANS_ACCOUNT, midtransAdmin, startMidtransStack } from '../helpers/midtrans.ts';
+import { balanceOf, ledgerAudit } from '../helpers/money.ts';
+import { ops } from '../helpers/processes.ts';
+import { clearFaults, setFaults, simulatePay, startCallbackReceiver } from '../helpers/simulator.ts';
+
+const stack = await startMidtransStack(t);
+const admin = midtransAdmin(stack.sim.url);
+const pool = stack.api.ctx.pool;
+type M = Awaited<ReturnType<typeof makeMerchant>>;
+
+t.beforeEach(() => clearFaults(stack.sim.url));
+
+let seq = 0;
+const orderBody = (amount: number) => ({ merchant_order_id: `MT-${process.pid}-${Date.now()}-${++seq}`, amount, payment_method: 'QRIS' });
+const createOrder = (merchant: M, amount: number, body = orderBody(amount)) => call(stack.api.url, { path: '/v1/orders', headers: { 'x-api-key': merchant.api_key }, body });
+const getOrder = (merchant: M, ref: string) => call(stack.api.url, { path: `/v1/orders/${ref}`, headers: { 'x-api-key': merchant.api_key } });
+const orderReaches = (merchant: M, ref: string, status: string, deadlineMs = 10_000) =>
+  eventually(async () => {
+    const res = await getOrder(merchant, ref);
+    return res.json?.data?.status === status ? res.json.data : undefined;
+  }, `order ${ref} to become ${status}`, deadlineMs);
+
+async function paidOrder(merchant: M, amount: number): Promise<string> {
+  const created = await createOrder(merchant, amount);
+  if (created.status !== 201) throw new Error(`order create: ${created.status} ${created.text}`);
+  const ref: string = created.json.data.ref_code;
+  if ((await simulatePay(stack.sim.url, { reference: ref })).status !== 200) throw new Error('pay');
+  await orderReaches(merchant, ref, 'PAID');
+  return ref;
+}
+
+const fund = (merchant: M, amount: number) => pool.transaction((tx) => adjustWallet(tx, { merchantId: merchant.merchant_id, adjustmentId: randomUUID(), amount, reason: 'test float' }));
+const disburse = (merchant: M, body: Record<string, unknown>) => call(stack.api.url, { path: '/v1/disbursements', headers: { 'x-api-key': merchant.api_key }, body: { idempotency_key: randomUUID(), ...body } });
+const bank = (amount: number, account: string) => ({ channel: 'BANK', bank_short_code: 'BCA', account_number: account, account_name: 'Budi Santoso', amount });
+const disbursementReaches = (merchant: M, id: string, status: string, deadlineMs = 15_000) =>
+  eventually(async () => {
+    const res = await call(stack.api.url, { path: `/v1/disbursements/${id}`, headers: { 'x-api-key': merchant.api_key } });
+    return res.json?.data?.status === status ? res.json.data : undefined;
+  }, `disbursement ${id} to become ${status}`, deadlineMs);
+const refundReaches = (id: string, status: string, deadlineMs = 20_000) =>
+  eventually(async () => ((await pool.maybeOneFirst(sql.unsafe`select status from refunds where id = ${id}`)) === status ? true : undefined), `refund ${id} ${status}`, deadlineMs);
+const refund = (merchant: M, ref: string, amount: number) => call(stack.api.url, { method: 'POST', path: `/v1/orders/${ref}/refund`, headers: { 'x-api-key': merchant.api_key }, body: { amount } });
+const callbacksFor = (reference: string) => pool.anyFirst(sql.unsafe`select event_id from vendor_callbacks where reference = ${reference} order by event_id`);
+
+t.test('QRIS: create, pay, Midtrans notifies Kasir, PAID, credited, webhook; repeats and forgeries change nothing', async (t) => {
+  const receiver = await startCallbackReceiver();
+  t.teardown(() => receiver.close());
+  const merchant = await makeMerchant(stack.api.ctx, { notifyUrl: receiver.url });
+  const created = await createOrder(merchant, 100_000);
+  t.equal(created.status, 201, created.text);
+  const ref = created.json.data.ref_code;
+  t.match(created.json.data.qris_string, /^000201/, 'the qr_string of the charge');
+  t.equal((await simulatePay(stack.sim.url, { reference: ref }, { 'x-sim-fault': 'duplicate_callback' })).status, 200);
+  t.match(await orderReaches(merchant, ref, 'PAID'), { ref_code: ref, amount: 100_000 });
+  t.equal(await balanceOf(stack, merchant), 99_300, 'credited amount − MDR');
+  const [hook] = await receiver.waitFor(1, 10_000);
+  t.match(hook.json, { ref_code: ref, status: 'PAID' });
+  const events = await pool.anyFirst(sql.unsafe`select source from order_events e join orders o on o.id = e.order_id where o.ref_code = ${ref} and e.event = 'order.paid'`);
+  t.same(events, [`callback:${stack.code}`], 'PAID by the notification');
+  const stats = await eventually(async () => {
+    const s = await admin.stats();
+    return s.notified.filter((n) => n.startsWith(ref)).length === 2 && (s.notify_answers['200'] ?? 0) >= 3 ? s : undefined;
+  }, 'pending + two settlement notifications answered');
+  t.same(Object.keys(stats.notify_answers), ['200'], 'every notification answered 200, the pending one included');
+  const transactionId = (await pool.oneFirst(sql.unsafe`select vendor_order_id from orders where ref_code = ${ref}`)) as string;
+  // The pending notification is re-read like any other: if the payment is already there, it
+  // carries the payment (then there is no pending event), else it is noted.
+  const recorded = await callbacksFor(ref);
+  t.same(recorded.filter((e) => e !== `midtrans:${transactionId}:pending`), [`midtrans:${transactionId}:settlement`], 'one payment event for three deliveries');
+
+  // A forged notification (another server key): 401, recorded nowhere.
+  const forged = { order_id: ref, status_code: '200', gross_amount: '100000.00', transaction_status: 'settlement', transaction_id: randomUUID() };
+  const signature = createHash('sha512').update(`${ref}200100000.00SB-Mid-server-forger`).digest('hex');
+  const res = await call(stack.api.url, { path: `/callbacks/${stack.code}`, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...forged, signature_key: signature }) });
+  t.equal(res.status, 401, res.text);
+  t.same(await callbacksFor(ref), recorded, 'nothing more recorded');
+  t.equal(await balanceOf(stack, merchant), 99_300, 'credited once');
+  await ledgerAudit(t, stack.env);
+});
+
+t.test('QRIS: a lost notification; fetch-status asks Midtrans and the order is PAID', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx);
+  const created = await createOrder(merchant, 40_000);
+  const ref = created.json.data.ref_code;
+  await simulatePay(stack.sim.url, { reference: ref }, { 'x-sim-fault': 'drop_callback' });
+  const res = await call(stack.api.url, { method: 'POST', path: `/v1/orders/${ref}/fetch-status`, headers: { 'x-api-key': merchant.api_key } });
+  t.equal(res.json?.data?.status, 'PAID', res.text);
+  t.equal(await balanceOf(stack, merchant), 39_720);
+  await ledgerAudit(t, stack.env);
+});
+
+t.test('partial refunds: two refunds through Midtrans, each once, the order stays PAID', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx);
+  const ref = await paidOrder(merchant, 100_000);
+  const first = await refund(merchant, ref, 30_000);
+  t.equal(first.status, 201, first.text);
+  await refundReaches(first.json.data.id, 'SUCCEEDED');
+  const second = await refund(merchant, ref, 20_000);
+  t.equal(second.status, 201, second.text);
+  await refundReaches(second.json.data.id, 'SUCCEEDED');
+  t.equal(await balanceOf(stack, merchant), 99_300 - 50_000, 'both refunds debited');
+  t.equal((await admin.stats()).calls['POST /v2/:id/refund'] >= 2, true);
+  await eventually(async () => ((await admin.stats()).notified.filter((n) => n === `${ref}:partial_refund`).length === 2 ? true : undefined), 'two refund notifications');
+  const refundRefs = await pool.anyFirst(sql.unsafe`select ref_code from refunds where id in (${first.json.data.id}, ${second.json.data.id})`);
+  await eventually(
+    async () => ((await pool.oneFirst(sql.unsafe`select count(*)::int from vendor_callbacks where type = 'refund.updated' and reference in (${refundRefs[0] as string}, ${refundRefs[1] as string})`)) === 2 ? true : undefined),
+    'their refund.updated events recorded, by refund reference',
+  );
+  t.equal(await balanceOf(stack, merchant), 49_300, 'the notifications changed nothing twice');
+  await ledgerAudit(t, stack.env);
+});
+
+t.test('a payout through Iris: created, approved, completed by the notification, SUCCESS', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx);
+  await fund(merchant, 500_000);
+  const res = await disburse(merchant, bank(150_000, '1234567890'));
+  t.equal(res.status, 201, res.text);
+  const d = res.json.data;
+  const done = await disbursementReaches(merchant, d.id, 'SUCCESS');
+  const payout = (await admin.irisStats()).payouts!.find((p) => p.notes === d.ref_code);
+  t.match(payout, { status: 'completed', amount: 150_000 }, 'notes carry Kasir reference');
+  t.equal(done.vendor_disbursement_id, payout!.reference_no, "Iris's reference_no recorded");
+  t.equal(await balanceOf(stack, merchant), 500_000 - d.total_debit);
+  await ledgerAudit(t, stack.env);
+});
+
+t.test('a payout the bank fails is FAILED by the notification and its debit reversed', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx);
+  await fund(merchant, 300_000);
+  const res = await disburse(merchant, bank(100_000, '1234560000'));
+  t.equal(res.status, 201, res.text);
+  t.match(await disbursementReaches(merchant, res.json.data.id, 'FAILED'), { status: 'FAILED' });
+  t.equal(await balanceOf(stack, merchant), 300_000, 'the whole debit returned');
+  await ledgerAudit(t, stack.env);
+});
+
+t.test('a beneficiary name check through Iris account validation', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx);
+  const headers = { 'x-api-key': merchant.api_key };
+  const good = await call(stack.api.url, { path: '/v1/beneficiaries', headers, body: { channel: 'BANK', bank_short_code: 'MANDIRI', account_number: '1380011819286', account_name: 'Budi' } });
+  t.equal(good.status, 201, good.text);
+  const verified = await eventually(async () => {
+    const r = await call(stack.api.url, { path: `/v1/beneficiaries/${good.json.data.id}`, headers });
+    return r.json?.data?.verification_status === 'VERIFIED' ? r.json.data : undefined;
+  }, 'VERIFIED');
+  t.match(verified.verified_name, /^[A-Z]+ [A-Z]+$/, "the bank's name for the account");
+  const bad = await call(stack.api.url, { path: '/v1/beneficiaries', headers, body: { channel: 'BANK', bank_short_code: 'BCA', account_number: '1234569999', account_name: 'Nobody' } });
+  await eventually(async () => {
+    const r = await call(stack.api.url, { path: `/v1/beneficiaries/${bad.json.data.id}`, headers });
+    return r.json?.data?.verification_status === 'FAILED' ? true : undefined;
+  }, 'FAILED');
+  t.ok((await admin.irisStats()).calls['GET /api/v1/account_validation'] >= 2);
+});
+
+t.test('ops: vendor:add --kind midtrans, vendor:check says OK or why not', async (t) => {
+  const add = (code: string, serverKey: string) =>
+    ops(stack.env, 'vendor:add', '--code', code, '--kind', 'midtrans', '--base-url', `${stack.sim.url}/midtrans`, '--server-key', serverKey,
+      '--iris-base-url', `${stack.sim.url}/iris`, '--iris-creator-key', MIDTRANS_ACCOUNT.irisCreatorKey, '--iris-approver-key', MIDTRANS_ACCOUNT.irisApproverKey,
+      '--iris-merchant-key', MIDTRANS_ACCOUNT.irisMerchantKey, '--json');
+  t.equal((await add('mt-cli', MIDTRANS_ACCOUNT.serverKey)).code, 0);
+  const good = await ops(stack.env, 'vendor:check', '--code', 'mt-cli', '--json');
+  t.equal(good.code, 0, good.stdout + good.stderr);
+  t.match(JSON.parse(good.stdout), { ok: true, detail: /server key accepted/ });
+  t.notMatch(good.stdout + good.stderr, MIDTRANS_ACCOUNT.serverKey, 'the key is never printed');
+  t.equal((await add('mt-cli-bad', 'SB-Mid-server-wrong-key')).code, 0);
+  const bad = await ops(stack.env, 'vendor:check', '--code', 'mt-cli-bad');
+  t.equal(bad.code, 1);
+  t.match(bad.stdout, /NOT OK — server key refused: HTTP 401/);
+});
+
+t.test('unknown outcomes at Midtrans', async (t) => {
+  t.test('charge times out (it was made): the status has no QR to show, the attempt fails; a retry creates the order', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    await setFaults(stack.sim.url, { op: 'createQris', mode: 'timeout', count: 1 });
+    const body = orderBody(25_000);
+    const first = await createOrder(merchant, 0, body);
+    t.equal(first.status, 409, first.text);
+    const attempt = await pool.one(sql.type(z.object({ id: z.string(), ref_code: z.string() }))`select id, ref_code from orders where merchant_id = ${merchant.merchant_id} and merchant_order_id = ${body.merchant_order_id}`);
+    await eventually(async () => ((await pool.oneFirst(sql.unsafe`select status from orders where id = ${attempt.id}`)) === 'FAILED' ? true : undefined), 'the attempt FAILED', 20_000);
+    const retry = await createOrder(merchant, 0, body);
+    t.equal(retry.status, 201, retry.text);
+    t.not(retry.json.data.ref_code, attempt.ref_code);
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('charge answers 5xx (nothing made): the status says 404, the attempt fails', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    await setFaults(stack.sim.url, { op: 'createQris', mode: 'error', status: 502, count: 1 });
+    const body = orderBody(26_000);
+    t.equal((await createOrder(merchant, 0, body)).status, 409);
+    const attempt = await pool.one(sql.type(z.object({ id: z.string() }))`select id from orders where merchant_id = ${merchant.merchant_id} and merchant_order_id = ${body.merchant_order_id}`);
+    await eventually(async () => ((await pool.oneFirst(sql.unsafe`select status from orders where id = ${attempt.id}`)) === 'FAILED' ? true : undefined), 'the attempt FAILED', 20_000);
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('refund times out (it was made): the re-send with the same refund_key is the same refund, SUCCEEDED once', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    const ref = await paidOrder(merchant, 100_000);
+    await setFaults(stack.sim.url, { op: 'refund', mode: 'timeout', count: 1 });
+    const res = await refund(merchant, ref, 30_000);
+    t.equal(res.status, 201, res.text);
+    await refundReaches(res.json.data.id, 'SUCCEEDED', 30_000);
+    const status: any = await (await fetch(`${stack.sim.url}/midtrans/v2/${ref}/status`, { headers: { authorization: `Basic ${Buffer.from(`${MIDTRANS_ACCOUNT.serverKey}:`).toString('base64')}` } })).json();
+    t.equal(status.refunds.length, 1, 'one refund at Midtrans');
+    t.equal(await balanceOf(stack, merchant), 99_300 - 30_000, 'debited once');
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('payout create times out (Iris made it): never approved, the disbursement FAILED and reversed', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    await fund(merchant, 300_000);
+    await setFaults(stack.sim.url, { op: 'disburse', mode: 'timeout', count: 1 });
+    const res = await disburse(merchant, bank(80_000, '1234567890'));
+    await disbursementReaches(merchant, res.json.data.id, 'FAILED', 25_000);
+    const made = (await admin.irisStats()).payouts!.filter((p) => p.notes === res.json.data.ref_code);
+    t.same(made.map((p) => p.status), ['queued'], 'made at Iris, never approved: no money moved');
+    t.equal(await balanceOf(stack, merchant), 300_000);
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('approval answers 5xx (not approved): the payout is rejected, FAILED and reversed', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    await fund(merchant, 300_000);
+    await admin.approveFault('error');
+    const res = await disburse(merchant, bank(70_000, '1234567890'));
+    await disbursementReaches(merchant, res.json.data.id, 'FAILED', 25_000);
+    t.match((await admin.irisStats()).payouts!.find((p) => p.notes === res.json.data.ref_code), { status: 'rejected' });
+    t.equal(await balanceOf(stack, merchant), 300_000);
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('approval times out (it was approved): the read finds it approved, the notification completes it, paid once', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    await fund(merchant, 300_000);
+    await admin.approveFault('timeout');
+    const res = await disburse(merchant, bank(60_000, '1234567890'));
+    await disbursementReaches(merchant, res.json.data.id, 'SUCCESS', 25_000);
+    const made = (await admin.irisStats()).payouts!.filter((p) => p.notes === res.json.data.ref_code);
+    t.same(made.map((p) => p.status), ['completed'], 'one payout');
+    t.equal(await balanceOf(stack, merchant), 300_000 - res.json.data.total_debit);
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('Iris notifications duplicated and out of order change nothing twice', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    await fund(merchant, 300_000);
+    await setFaults(stack.sim.url, [{ op: 'callback', mode: 'duplicate_callback', count: 1 }]);
+    const res = await disburse(merchant, bank(50_000, '1234567890'));
+    await disbursementReaches(merchant, res.json.data.id, 'SUCCESS', 25_000);
+    const referenceNo = (await admin.irisStats()).payouts!.find((p) => p.notes === res.json.data.ref_code)!.reference_no;
+    await eventually(async () => ((await admin.irisStats()).notified.filter((n) => n === `${referenceNo}:completed`).length >= 1 && (await callbacksFor(res.json.data.ref_code)).length === 1 ? true : undefined), 'recorded once');
+    t.equal(await balanceOf(stack, merchant), 300_000 - res.json.data.total_debit, 'debited once');
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('a forged Iris notification is refused (401) and recorded nowhere', async (t) => {
+    const body = JSON.stringify({ reference_no: 'abc', amount: '10000.00', status: 'completed', updated_at: '2026-01-01T00:00:00Z' });
+    const res = await call(stack.api.url, { path: `/callbacks/${stack.code}`, headers: { 'content-type': 'application/json', 'iris-signature': createHash('sha512').update(`${body}IRIS-merchant-forger`).digest('hex') }, body });
+    t.equal(res.status, 401, res.text);
+    t.equal(((await pool.anyFirst(sql.unsafe`select event_id from vendor_callbacks where event_id like 'iris:abc:%'`)) as unknown[]).length, 0);
+  });
+});
