@@ -2,15 +2,9 @@
 // Iris creator/approver/merchant keys), the simulator's Midtrans and Iris dialects configured
 // with them, Kasir's vendor record for them, the dialects' admin switches, and a whole stack
 // (API, workers, simulator process) routed to a Midtrans vendor. Nothing of Kasir's is mocked.
-import { freePort } from '../../scripts/lib/cluster.ts';
 import type { VendorRecord } from '../../db/gateways/gateway.ts';
-import { setRoute, upsertVendor } from '../../db/vendors.ts';
-import { startApi } from './api.ts';
-import { testConfig, testEnv } from './config.ts';
-import { testDatabase } from './db.ts';
-import { startWorkerGroup } from './processes.ts';
-import { startSimulatorInProcess, startSimulatorProcess, type InProcessSimulator, type SimulatorProcess } from './simulator.ts';
-import type { Stack } from './stack.ts';
+import { startSimulatorInProcess, type InProcessSimulator } from './simulator.ts';
+import { startVendorStack, type DialectVendor, type VendorStack } from './vendor-stack.ts';
 
 interface Teardown {
   teardown(fn: () => unknown): void;
@@ -92,9 +86,16 @@ export function startMidtransSimulatorInProcess(env: Record<string, string> = {}
   return startSimulatorInProcess({ SIMULATOR_DISBURSE_DELAY_MS: '50', ...midtransSimulatorEnv(env) });
 }
 
-export interface MidtransStack extends Stack {
-  code: string;
-  vendor: VendorRecord;
+export type MidtransStack = VendorStack;
+
+/** A Midtrans vendor for startVendorStack: Iris notifies Kasir's POST /callbacks/<code>. */
+export function midtransDialectVendor(code = 'midtrans', extra: Partial<DialectVendor> = {}): DialectVendor {
+  return {
+    code,
+    simulatorEnv: (publicBase, c) => midtransSimulatorEnv({ SIMULATOR_IRIS_NOTIFY_URL: `${publicBase}/callbacks/${c}` }),
+    vendor: (url, c) => midtransVendor(url, {}, c),
+    ...extra,
+  };
 }
 
 /**
@@ -102,22 +103,6 @@ export interface MidtransStack extends Stack {
  * POST /callbacks/<code> (payments are notified there through X-Override-Notification), and the
  * Midtrans vendor routed as the platform default for QRIS, BANK and EWALLET; then the workers.
  */
-export async function startMidtransStack(t: Teardown, options: { groups?: string[]; env?: Record<string, string>; code?: string } = {}): Promise<MidtransStack> {
-  const code = options.code ?? 'midtrans';
-  const databaseUrl = await testDatabase(t);
-  const port = await freePort();
-  const publicBase = `http://127.0.0.1:${port}`;
-  const env = testEnv(databaseUrl, { PORT: String(port), PUBLIC_BASE_URL: publicBase, DISBURSEMENT_RECONCILE_DELAY_SECONDS: '1', ...options.env });
-  const api = await startApi(t, testConfig(databaseUrl, env));
-  const sim: SimulatorProcess = await startSimulatorProcess({
-    SIMULATOR_CODE: code,
-    SIMULATOR_DISBURSE_DELAY_MS: '100',
-    ...midtransSimulatorEnv({ SIMULATOR_IRIS_NOTIFY_URL: `${publicBase}/callbacks/${code}` }),
-  });
-  t.teardown(() => sim.stop());
-  const vendor = midtransVendor(sim.url, {}, code);
-  await upsertVendor(api.ctx.pool, api.ctx.sealer, { code, kind: 'midtrans', baseUrl: vendor.baseUrl, credentials: vendor.credentials });
-  for (const method of ['QRIS', 'BANK', 'EWALLET'] as const) await setRoute(api.ctx.pool, { merchantId: null, method, vendorCode: code, priority: 10 });
-  await Promise.all((options.groups ?? ['vendor', 'disbursement', 'webhook']).map((group) => startWorkerGroup(t, group, env)));
-  return { api, env, sims: [sim], sim, code, vendor };
+export function startMidtransStack(t: Teardown, options: { groups?: string[]; env?: Record<string, string>; code?: string } = {}): Promise<MidtransStack> {
+  return startVendorStack(t, [midtransDialectVendor(options.code)], { groups: options.groups, env: options.env });
 }
