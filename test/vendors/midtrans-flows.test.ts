@@ -264,6 +264,21 @@ t.test('unknown outcomes at Midtrans', async (t) => {
     await ledgerAudit(t, stack.env);
   });
 
+  t.test('every Iris notification lost: reconciliation reads the payout by its reference_no, SUCCESS, paid once', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    await fund(merchant, 300_000);
+    await setFaults(stack.sim.url, { op: 'callback', mode: 'drop_callback' });
+    const res = await disburse(merchant, bank(60_000, '1234567890'));
+    t.equal(res.status, 201, res.text);
+    const done = await disbursementReaches(merchant, res.json.data.id, 'SUCCESS', 30_000);
+    t.same(await callbacksFor(res.json.data.ref_code), [], 'no notification reached Kasir');
+    const payouts = (await admin.irisStats()).payouts!.filter((p) => p.notes === res.json.data.ref_code);
+    t.equal(payouts.length, 1, 'one payout at Iris');
+    t.equal(done.vendor_disbursement_id, payouts[0].reference_no);
+    t.equal(await balanceOf(stack, merchant), 300_000 - res.json.data.total_debit, 'debited once');
+    await ledgerAudit(t, stack.env);
+  });
+
   t.test('a forged Iris notification is refused (401) and recorded nowhere', async (t) => {
     const body = JSON.stringify({ reference_no: 'abc', amount: '10000.00', status: 'completed', updated_at: '2026-01-01T00:00:00Z' });
     const res = await call(stack.api.url, { path: `/callbacks/${stack.code}`, headers: { 'content-type': 'application/json', 'iris-signature': createHash('sha512').update(`${body}IRIS-merchant-forger`).digest('hex') }, body });
