@@ -12,7 +12,7 @@ import { stopChild, type Cluster } from './lib/cluster.ts';
 import { createPool } from '../db/pool.ts';
 import { createSealer } from '../db/secrets.ts';
 import { getVendor, setRoute, upsertVendor } from '../db/vendors.ts';
-import { DEV_SECRET } from '../workers/simulator/config.ts';
+import { DEV_SECRET, loadSimulatorConfig } from '../workers/simulator/config.ts';
 import { clearRunning, localState, recordRunning, ROOT, startLocalCluster } from './lib/local.ts';
 
 const started = Date.now();
@@ -51,6 +51,14 @@ if (applied.length) process.stdout.write(`migrations applied: ${applied.join(', 
 env.SIMULATOR_PORT ??= String(config.PORT === 0 ? 4010 : (config.PORT + 1010) % 65536);
 env.SIMULATOR_SECRET ??= DEV_SECRET;
 await registerSimulator(config, `http://127.0.0.1:${env.SIMULATOR_PORT}`, env.SIMULATOR_SECRET);
+
+// The simulator also speaks Xendit and Midtrans (docs/simulator.md); their callbacks go to the
+// URLs their dashboards would hold. DEV_GATEWAY=xendit|midtrans puts that dialect in front of the
+// built-in one, so the real adapter runs end to end offline.
+const callbacks = `${publicBaseUrl(config)}/callbacks`;
+env.SIMULATOR_XENDIT_CALLBACK_URL ??= `${callbacks}/xendit`;
+env.SIMULATOR_IRIS_NOTIFY_URL ??= `${callbacks}/midtrans`;
+if (env.DEV_GATEWAY) await registerDialect(config, env.DEV_GATEWAY, `http://127.0.0.1:${env.SIMULATOR_PORT}`);
 
 interface Line {
   name: string;
@@ -94,7 +102,7 @@ for (const line of await procfile()) {
   if (metrics.METRICS_PORT) metricsPorts.push(`${line.name} :${metrics.METRICS_PORT}`);
   const child = spawn(`${ROOT}${command}`, args, {
     cwd: ROOT,
-    env: { ...env, KASIR_PROCESS: line.name, ...metrics },
+    env: { ...(args[0] === 'workers/simulator/server.ts' ? simulatorEnv() : env), KASIR_PROCESS: line.name, ...metrics },
     // Own process group: a terminal Ctrl-C reaches only this supervisor, which stops the
     // children in order. The IPC channel lets each child notice if the supervisor is killed.
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -138,6 +146,47 @@ async function registerSimulator(config: Config, baseUrl: string, secret: string
       await setRoute(pool, { merchantId: null, method, vendorCode: 'sim', priority: 100 });
     }
     process.stdout.write(`registered the built-in simulator (${baseUrl}) as the default vendor\n`);
+  } finally {
+    await pool.end();
+  }
+}
+
+/** The simulator stands for a vendor's servers: it gets none of Kasir's secrets or its database. */
+function simulatorEnv(): Record<string, string | undefined> {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !name.startsWith('KASIR_') && name !== 'DATABASE_URL'));
+}
+
+/** Registers (once) the simulator's Xendit or Midtrans dialect with its development keys, routed first. */
+async function registerDialect(config: Config, kind: string, simulatorUrl: string) {
+  const sim = loadSimulatorConfig(env).dialects;
+  const vendors: Record<string, { baseUrl: string; credentials: Record<string, string> }> = {
+    xendit: { baseUrl: `${simulatorUrl}/xendit`, credentials: { secretKey: sim.xendit.secretKey, callbackToken: sim.xendit.callbackToken } },
+    midtrans: {
+      baseUrl: `${simulatorUrl}/midtrans`,
+      credentials: {
+        serverKey: sim.midtrans.serverKey,
+        qrisAcquirer: 'gopay',
+        irisBaseUrl: `${simulatorUrl}/iris`,
+        irisCreatorKey: sim.iris.creatorKey,
+        irisApproverKey: sim.iris.approverKey,
+        irisMerchantKey: sim.iris.merchantKey,
+      },
+    },
+  };
+  const vendor = vendors[kind];
+  if (!vendor) {
+    process.stderr.write(`DEV_GATEWAY must be xendit or midtrans, not ${kind}\n`);
+    await cluster?.stop();
+    await clearRunning();
+    process.exit(78);
+  }
+  const pool = await createPool(config.DATABASE_URL, { size: 1, name: 'dev' });
+  try {
+    const sealer = createSealer(config.KASIR_MASTER_KEY);
+    if (await getVendor(pool, sealer, kind)) return;
+    await upsertVendor(pool, sealer, { code: kind, kind, ...vendor });
+    for (const method of ['QRIS', 'BANK', 'EWALLET'] as const) await setRoute(pool, { merchantId: null, method, vendorCode: kind, priority: 50 });
+    process.stdout.write(`registered the simulator's ${kind} dialect (${vendor.baseUrl}) in front of the built-in one\n`);
   } finally {
     await pool.end();
   }

@@ -16,6 +16,18 @@ async function orderByRef(pool: Pool, ref: string) {
   return order;
 }
 
+/**
+ * Where the simulator behind a vendor takes payments: its own base URL, or, for a vendor
+ * pointed at one of its gateway dialects (<simulator>/xendit, /midtrans, /snap), the simulator's
+ * root. Any other vendor is a real gateway, where nobody can pay from here.
+ */
+function simulatorRootOf(vendor: { kind: string; baseUrl: string }): string | null {
+  const base = vendor.baseUrl.replace(/\/+$/, '');
+  if (vendor.kind === 'simulator') return base;
+  const dialect = /^(https?:\/\/(?:127\.0\.0\.1|localhost|\[::1\])(?::\d+)?)\/(xendit|midtrans|snap)$/.exec(base);
+  return dialect ? dialect[1] : null;
+}
+
 export const simulatePay = command({
   name: 'simulate:pay',
   summary: "Pay an order's QR at the simulator gateway (as a payer's phone would)",
@@ -27,8 +39,9 @@ export const simulatePay = command({
     const order = await orderByRef(pool, input.ref);
     if (!order.vendor_code) throw new OpsError(`order ${input.ref} has no QR yet (status ${order.status})`);
     const vendor = await getVendor(pool, ctx.sealer(), order.vendor_code);
-    if (!vendor || vendor.kind !== 'simulator') throw new OpsError(`order ${input.ref} is at vendor ${order.vendor_code}, not a simulator`);
-    const response = await got.post(`${vendor.baseUrl}/simulate/pay`, {
+    const root = vendor && simulatorRootOf(vendor);
+    if (!root) throw new OpsError(`order ${input.ref} is at vendor ${order.vendor_code}, not a simulator`);
+    const response = await got.post(`${root}/simulate/pay`, {
       json: { reference: input.ref, ...(input.force ? { force: true } : {}) },
       throwHttpErrors: false,
       retry: { limit: 0 },

@@ -170,6 +170,14 @@ t.test('ops: vendor:add --kind xendit, vendor:check reads the balance or says wh
   t.equal(bad.code, 1);
   t.match(bad.stdout, /xendit-bad \(xendit\): NOT OK — HTTP 401 INVALID_API_KEY/);
   t.notMatch(bad.stdout + bad.stderr, /xnd_development_not_this_one/, 'the key is never printed');
+
+  // simulate:pay pays a QR the Xendit dialect made, as it does the built-in simulator's.
+  const merchant = await makeMerchant(stack.api.ctx);
+  const created = await m.createOrder(merchant, 30_000);
+  const paid = await ops(stack.env, 'simulate:pay', '--ref', created.json.data.ref_code);
+  t.equal(paid.code, 0, paid.stderr);
+  t.match(paid.stdout, /paid ORD-\S+ at xendit/);
+  await m.orderReaches(merchant, created.json.data.ref_code, 'PAID');
 });
 
 t.test('unknown outcomes at Xendit', async (t) => {
