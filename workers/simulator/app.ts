@@ -12,6 +12,7 @@ import type { AddressInfo } from 'node:net';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import { buildDynamicQris, parseQris, QRIS_MAX_AMOUNT, sanitizeQrisText } from '../../db/gateways/qris.ts';
+import { isLoopback } from './loopback.ts';
 import { createCallbackSender, type CallbackPayload } from './callbacks.ts';
 import type { SimulatorOptions } from './config.ts';
 import { createFaults, faultRuleSchema, isCallbackMode, applies, parseFaultHeader, type Fault, type RequestOp } from './faults.ts';
@@ -96,9 +97,6 @@ function parseBody<T extends z.ZodType>(schema: T, req: Request): z.output<T> {
   }
   return result.data;
 }
-
-const isLoopback = (address: string | undefined) =>
-  address !== undefined && (address.startsWith('127.') || address === '::1' || address.startsWith('::ffff:127.'));
 
 /** Turns the CRC into something else, leaving the rest intact: a subtle, realistic corruption. */
 const corruptCrc = (qris: string) =>
@@ -351,7 +349,7 @@ export function createSimulatorApp(options: SimulatorOptions) {
     signal: abort.signal,
     inject,
     reply,
-    sendCallback: (url, body, headers, about, fault) => callbacks.sendAs(url, body, headers, about, fault),
+    sendCallback: (url, body, delivery, fault) => callbacks.sendAs(url, body, delivery, fault),
     qrCreated(qr) {
       store.qrs.set(qr.reference, qr);
       logger.info({ reference: qr.reference, amount: qr.amount }, 'qr created');

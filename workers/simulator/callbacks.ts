@@ -20,6 +20,18 @@ export type CallbackPayload =
   | { type: 'qris.paid'; reference: string; id: string; amount: number; paid_at: string; rrn: string }
   | { type: 'disbursement.updated'; reference: string; id: string; status: 'SUCCESS' | 'FAILED'; failure_reason: string | null };
 
+/** How one callback is sent: its headers per attempt, and who hears the answers. */
+export interface Delivery {
+  /** Headers for an attempt (a fresh signature each time); null skips the attempt (no token yet). */
+  headers(body: string): Record<string, string> | null | Promise<Record<string, string> | null>;
+  /** Log fields naming the callback. */
+  about: Record<string, string>;
+  /** Hears every HTTP answer (a dialect's stats of what Kasir answered). */
+  onAnswer?(status: number, body: string): void;
+  /** false: fault rules pass it by (only its request's X-Sim-Fault applies). */
+  takesFaults?: boolean;
+}
+
 export function createCallbackSender(deps: { secret: string; logger: Logger; faults: Faults; timers: Timers; signal: AbortSignal }) {
   const { secret, logger, faults, timers, signal } = deps;
   /** Callbacks created so far; orders out_of_order holds against later callbacks. */
@@ -27,27 +39,30 @@ export function createCallbackSender(deps: { secret: string; logger: Logger; fau
   /** out_of_order callbacks, each released by the first delivery attempt of a later one. */
   let held: Array<{ seq: number; release: () => void }> = [];
 
-  async function attempt(url: string, body: string, headers: (body: string) => Record<string, string>): Promise<number | string> {
+  async function attempt(url: string, body: string, delivery: Delivery): Promise<number | string> {
+    const headers = await delivery.headers(body);
+    if (!headers) return 'NO_HEADERS';
     try {
       const response = await got.post(url, {
         body,
-        headers: { 'content-type': 'application/json', ...headers(body) },
+        headers: { 'content-type': 'application/json', ...headers },
         timeout: { request: ATTEMPT_TIMEOUT_MS },
         retry: { limit: 0 },
         throwHttpErrors: false,
         followRedirect: false,
         signal,
       });
+      delivery.onAnswer?.(response.statusCode, response.body);
       return response.statusCode;
     } catch (error) {
       return (error as { code?: string }).code ?? 'ERROR';
     }
   }
 
-  async function deliver(url: string, body: string, headers: (body: string) => Record<string, string>, log: Logger, seq: number): Promise<void> {
+  async function deliver(url: string, body: string, delivery: Delivery, log: Logger, seq: number): Promise<void> {
     for (let n = 0; n <= RETRY_DELAYS_MS.length; n++) {
       if (n > 0) await timers.sleep(RETRY_DELAYS_MS[n - 1]);
-      const result = await attempt(url, body, headers);
+      const result = await attempt(url, body, delivery);
       if (n === 0) {
         const earlier = held.filter((h) => h.seq < seq);
         held = held.filter((h) => h.seq >= seq);
@@ -66,27 +81,24 @@ export function createCallbackSender(deps: { secret: string; logger: Logger; fau
   function send(url: string, payload: CallbackPayload, override: Fault | null = null): void {
     const eventId = `evt_${randomUUID()}`;
     const body = JSON.stringify({ event_id: eventId, ...payload });
-    queue(url, body, (signed) => signedHeaders(secret, signed), logger.child({ event_id: eventId, type: payload.type, reference: payload.reference }), override);
+    sendAs(url, body, { headers: (signed) => signedHeaders(secret, signed), about: { event_id: eventId, type: payload.type, reference: payload.reference } }, override);
   }
 
   /**
    * Queues a callback in a vendor dialect's own body and headers (made per attempt, so a
    * signature can carry a fresh timestamp), with the same retries and callback faults.
    */
-  function sendAs(url: string, body: string, headers: (body: string) => Record<string, string>, about: Record<string, string>, override: Fault | null = null): void {
-    queue(url, body, headers, logger.child(about), override);
-  }
-
-  function queue(url: string, body: string, headers: (body: string) => Record<string, string>, log: Logger, override: Fault | null): void {
+  function sendAs(url: string, body: string, delivery: Delivery, override: Fault | null = null): void {
     const seq = ++sequence;
-    const fault = override ?? faults.take('callback');
+    const log = logger.child(delivery.about);
+    const fault = override ?? (delivery.takesFaults === false ? null : faults.take('callback'));
     if (fault) log.info({ fault: fault.mode }, 'fault injected on callback');
-    const go = () => void deliver(url, body, headers, log, seq);
+    const go = () => void deliver(url, body, delivery, log, seq);
     switch (fault?.mode) {
       case 'drop_callback':
         return;
       case 'duplicate_callback':
-        void deliver(url, body, headers, log, seq).then(() => deliver(url, body, headers, log, seq));
+        void deliver(url, body, delivery, log, seq).then(() => deliver(url, body, delivery, log, seq));
         return;
       case 'latency':
         timers.after(fault.latencyMs ?? 1000, go);

@@ -4,6 +4,7 @@
 import type { RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import type { SimulatorOptions } from './config.ts';
+import type { Delivery } from './callbacks.ts';
 import type { Fault, Faults, RequestOp } from './faults.ts';
 import type { DisbursementRecord, QrRecord, Store } from './store.ts';
 import type { Timers } from './timers.ts';
@@ -23,7 +24,7 @@ export interface DialectContext {
    */
   inject(op: RequestOp, causesCallback?: boolean, errorBody?: (status: number, mode: 'error' | 'reject') => Record<string, unknown>): RequestHandler;
   /** Sends a callback in the dialect's own body and headers, with the shared retries and callback faults. */
-  sendCallback(url: string, body: string, headers: (body: string) => Record<string, string>, about: Record<string, string>, fault: Fault | null): void;
+  sendCallback(url: string, body: string, delivery: Delivery, fault: Fault | null): void;
   /** Answers unless a timeout fault holds the request (bad_qris corrupts `qris_string`). */
   reply(res: Response, status: number, body: Record<string, unknown>): void;
   /** Stores a new QR (its notifyPaid set) and starts its auto-pay timer when configured. */

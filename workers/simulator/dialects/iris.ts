@@ -19,17 +19,14 @@
 //   /iris/admin/garble {count}: the next answers are cut-off JSON after doing the work.
 import { createHash, randomBytes } from 'node:crypto';
 import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import got from 'got';
 import { z } from 'zod';
 import { QRIS_MAX_AMOUNT } from '../../../db/gateways/qris.ts';
 import type { DialectContext } from '../dialect.ts';
+import { loopbackOnly } from '../loopback.ts';
 import type { Fault, RequestOp } from '../faults.ts';
 import { accountHolder } from '../magic.ts';
 import type { DisbursementRecord } from '../store.ts';
 
-const NOTIFY_RETRY_DELAYS_MS = [500, 2000, 5000, 15000];
-const NOTIFY_TIMEOUT_MS = 5000;
-const OUT_OF_ORDER_HOLD_MS = 1500;
 const HOLD_MS = 10 * 60 * 1000;
 
 /** The banks this sandbox pays to, as GET /beneficiary_banks lists them. */
@@ -92,7 +89,6 @@ const payoutsBody = z.object({
 const approveBody = z.object({ reference_nos: z.array(z.string().min(1)).min(1), otp: z.string().optional() });
 const rejectBody = z.object({ reference_nos: z.array(z.string().min(1)).min(1), reject_reason: z.string().min(1).max(100) });
 
-const isLoopback = (address: string | undefined) => address !== undefined && (address.startsWith('127.') || address === '::1' || address.startsWith('::ffff:127.'));
 
 function parse<T extends z.ZodType>(schema: T, req: Request): z.output<T> {
   let json: unknown;
@@ -309,27 +305,12 @@ export function irisDialect(ctx: DialectContext): Router {
 
   // ---------------------------------------------------------------- notifications
 
-  async function attempt(url: string, body: string): Promise<number | string> {
-    try {
-      const signature = createHash('sha512').update(body + cfg.merchantKey).digest('hex');
-      const response = await got.post(url, { body, headers: { 'content-type': 'application/json', 'iris-signature': signature }, timeout: { request: NOTIFY_TIMEOUT_MS }, retry: { limit: 0 }, throwHttpErrors: false, followRedirect: false, signal: ctx.signal });
-      stats.notificationsSent++;
-      stats.notifyAnswers[String(response.statusCode)] = (stats.notifyAnswers[String(response.statusCode)] ?? 0) + 1;
-      return response.statusCode;
-    } catch (error) {
-      return (error as { code?: string }).code ?? 'ERROR';
-    }
+  /** Counts Kasir's answers by HTTP status (the admin stats). */
+  function recordAnswer(status: number): void {
+    stats.notificationsSent++;
+    stats.notifyAnswers[String(status)] = (stats.notifyAnswers[String(status)] ?? 0) + 1;
   }
 
-  async function deliver(url: string, body: string, ref: string): Promise<void> {
-    for (let n = 0; n <= NOTIFY_RETRY_DELAYS_MS.length; n++) {
-      if (n > 0) await ctx.timers.sleep(NOTIFY_RETRY_DELAYS_MS[n - 1]);
-      const result = await attempt(url, body);
-      if (typeof result === 'number' && result >= 200 && result < 300) return;
-      log.warn({ reference_no: ref, attempt: n + 1, result }, 'notification attempt failed');
-    }
-    log.error({ reference_no: ref }, 'notification given up after all attempts');
-  }
 
   function notify(p: Payout, override: Fault | null): void {
     const url = notifyUrl;
@@ -337,31 +318,16 @@ export function irisDialect(ctx: DialectContext): Router {
     const status = statusOf(p);
     const body = JSON.stringify({ reference_no: p.referenceNo, amount: `${p.amount}.00`, status, updated_at: p.updatedAt.toISOString().replace(/\.\d{3}Z$/, 'Z'), ...failureOf(p) });
     stats.notified.push(`${p.referenceNo}:${status}`);
+    // Fault rules aim at the final notifications, not the intermediate ones (approved...).
     const final = status === 'completed' || status === 'failed';
-    const f = override ?? (final ? ctx.faults.take('callback') : null);
-    if (f) log.info({ fault: f.mode, reference_no: p.referenceNo }, 'fault injected on notification');
-    switch (f?.mode) {
-      case 'drop_callback':
-        return;
-      case 'duplicate_callback':
-        void deliver(url, body, p.referenceNo).then(() => deliver(url, body, p.referenceNo));
-        return;
-      case 'latency':
-      case 'out_of_order_callback':
-        ctx.timers.after(f.latencyMs ?? OUT_OF_ORDER_HOLD_MS, () => void deliver(url, body, p.referenceNo));
-        return;
-      default:
-        void deliver(url, body, p.referenceNo);
-    }
+    const headers = (signed: string) => ({ 'iris-signature': createHash('sha512').update(signed + cfg.merchantKey).digest('hex') });
+    ctx.sendCallback(url, body, { headers, about: { dialect: 'iris', reference_no: p.referenceNo }, onAnswer: recordAnswer, takesFaults: final }, override);
   }
 
   // ---------------------------------------------------------------- admin (loopback only)
 
   const admin = Router();
-  admin.use((req, res, next) => {
-    if (!isLoopback(req.socket.remoteAddress)) return void res.status(403).json({ error: { code: 'FORBIDDEN', message: 'Iris admin is loopback only' } });
-    next();
-  });
+  admin.use(loopbackOnly('Iris admin'));
   const json = (req: Request) => JSON.parse((req.body as Buffer).toString('utf8') || '{}') as unknown;
   admin.get('/stats', (req, res) => {
     res.json({

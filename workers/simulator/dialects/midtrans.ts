@@ -17,16 +17,12 @@
 //   POST /midtrans/admin/garble {count}: the next answers are cut-off JSON after doing the work.
 import { createHash, randomUUID } from 'node:crypto';
 import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import got from 'got';
 import { z } from 'zod';
 import { buildDynamicQris, QRIS_MAX_AMOUNT } from '../../../db/gateways/qris.ts';
 import type { DialectContext } from '../dialect.ts';
+import { loopbackOnly } from '../loopback.ts';
 import { applies, isCallbackMode, parseFaultHeader, type Fault, type RequestOp } from '../faults.ts';
 import { newRrn, qrStatus, type QrRecord, type RefundRecord } from '../store.ts';
-
-const NOTIFY_RETRY_DELAYS_MS = [500, 2000, 5000, 15000];
-const NOTIFY_TIMEOUT_MS = 5000;
-const OUT_OF_ORDER_HOLD_MS = 1500;
 
 class MidtransError extends Error {
   http: number;
@@ -77,7 +73,6 @@ interface Charge {
   refunds: Array<RefundRecord & { chargebackId: number }>;
 }
 
-const isLoopback = (address: string | undefined) => address !== undefined && (address.startsWith('127.') || address === '::1' || address.startsWith('::ffff:127.'));
 
 function parse<T extends z.ZodType>(schema: T, req: Request): z.output<T> {
   let json: unknown;
@@ -300,26 +295,12 @@ export function midtransDialect(ctx: DialectContext): Router {
 
   // ---------------------------------------------------------------- notifications
 
-  async function attempt(url: string, body: string): Promise<number | string> {
-    try {
-      const response = await got.post(url, { body, headers: { 'content-type': 'application/json' }, timeout: { request: NOTIFY_TIMEOUT_MS }, retry: { limit: 0 }, throwHttpErrors: false, followRedirect: false, signal: ctx.signal });
-      stats.notificationsSent++;
-      stats.notifyAnswers[String(response.statusCode)] = (stats.notifyAnswers[String(response.statusCode)] ?? 0) + 1;
-      return response.statusCode;
-    } catch (error) {
-      return (error as { code?: string }).code ?? 'ERROR';
-    }
+  /** Counts Kasir's answers by HTTP status (the admin stats). */
+  function recordAnswer(status: number): void {
+    stats.notificationsSent++;
+    stats.notifyAnswers[String(status)] = (stats.notifyAnswers[String(status)] ?? 0) + 1;
   }
 
-  async function deliver(url: string, body: string, reference: string): Promise<void> {
-    for (let n = 0; n <= NOTIFY_RETRY_DELAYS_MS.length; n++) {
-      if (n > 0) await ctx.timers.sleep(NOTIFY_RETRY_DELAYS_MS[n - 1]);
-      const result = await attempt(url, body);
-      if (typeof result === 'number' && result >= 200 && result < 300) return;
-      log.warn({ reference, attempt: n + 1, result }, 'notification attempt failed');
-    }
-    log.error({ reference }, 'notification given up after all attempts');
-  }
 
   /** The transaction's current state as a signed notification to its override URL. */
   function notify(qr: QrRecord, override: Fault | null, extra: Record<string, unknown> = {}): void {
@@ -336,30 +317,15 @@ export function midtransDialect(ctx: DialectContext): Router {
       signature_key: sha512(qr.reference + state.status_code + state.gross_amount + cfg.serverKey),
     });
     stats.notified.push(`${qr.reference}:${state.transaction_status}`);
-    const f = override ?? (state.transaction_status === 'pending' ? null : ctx.faults.take('callback'));
-    if (f) log.info({ fault: f.mode, reference: qr.reference }, 'fault injected on notification');
-    switch (f?.mode) {
-      case 'drop_callback':
-        return;
-      case 'duplicate_callback':
-        void deliver(url, body, qr.reference).then(() => deliver(url, body, qr.reference));
-        return;
-      case 'latency':
-      case 'out_of_order_callback':
-        ctx.timers.after(f.latencyMs ?? OUT_OF_ORDER_HOLD_MS, () => void deliver(url, body, qr.reference));
-        return;
-      default:
-        void deliver(url, body, qr.reference);
-    }
+    // Fault rules aim at the notifications Kasir acts on, not the pending one of a new charge.
+    const delivery = { headers: () => ({}), about: { dialect: 'midtrans', reference: qr.reference }, onAnswer: recordAnswer, takesFaults: state.transaction_status !== 'pending' };
+    ctx.sendCallback(url, body, delivery, override);
   }
 
   // ---------------------------------------------------------------- admin (loopback only)
 
   const admin = Router();
-  admin.use((req, res, next) => {
-    if (!isLoopback(req.socket.remoteAddress)) return void res.status(403).json({ error: { code: 'FORBIDDEN', message: 'Midtrans admin is loopback only' } });
-    next();
-  });
+  admin.use(loopbackOnly('Midtrans admin'));
   admin.get('/stats', (req, res) => {
     res.json({ calls: stats.calls, rejected: stats.rejected, notifications_sent: stats.notificationsSent, notify_answers: stats.notifyAnswers, notified: stats.notified });
   });

@@ -22,6 +22,7 @@ import got from 'got';
 import { z } from 'zod';
 import { buildDynamicQris, QRIS_MAX_AMOUNT } from '../../../db/gateways/qris.ts';
 import type { DialectContext } from '../dialect.ts';
+import { loopbackOnly } from '../loopback.ts';
 import { applies, isCallbackMode, parseFaultHeader, type Fault, type RequestOp } from '../faults.ts';
 import { accountHolder } from '../magic.ts';
 import { newRrn, qrStatus, type DisbursementRecord, type QrRecord, type RefundRecord } from '../store.ts';
@@ -31,7 +32,6 @@ const generateKeyPairAsync = promisify(generateKeyPair);
 /** A request held by the timeout fault waits this long at most. */
 const HOLD_MS = 10 * 60 * 1000;
 const MAX_SKEW_MS = 5 * 60 * 1000;
-const NOTIFY_RETRY_DELAYS_MS = [500, 2000, 5000, 15000];
 const NOTIFY_TIMEOUT_MS = 5000;
 
 class SnapError extends Error {
@@ -70,7 +70,6 @@ function minified(raw: Buffer): string {
   }
 }
 
-const isLoopback = (address: string | undefined) => address !== undefined && (address.startsWith('127.') || address === '::1' || address.startsWith('::ffff:127.'));
 
 const amountBody = z.object({ value: z.string().regex(/^\d{1,16}\.\d{2}$/), currency: z.literal('IDR') });
 const generateBody = z.object({
@@ -528,38 +527,17 @@ export function snapDialect(ctx: DialectContext): Router {
     return { ...common, authorization: `Bearer ${token}`, 'x-signature': signature };
   }
 
-  async function attempt(url: string, body: string): Promise<number | string> {
-    const headers = await notifyHeaders(url, body);
-    if (!headers) return 'NO_TOKEN';
+  /** Counts Kasir's answers to notifies: its responseCode, or the HTTP status without one. */
+  function recordAnswer(status: number, text: string): void {
+    stats.notifiesSent++;
+    let answered = `HTTP ${status}`;
     try {
-      const response = await got.post(url, { body, headers, timeout: { request: NOTIFY_TIMEOUT_MS }, retry: { limit: 0 }, throwHttpErrors: false, followRedirect: false, signal: ctx.signal });
-      stats.notifiesSent++;
-      let answered = `HTTP ${response.statusCode}`;
-      try {
-        const code = (JSON.parse(response.body) as { responseCode?: unknown }).responseCode;
-        if (typeof code === 'string') answered = code;
-      } catch {
-        // not JSON: the HTTP status says it
-      }
-      stats.notifyAnswers[answered] = (stats.notifyAnswers[answered] ?? 0) + 1;
-      return response.statusCode;
-    } catch (error) {
-      return (error as { code?: string }).code ?? 'ERROR';
+      const code = (JSON.parse(text) as { responseCode?: unknown }).responseCode;
+      if (typeof code === 'string') answered = code;
+    } catch {
+      // not JSON: the HTTP status says it
     }
-  }
-
-  /** Re-signed on every attempt (a fresh timestamp); the body stays byte for byte the same. */
-  async function deliver(url: string, body: string, reference: string): Promise<void> {
-    for (let n = 0; n <= NOTIFY_RETRY_DELAYS_MS.length; n++) {
-      if (n > 0) await ctx.timers.sleep(NOTIFY_RETRY_DELAYS_MS[n - 1]);
-      const result = await attempt(url, body);
-      if (typeof result === 'number' && result >= 200 && result < 300) {
-        log.info({ reference, attempt: n + 1, status: result }, 'notify delivered');
-        return;
-      }
-      log.warn({ reference, attempt: n + 1, result }, 'notify attempt failed');
-    }
-    log.error({ reference }, 'notify given up after all attempts');
+    stats.notifyAnswers[answered] = (stats.notifyAnswers[answered] ?? 0) + 1;
   }
 
   function sendNotify(qr: QrRecord, override: Fault | null): void {
@@ -573,30 +551,14 @@ export function snapDialect(ctx: DialectContext): Router {
       amount: amountOf(qr.amount),
       additionalInfo: { rrn: qr.rrn ?? newRrn(), paidTime: jakarta(qr.paidAt ?? new Date()) },
     });
-    const f = override ?? ctx.faults.take('callback');
-    if (f) log.info({ fault: f.mode, reference: qr.reference }, 'fault injected on notify');
-    switch (f?.mode) {
-      case 'drop_callback':
-        return;
-      case 'duplicate_callback':
-        void deliver(url, body, qr.reference).then(() => deliver(url, body, qr.reference));
-        return;
-      case 'latency':
-      case 'out_of_order_callback':
-        ctx.timers.after(f.latencyMs ?? 1000, () => void deliver(url, body, qr.reference));
-        return;
-      default:
-        void deliver(url, body, qr.reference);
-    }
+    // Re-signed on every attempt (a fresh timestamp); the body stays byte for byte the same.
+    ctx.sendCallback(url, body, { headers: (b) => notifyHeaders(url, b), about: { dialect: 'snap', reference: qr.reference }, onAnswer: recordAnswer }, override);
   }
 
   // ---------------------------------------------------------------- admin (loopback only)
 
   const admin = Router();
-  admin.use((req, res, next) => {
-    if (!isLoopback(req.socket.remoteAddress)) return void res.status(403).json({ error: { code: 'FORBIDDEN', message: 'SNAP admin is loopback only' } });
-    next();
-  });
+  admin.use(loopbackOnly('SNAP admin'));
   admin.get('/keys', async (req, res) => {
     const k = await keys();
     res.json({

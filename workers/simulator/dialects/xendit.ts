@@ -19,6 +19,7 @@ import { Router, type Request, type RequestHandler, type Response } from 'expres
 import { z } from 'zod';
 import { buildDynamicQris, QRIS_MAX_AMOUNT } from '../../../db/gateways/qris.ts';
 import type { DialectContext } from '../dialect.ts';
+import { loopbackOnly } from '../loopback.ts';
 import type { Fault } from '../faults.ts';
 import { qrStatus, type DisbursementRecord, type QrRecord } from '../store.ts';
 
@@ -205,7 +206,8 @@ export function xenditDialect(ctx: DialectContext): Router {
   function callback(event: string, data: Record<string, unknown>, about: Record<string, string>, f: Fault | null, extra: Record<string, unknown> = {}) {
     if (!cfg.callbackUrl) return void log.warn({ event, ...about }, 'no SIMULATOR_XENDIT_CALLBACK_URL set: callback not sent');
     const body = JSON.stringify({ event, ...extra, business_id: BUSINESS_ID, created: new Date().toISOString(), data });
-    ctx.sendCallback(cfg.callbackUrl, body, () => ({ 'x-callback-token': cfg.callbackToken, 'webhook-id': `whk_${randomBytes(8).toString('hex')}` }), { dialect: 'xendit', event, ...about }, f);
+    const headers = () => ({ 'x-callback-token': cfg.callbackToken, 'webhook-id': `whk_${randomBytes(8).toString('hex')}` });
+    ctx.sendCallback(cfg.callbackUrl, body, { headers, about: { dialect: 'xendit', event, ...about } }, f);
   }
 
   // ---------------------------------------------------------------- QR codes
@@ -345,7 +347,7 @@ export function xenditDialect(ctx: DialectContext): Router {
     res.json({ balance: 1_000_000_000 });
   });
 
-  router.get('/admin/stats', (req, res) => {
+  router.get('/admin/stats', loopbackOnly('Xendit admin'), (req, res) => {
     res.json({ calls: stats.calls, refunds: [...refunds.values()].map(refundJson) });
   });
 
