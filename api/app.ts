@@ -1,6 +1,7 @@
 // Builds the Express app. No listening, no process concerns: api/server.ts and the tests
-// start it. Order matters: health first (no database-dependent middleware in front of it),
-// then request id, body, brand; each router applies authentication to its own paths.
+// start it. Order matters: default headers (on every answer, health included), then health (no
+// database-dependent middleware in front of it), then request id, body, brand; each router
+// applies authentication to its own paths.
 import express, { type Express } from 'express';
 import type { AppContext } from './context.ts';
 import { requireApiKey } from './http/auth.ts';
@@ -9,6 +10,8 @@ import { brandResolver } from './http/brand.ts';
 import { jsonBody } from './http/body.ts';
 import { errorHandler, notFound } from './http/error-handler.ts';
 import { requestLog } from './http/request-log.ts';
+import { defaultHeaders } from './http/response-headers.ts';
+import { publicBaseUrl } from '../db/config.ts';
 import { brandRoutes, healthCheck } from './v1/system.ts';
 import { orderRoutes } from './v1/orders.ts';
 import { refundRoutes } from './v1/refunds.ts';
@@ -33,6 +36,7 @@ export function createApp(ctx: AppContext): Express {
   app.set('trust proxy', false);
   app.set('query parser', 'simple');
 
+  app.use(defaultHeaders(publicBaseUrl(ctx.config)));
   app.get('/healthz', healthCheck(ctx));
   app.use(requestLog);
   app.use(jsonBody(ctx.config.BODY_LIMIT));

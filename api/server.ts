@@ -15,8 +15,18 @@ const { ctx, close } = await openContext(config);
 const app = createApp(ctx);
 const metrics = await startMetricsServer(config, ctx.pool);
 
-const server = createServer(app);
+// Node checks the headers and request timers of open sockets every connectionsCheckingInterval
+// (30 s by default, which would let a 1 s limit hold a socket for 31 s); once a second bounds
+// the overshoot at a cost of one walk over the open sockets.
+const server = createServer({ connectionsCheckingInterval: 1_000 }, app);
 server.keepAliveTimeout = 65_000; // longer than common load balancer idle timeouts
+// A client trickling its headers or body, or connecting and sending nothing, gets a 408 and a
+// closed socket once these run out (db/config.ts); an idle keep-alive socket is governed by
+// keepAliveTimeout instead. The cap turns a flood of such sockets into refused connections
+// rather than exhausted file descriptors and memory.
+server.headersTimeout = config.HEADERS_TIMEOUT_MS;
+server.requestTimeout = config.REQUEST_TIMEOUT_MS;
+server.maxConnections = config.MAX_CONNECTIONS;
 server.listen(config.PORT, config.HOST, () => {
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;

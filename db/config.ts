@@ -29,6 +29,17 @@ export const configSchema = z.object({
   METRICS_HOST: z.string().min(1).optional(),
   DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20),
   BODY_LIMIT: z.string().default('100kb'),
+  /**
+   * Slow-client limits of the API's HTTP server (api/server.ts). A request's headers must arrive
+   * within HEADERS_TIMEOUT_MS and the whole request, body included, within REQUEST_TIMEOUT_MS,
+   * else the server answers 408 and closes the socket: a client trickling bytes cannot hold a
+   * socket for long. REQUEST_TIMEOUT_MS must cover the largest upload (IMPORT_MAX_BYTES: 20 MiB
+   * in 60 s needs ~3 Mbit/s). No 0: Node reads 0 as "no limit".
+   */
+  HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
+  /** Open sockets one API process accepts; past it new ones are closed at accept (per process). */
+  MAX_CONNECTIONS: z.coerce.number().int().min(1).default(1_000),
   /** Largest CSV POST /v1/disbursements/import takes, in bytes (20 MiB holds ~200,000 rows). */
   IMPORT_MAX_BYTES: z.coerce.number().int().min(1).default(20 * 1024 * 1024),
   /** Most data rows one import may hold (one transaction holds the wallet lock for all of them). */
@@ -75,6 +86,10 @@ export const configSchema = z.object({
     .string()
     .default('')
     .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean)),
+}).refine((c) => c.HEADERS_TIMEOUT_MS <= c.REQUEST_TIMEOUT_MS, {
+  // Headers are part of the request: a longer headers limit would never apply.
+  message: 'at most REQUEST_TIMEOUT_MS',
+  path: ['HEADERS_TIMEOUT_MS'],
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -4,13 +4,14 @@
 // fresh per attempt. The attempt's record and the next attempt's job are written in one
 // transaction, so a crash cannot lose the retry nor schedule it twice. A worker dying
 // mid-request leaves the job to pg-boss's retry: delivery is at-least-once, and receivers
-// dedupe on webhook-id (stable across attempts). IP-literal hosts are checked here; names are
-// checked on the addresses they resolve to, inside the lookup the connection uses.
+// dedupe on webhook-id (stable across attempts). The URL is checked here by the create-time rules
+// (IP-literal hosts are connected to without a lookup); names are then checked on the addresses
+// they resolve to, inside the lookup the connection uses.
 import got from 'got';
 import { logger } from '../db/logger.ts';
 import { getMerchant, webhookSecretOf } from '../db/merchants.ts';
 import { webhookAttempts } from '../db/metrics.ts';
-import { assertLiteralHostAllowed, BlockedDestination, guardedLookup } from '../db/notify-url.ts';
+import { assertDestinationAllowed, BlockedDestination, guardedLookup } from '../db/notify-url.ts';
 import { inTransaction, sendJob } from '../db/queue.ts';
 import { findDelivery, recordAttempt, type DeliveryRow } from '../db/webhooks.ts';
 import { signBody, standardWebhooksSignature } from '../db/signatures.ts';
@@ -27,7 +28,7 @@ export function signatureHeaders(secret: string | null, id: string, timestamp: n
 async function attempt(ctx: WorkerContext, delivery: DeliveryRow, secret: string | null) {
   const started = performance.now();
   try {
-    assertLiteralHostAllowed(delivery.url, ctx.config.NOTIFY_URL_ALLOWLIST);
+    assertDestinationAllowed(delivery.url, ctx.config.NOTIFY_URL_ALLOWLIST);
     const response = await got.post(delivery.url, {
       body: delivery.body,
       headers: {

@@ -30,6 +30,8 @@ export function errorHandler(bodyLimit: string) {
     const known = err instanceof ApiError || err instanceof LegacyError ? err : fromHttpError(err as HttpError, bodyLimit);
     if (!known) logger.error({ err, requestId: req.requestId, path: req.path }, 'unhandled error');
     if (res.headersSent) return;
+    // A route may have set a cacheable Cache-Control (the QR PNG) before failing: no error is cached.
+    res.setHeader('Cache-Control', 'no-store');
 
     if (isLegacy(req)) {
       const legacy =

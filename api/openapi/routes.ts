@@ -66,7 +66,13 @@ export function docsRoutes(): Router {
     res.type('application/json').send(openApiText());
   });
 
-  router.use('/docs', (req, res, next) => (UI_FILES.has(req.path) ? ui(req, res, next) : next()));
+  // express.static keeps a Cache-Control already set, so the no-store default (api/http/response-headers.ts)
+  // is dropped for these static files (swagger-ui-dist, pinned), letting maxAge apply.
+  router.use('/docs', (req, res, next) => {
+    if (!UI_FILES.has(req.path)) return next();
+    res.removeHeader('Cache-Control');
+    ui(req, res, next);
+  });
 
   router.get('/docs/init.js', (_req, res) => {
     res.setHeader('Cache-Control', 'no-cache');

@@ -13,6 +13,7 @@ import {
   settlementType,
 } from '../../db/merchants.ts';
 import { newWebhookSecret } from '../../db/secrets.ts';
+import { legacyKeyProblem } from '../../api/legacy/rsa-signature.ts';
 import { command, OpsError } from './command.ts';
 
 const httpUrl = z.url({ protocol: /^https?$/ });
@@ -124,7 +125,7 @@ export const merchantRotateKey = command({
 
 export const merchantSetPublicKey = command({
   name: 'merchant:set-public-key',
-  summary: "Store the merchant's RSA public key for legacy disbursement signatures",
+  summary: "Store the merchant's RSA public key (2048 bits or more) for legacy disbursement signatures",
   usage: 'merchant:set-public-key --merchant ID --file PEM [--json]',
   flags: { merchant: { type: 'string' }, file: { type: 'string' } },
   input: z.object({ merchant: merchantId, file: z.string().min(1, '--file is required') }),
@@ -138,7 +139,10 @@ export const merchantSetPublicKey = command({
     } catch {
       throw new OpsError(`${input.file} is not a PEM public key`);
     }
-    if (key.asymmetricKeyType !== 'rsa') throw new OpsError(`${input.file} is a ${key.asymmetricKeyType} key; an RSA key is required`);
+    // The rule the legacy API verifies with (api/legacy/rsa-signature.ts): refused here, loudly,
+    // rather than stored and then failing every request as a bad signature.
+    const problem = legacyKeyProblem(key);
+    if (problem) throw new OpsError(`${input.file} is ${problem}`);
     const normalised = key.export({ type: 'spki', format: 'pem' }).toString();
     await setLegacyPublicKey(await ctx.pool(), input.merchant, normalised);
     return { json: { merchant_id: input.merchant, public_key_set: true }, text: `public key stored for merchant ${input.merchant}` };

@@ -22,6 +22,17 @@ t.test('IDEMPOTENCY_KEY_TTL_HOURS: whole hours, 24 at least', async (t) => {
   }
 });
 
+t.test('HTTP server limits: defaults, no 0 (Node reads it as no limit), headers within the request limit', async (t) => {
+  const config = parseConfig(base);
+  t.equal(config.HEADERS_TIMEOUT_MS, 10_000);
+  t.equal(config.REQUEST_TIMEOUT_MS, 60_000);
+  t.equal(config.MAX_CONNECTIONS, 1_000);
+  t.equal(parseConfig({ ...base, HEADERS_TIMEOUT_MS: '500', REQUEST_TIMEOUT_MS: '500' }).REQUEST_TIMEOUT_MS, 500);
+  t.throws(() => parseConfig({ ...base, REQUEST_TIMEOUT_MS: '0', HEADERS_TIMEOUT_MS: '0' }), /REQUEST_TIMEOUT_MS/);
+  t.throws(() => parseConfig({ ...base, MAX_CONNECTIONS: '0' }), /MAX_CONNECTIONS/);
+  t.throws(() => parseConfig({ ...base, HEADERS_TIMEOUT_MS: '20000', REQUEST_TIMEOUT_MS: '10000' }), /HEADERS_TIMEOUT_MS: at most REQUEST_TIMEOUT_MS/);
+});
+
 t.test('durations and lists parse from text', async (t) => {
   const config = parseConfig({ ...base, WEBHOOK_RETRY_SCHEDULE: '1,2,3', EXPIRY_SWEEP_INTERVAL_MS: '250', NOTIFY_URL_ALLOWLIST: 'hooks.local, 10.0.0.0/8' });
   t.same(config.WEBHOOK_RETRY_SCHEDULE, [1, 2, 3]);

@@ -9,7 +9,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { adjustWallet } from '../../db/ledger.ts';
-import type { ProvisionedMerchant } from '../../db/merchants.ts';
+import { setLegacyPublicKey, type ProvisionedMerchant } from '../../db/merchants.ts';
 import { sql } from '../../db/pool.ts';
 import { makeMerchant, type MerchantOptions } from '../helpers/factories.ts';
 import { call, eventually, type TestResponse } from '../helpers/http.ts';
@@ -117,6 +117,29 @@ function v1(m: ProvisionedMerchant, path: string, body?: unknown) {
 async function rows(m: ProvisionedMerchant) {
   return ctx.pool.oneFirst(sql.unsafe`select count(*)::int from disbursements where merchant_id = ${m.merchant_id}`);
 }
+
+t.test('a weak RSA key: refused by merchant:set-public-key, and never verifies if stored anyway', async (t) => {
+  const m = await makeMerchant(ctx);
+  await fund(m, 10_000);
+  for (const bits of [512, 1024, 2047]) {
+    const weak = generateKeyPairSync('rsa', { modulusLength: bits });
+    const file = join(keyDir, `${m.merchant_id}.${bits}.pub.pem`);
+    await writeFile(file, weak.publicKey.export({ type: 'spki', format: 'pem' }));
+    const refused = await ops(stack.env, 'merchant:set-public-key', '--merchant', m.merchant_id, '--file', file);
+    t.equal(refused.code, 1, `a ${bits}-bit key is refused`);
+    t.match(refused.stderr, new RegExp(`${bits}-bit RSA key; an RSA key of at least 2048 bits is required`), 'the error names the size and the rule');
+    const raw = Buffer.from(JSON.stringify({ clientId: m.legacy_client_id }));
+    legacyError(t, await legacy(m, 'get-balance', {}, { signature: xSignature(m, raw, weak.privateKey) }), 401, 'Public Key is not set', `${bits}-bit: nothing was stored`);
+
+    // A key stored before the rule (or by hand): a request signed with it is refused too.
+    await setLegacyPublicKey(ctx.pool, m.merchant_id, weak.publicKey.export({ type: 'spki', format: 'pem' }).toString());
+    legacyError(t, await legacy(m, 'get-balance', {}, { signature: xSignature(m, raw, weak.privateKey) }), 401, 'Invalid X-SIGNATURE', `a stored ${bits}-bit key verifies nothing`);
+    await ctx.pool.query(sql.unsafe`update merchants set legacy_public_key = null where id = ${m.merchant_id}`);
+  }
+  const strong = await legacyMerchant();
+  await fund(strong, 10_000);
+  ok(t, await legacy(strong, 'get-balance', {}), 'a 2048-bit key stored through the CLI verifies');
+});
 
 t.test('X-SIGNATURE: good, bad and missing; no public key; unknown or inactive client', async (t) => {
   const m = await legacyMerchant();

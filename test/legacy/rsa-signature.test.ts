@@ -1,7 +1,7 @@
 // The legacy X-SIGNATURE check (spec 5.4) on its own: what verifies, and everything that must not.
 import t from 'tap';
-import { createHash, generateKeyPairSync, sign } from 'node:crypto';
-import { bodyHash, signedText, verifyXSignature } from '../../api/legacy/rsa-signature.ts';
+import { createHash, generateKeyPairSync, sign, verify } from 'node:crypto';
+import { bodyHash, legacyKeyProblem, signedText, verifyXSignature } from '../../api/legacy/rsa-signature.ts';
 
 const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const publicPem = publicKey.export({ type: 'spki', format: 'pem' }).toString();
@@ -43,4 +43,17 @@ t.test('anything else is refused, never thrown', async (t) => {
   const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const ecPem = ec.publicKey.export({ type: 'spki', format: 'pem' }).toString();
   t.equal(verifyXSignature(ecPem, text, sign('sha256', Buffer.from(text), ec.privateKey).toString('base64')), false, 'an EC key never verifies');
+});
+
+t.test('an RSA key under 2048 bits never verifies, even with a valid signature', async (t) => {
+  for (const bits of [512, 1024, 2047]) {
+    const weak = generateKeyPairSync('rsa', { modulusLength: bits });
+    const weakPem = weak.publicKey.export({ type: 'spki', format: 'pem' }).toString();
+    const signed = sign('sha256', Buffer.from(text), weak.privateKey).toString('base64');
+    t.equal(verify('sha256', Buffer.from(text), weak.publicKey, Buffer.from(signed, 'base64')), true, `the ${bits}-bit signature itself is valid`);
+    t.equal(verifyXSignature(weakPem, text, signed), false, `${bits}-bit key refused`);
+    t.match(legacyKeyProblem(weak.publicKey), new RegExp(`${bits}-bit RSA key`), 'and the reason names its size');
+  }
+  t.equal(legacyKeyProblem(publicKey), null, '2048 bits is enough');
+  t.match(legacyKeyProblem(generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey), /RSA key is required/);
 });

@@ -4,7 +4,7 @@
 // none of this needs a network.
 import t from 'tap';
 import type { LookupAddress } from 'node:dns';
-import { BlockedDestination, checkNotifyUrl, guardedLookup } from '../../db/notify-url.ts';
+import { assertDestinationAllowed, BlockedDestination, checkNotifyUrl, guardedLookup, isPublicAddress } from '../../db/notify-url.ts';
 
 const PRIVATE = [
   ['10/8', '10.0.0.1'],
@@ -121,4 +121,101 @@ t.test('guardedLookup lets allowlisted hosts and CIDRs through', async (t) => {
 
   const metadata = await resolve(guardedLookup(['10.0.0.0/8']), '169.254.169.254');
   t.ok(metadata.err instanceof BlockedDestination, 'allowlisting one range does not open the metadata address');
+});
+
+// Every way of writing an address that is not public, as a URL may carry it. The create-time
+// check, the delivery-time check of the URL and the delivery-time lookup must all refuse each.
+const IPV6_FORMS = [
+  ['IPv4-compatible loopback', '::127.0.0.1'],
+  ['IPv4-compatible private', '::10.0.0.1'],
+  ['IPv4-compatible public (deprecated, unroutable)', '::8.8.8.8'],
+  ['IPv4-mapped loopback in hex', '::ffff:7f00:1'],
+  ['IPv4-mapped loopback, expanded', '0:0:0:0:0:ffff:127.0.0.1'],
+  ['IPv4-mapped cloud metadata', '::ffff:169.254.169.254'],
+  ['IPv4-translated (SIIT) loopback', '::ffff:0:127.0.0.1'],
+  ['loopback, fully expanded', '0000:0000:0000:0000:0000:0000:0000:0001'],
+  ['unspecified', '::'],
+  ['NAT64 of loopback', '64:ff9b::127.0.0.1'],
+  ['local-use NAT64', '64:ff9b:1::a00:1'],
+  ['discard-only', '100::1'],
+  ['6to4 of loopback', '2002:7f00:1::1'],
+  ['Teredo', '2001:0:4136:e378:8000:63bf:3fff:fdd2'],
+  ['documentation', '2001:db8::1'],
+  ['unique local fc00::/8', 'fc00::1'],
+  ['unique local, expanded', 'fd12:3456:789a:0001:0000:0000:0000:0001'],
+  ['link-local, top of fe80::/10', 'febf::1'],
+  ['site-local (deprecated)', 'fec0::1'],
+  ['multicast', 'ff02::1'],
+] as const;
+
+const IPV4_EXTRA = [
+  ['broadcast', '255.255.255.255'],
+  ['multicast', '224.0.0.1'],
+  ['IETF protocol assignments', '192.0.0.1'],
+  ['benchmarking', '198.18.0.1'],
+] as const;
+
+const TRAILING_DOTS = [
+  'http://localhost./hook',
+  'http://LOCALHOST.:8080/hook',
+  'http://localhost../hook',
+  'http://metadata.google.internal./computeMetadata/v1/',
+  'http://metadata./',
+  'http://printer.local./',
+  'http://db.internal./',
+  'http://intranet./hook',
+] as const;
+
+t.test('every IPv6 form of a non-public address is refused at create time', async (t) => {
+  for (const [label, ip] of [...IPV6_FORMS, ...IPV4_EXTRA]) {
+    t.match(checkNotifyUrl(`http://${urlHost(ip)}/hook`, []), /private or local/, `${label} (${ip}) refused`);
+  }
+  t.match(checkNotifyUrl('http://[fe80::1%25eth0]/hook', []), /absolute URL/, 'a zone id is no URL at all');
+});
+
+/** What assertDestinationAllowed threw, or null. */
+function refusal(url: string, allowlist: readonly string[] = []): unknown {
+  try {
+    assertDestinationAllowed(url, allowlist);
+    return null;
+  } catch (err) {
+    return err;
+  }
+}
+
+t.test('the delivery-time check refuses the same URLs, and lets the same public ones through', async (t) => {
+  for (const [label, ip] of [...PRIVATE, ...IPV6_FORMS, ...IPV4_EXTRA]) {
+    t.ok(refusal(`http://${urlHost(ip)}/hook`) instanceof BlockedDestination, `${label} (${ip}) blocked`);
+  }
+  for (const url of TRAILING_DOTS) t.ok(refusal(url) instanceof BlockedDestination, `${url} blocked`);
+  for (const [label, ip] of PUBLIC) t.doesNotThrow(() => assertDestinationAllowed(`https://${urlHost(ip)}/hook`, []), `${label} (${ip}) passes`);
+  t.doesNotThrow(() => assertDestinationAllowed('http://localhost.:3000/hook', ['localhost']), 'an allowlisted name, with its trailing dot');
+});
+
+t.test('the delivery-time lookup refuses every IPv6 form it is handed', async (t) => {
+  const lookup = guardedLookup([]);
+  for (const [label, ip] of [...IPV6_FORMS, ...IPV4_EXTRA]) {
+    const { err } = await resolve(lookup, ip);
+    t.ok(err instanceof BlockedDestination, `${label} (${ip}) blocked: ${err?.message}`);
+  }
+  const dotted = await resolve(lookup, 'localhost.');
+  t.ok(dotted.err === null ? false : dotted.err instanceof BlockedDestination || dotted.err.code === 'ENOTFOUND', `localhost. is never reached: ${dotted.err?.message}`);
+});
+
+t.test('isPublicAddress: one classification, failing closed', async (t) => {
+  for (const [label, ip] of [...PRIVATE, ...IPV6_FORMS, ...IPV4_EXTRA]) t.equal(isPublicAddress(ip), false, `${label} (${ip})`);
+  for (const [label, ip] of PUBLIC) t.equal(isPublicAddress(ip), true, `${label} (${ip})`);
+  t.equal(isPublicAddress('2606:4700:4700::1111'), true, 'another public IPv6');
+  t.equal(isPublicAddress('2001:4860:4860:0:0:0:0:8888'), true, 'a public IPv6, expanded');
+  t.equal(isPublicAddress('fe80::1%eth0'), false, 'a zone id (link-scoped)');
+  t.equal(isPublicAddress('2001:4860:4860::8888%eth0'), false, 'a zone id on any address');
+  t.equal(isPublicAddress('localhost'), false, 'not an address');
+  t.equal(isPublicAddress(''), false, 'empty');
+});
+
+t.test('trailing dots: local names are refused at create time, and allowlisted names still match', async (t) => {
+  for (const url of TRAILING_DOTS) t.match(checkNotifyUrl(url, []), /local host name/, `${url} refused`);
+  t.equal(checkNotifyUrl('http://localhost.:3000/hook', ['localhost']), null, 'allowlisted name, written fully qualified');
+  t.equal(checkNotifyUrl('http://hooks.example.com./hook', []), null, 'a public name, written fully qualified');
+  t.match(checkNotifyUrl('http://127.0.0.1./hook', []), /private or local/, 'an IPv4 literal with a trailing dot');
 });

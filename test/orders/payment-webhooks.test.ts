@@ -339,6 +339,23 @@ t.test('SSRF: with an empty NOTIFY_URL_ALLOWLIST private destinations are refuse
       'http://metadata.google.internal/computeMetadata/v1/',
       'http://intranet/hook',
       'file:///etc/passwd',
+      // Every IPv6 spelling of a non-public address, and fully qualified local names.
+      `http://[::127.0.0.1]:${port}/hook`,
+      'http://[::10.0.0.1]/hook',
+      'http://[0:0:0:0:0:ffff:7f00:1]/hook',
+      'http://[::ffff:169.254.169.254]/latest/meta-data/',
+      'http://[0000:0000:0000:0000:0000:0000:0000:0001]/hook',
+      'http://[::]/hook',
+      'http://[64:ff9b::127.0.0.1]/hook',
+      'http://[2002:7f00:1::1]/hook',
+      'http://[fc00::1]/hook',
+      'http://[fe80::1]/hook',
+      'http://[fe80::1%25eth0]/hook',
+      'http://[fec0::1]/hook',
+      'http://[ff02::1]/hook',
+      `http://localhost.:${port}/hook`,
+      'http://metadata.google.internal./computeMetadata/v1/',
+      'http://intranet./hook',
     ]) {
       const res = await createOrder(guarded, merchant, { merchant_order_id: orderId('SSRF'), amount: 1000, notify_url: url });
       t.equal(res.status, 400, `${url} refused`);
@@ -354,6 +371,9 @@ t.test('SSRF: with an empty NOTIFY_URL_ALLOWLIST private destinations are refuse
   for (const [label, host] of [
     ['a host name resolving to 127.0.0.1', 'localhost'],
     ['a literal private IP', '127.0.0.1'],
+    ['an IPv4-compatible IPv6 loopback', '[::127.0.0.1]'],
+    ['an IPv4-mapped IPv6 loopback in hex', '[::ffff:7f00:1]'],
+    ['a local name with a trailing dot', 'localhost.'],
   ] as const) {
     t.test(`at delivery: ${label} is not contacted`, async (t) => {
       const merchant = await makeMerchant(guarded.api.ctx, { notifyUrl: `http://${host}:${port}/hook` });

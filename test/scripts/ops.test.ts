@@ -75,6 +75,15 @@ t.test('merchant:set-public-key accepts an RSA PEM and refuses anything else', a
   t.equal(ecRes.code, 1);
   t.match(ecRes.stderr, /RSA key is required/);
   t.equal((await ops('merchant:set-public-key', '--merchant', created.merchant_id, '--file', `${dir}/junk.pem`)).code, 1);
+
+  const stored = (await getMerchant(api.ctx.pool, created.merchant_id)).legacy_public_key;
+  for (const bits of [512, 1024]) {
+    writeFileSync(`${dir}/rsa${bits}.pem`, generateKeyPairSync('rsa', { modulusLength: bits }).publicKey.export({ type: 'pkcs1', format: 'pem' }));
+    const weak = await ops('merchant:set-public-key', '--merchant', created.merchant_id, '--file', `${dir}/rsa${bits}.pem`, '--json');
+    t.equal(weak.code, 1, `a ${bits}-bit RSA key is refused`);
+    t.match(JSON.parse(weak.stdout).error, `is a ${bits}-bit RSA key; an RSA key of at least 2048 bits is required`);
+  }
+  t.equal((await getMerchant(api.ctx.pool, created.merchant_id)).legacy_public_key, stored, 'the stored key is unchanged');
 });
 
 t.test('a queued job reaches a worker process, and jobs:list/rerun see jobs', async (t) => {
