@@ -23,24 +23,37 @@
 // ceiling (same). Every non-2xx is counted by status and error code, and fails the target.
 import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
-import os from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import pg from 'pg';
+import type pg from 'pg';
 import { defaultBrand } from '../../db/brands.ts';
 import { adjustWallet, auditLedger } from '../../db/ledger.ts';
 import { createMerchant, getMoneySettings, setMoneySettings, type ProvisionedMerchant } from '../../db/merchants.ts';
-import { createPool, type Pool } from '../../db/pool.ts';
-import { createSealer, newMasterKey, type Sealer } from '../../db/secrets.ts';
-import { setRoute, upsertVendor } from '../../db/vendors.ts';
+import type { Pool } from '../../db/pool.ts';
+import type { Sealer } from '../../db/secrets.ts';
+import { setRoute } from '../../db/vendors.ts';
 import { freePort } from '../lib/cluster.ts';
-import { parentPid, processTicks, selfTicks, startCpuSample, treeTicks, type Probe } from './cpu.ts';
-import { benchDatabase, runFacts, type BenchDatabase } from './database.ts';
-import { startProcess, type BenchProcess } from './processes.ts';
-import { statsDatabase } from './stats-database.ts';
+import { startCpuSample, type Probe } from './cpu.ts';
+import { runFacts } from './database.ts';
+import type { BenchProcess } from './processes.ts';
+import {
+  closeSession,
+  countsStatements,
+  cpuProbes,
+  diff,
+  loadOptions,
+  loadSettings,
+  logCounts,
+  MARK,
+  omit,
+  openSession,
+  positive,
+  startChild,
+  startSimulatorVendor,
+  VENDOR,
+} from './session.ts';
 
-const VENDOR = 'bench-sim';
 /** The issue's target: disbursements at ≥ 50% of the ceiling's throughput, with no failures. */
 const TARGET_RATIO = 0.5;
 /** Small, and under any review threshold: 10,000 to 10,999 Rupiah. */
@@ -49,67 +62,37 @@ const AMOUNT = 10_000;
 const FLOAT = 1_000_000_000_000;
 const DAILY_LIMIT = 10 * FLOAT;
 const SETTLE_TIMEOUT_MS = 120_000;
-/** Marks the bench's own statements, so pg_stat_statements figures leave them out. */
-const MARK = '/* bench */';
 
 export async function run(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
     options: {
-      connections: { type: 'string', default: '10,25,50' },
-      duration: { type: 'string', default: '15' },
-      warmup: { type: 'string', default: '3' },
-      pool: { type: 'string', default: '10' },
-      'worker-pool': { type: 'string', default: '20' },
+      ...loadOptions,
       merchants: { type: 'string', default: '1' },
       worker: { type: 'boolean', default: false },
       race: { type: 'string', default: '1000' },
       afford: { type: 'string', default: '100' },
       'race-only': { type: 'boolean', default: false },
-      durable: { type: 'boolean', default: false },
-      stats: { type: 'boolean', default: false },
-      json: { type: 'boolean', default: false },
-    },
+    } as const,
     strict: true,
   });
-  const connections = values['race-only'] ? [] : values.connections.split(',').map((c) => positive('connections', c));
-  const duration = positive('duration', values.duration);
-  const warmup = positive('warmup', values.warmup);
-  const apiPool = positive('pool', values.pool);
-  const workerPool = positive('worker-pool', values['worker-pool']);
+  const { connections, duration, warmup, apiPool, workerPool } = loadSettings(values, !values['race-only']);
   const merchantCount = positive('merchants', values.merchants);
   const raceSize = positive('race', values.race);
   const afford = positive('afford', values.afford);
   if (afford > raceSize) throw Object.assign(new Error('--afford must not exceed --race'), { code: 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' });
 
-  const loadBefore = Number(os.loadavg()[0].toFixed(2));
-  const db: BenchDatabase = values.stats ? await statsDatabase({ durable: values.durable }) : await benchDatabase({ durable: values.durable });
-  const masterKey = newMasterKey();
-  const sealer = createSealer(masterKey);
-  const pool = await createPool(db.url, { size: 2, name: 'bench' });
-  const client = new pg.Client({ connectionString: db.url });
-  client.on('error', () => undefined); // the cluster may stop under it on Ctrl-C
-  const processes: BenchProcess[] = [];
+  const session = await openSession(values);
+  const { db, pool, sealer, client, common } = session;
   let failure: string | null = null;
   try {
-    await client.connect();
-    const common = { DATABASE_URL: db.url, KASIR_MASTER_KEY: masterKey, LOG_LEVEL: 'warn' };
     const apiPort = await freePort();
     const apiUrl = `http://127.0.0.1:${apiPort}`;
 
     let ownRoute = false;
     if (values.worker) {
-      const simSecret = randomBytes(18).toString('base64url');
-      const sim = await startProcess(
-        'simulator',
-        'workers/simulator/server.ts',
-        [],
-        // The vendor confirms each transfer by callback 100 ms after accepting it (as the tests run it).
-        { LOG_LEVEL: 'warn', SIMULATOR_HOST: '127.0.0.1', SIMULATOR_PORT: String(await freePort()), SIMULATOR_CODE: VENDOR, SIMULATOR_SECRET: simSecret, SIMULATOR_DISBURSE_DELAY_MS: '100' },
-        /^simulator listening on (http:\/\/\S+)$/,
-      );
-      processes.push(sim);
-      await upsertVendor(pool, sealer, { code: VENDOR, kind: 'simulator', baseUrl: (sim.ready as RegExpExecArray)[1], credentials: { secret: simSecret } });
+      // The vendor confirms each transfer by callback 100 ms after accepting it (as the tests run it).
+      await startSimulatorVendor(session, { SIMULATOR_DISBURSE_DELAY_MS: '100' });
       ownRoute = db.source === 'DATABASE_URL';
     }
 
@@ -133,53 +116,26 @@ export async function run(args: string[]): Promise<void> {
       }
     }
 
-    const api = await startProcess(
-      'api',
-      'api/server.ts',
-      [],
-      { ...common, HOST: '127.0.0.1', PORT: String(apiPort), PUBLIC_BASE_URL: apiUrl, DB_POOL_SIZE: String(apiPool) },
-      'ipc',
-    );
-    processes.push(api);
-    let worker: BenchProcess | null = null;
+    await startChild(session, 'api', 'api/server.ts', [], { ...common, HOST: '127.0.0.1', PORT: String(apiPort), PUBLIC_BASE_URL: apiUrl, DB_POOL_SIZE: String(apiPool) });
     if (values.worker) {
       // PUBLIC_BASE_URL: the callback address the worker gives the vendor (the API's).
-      worker = await startProcess('disbursement worker', 'workers/run.ts', ['disbursement'], { ...common, PUBLIC_BASE_URL: apiUrl, DB_POOL_SIZE: String(workerPool) }, 'ipc');
-      processes.push(worker);
+      await startChild(session, 'disbursement worker', 'workers/run.ts', ['disbursement'], { ...common, PUBLIC_BASE_URL: apiUrl, DB_POOL_SIZE: String(workerPool) });
     }
-    let ceiling: BenchProcess | null = null;
-    if (connections.length) {
-      ceiling = await startProcess('ceiling', 'scripts/bench/ceiling.ts', [], { DATABASE_URL: db.url, PORT: '0', DB_POOL_SIZE: String(apiPool) }, 'ipc');
-      processes.push(ceiling);
-    }
+    const ceiling = connections.length ? await startChild(session, 'ceiling', 'scripts/bench/ceiling.ts', [], { DATABASE_URL: db.url, PORT: '0', DB_POOL_SIZE: String(apiPool) }) : null;
 
     const race = await runRace({ apiUrl, apiKey: raceMerchant.api_key, merchantId: raceMerchant.merchant_id, size: raceSize, afford, funds: raceFunds, fee: raceSettings.fee_bank, pool, client, worker: values.worker });
     if (!race.holds) failure = 'race: the facts above do not hold';
 
-    const { rows: backend } = await client.query<{ pid: number }>(`${MARK} select pg_backend_pid() as pid`);
-    const postmaster = parentPid(backend[0].pid);
-    const sim = processes.find((p) => p.name === 'simulator');
-    const probes: Record<string, Probe> = {
-      api: () => processTicks(api.pid),
-      ...(worker ? { worker: () => processTicks(worker.pid) } : {}),
-      ...(sim ? { simulator: () => processTicks(sim.pid) } : {}),
-      ...(ceiling ? { ceiling: () => processTicks(ceiling.pid) } : {}),
-      postgres: () => (postmaster === null ? null : treeTicks(postmaster)),
-      autocannon: () => selfTicks(),
-    };
-    const { rowCount: hasStats } = await client.query(
-      `${MARK} select 1 from pg_extension where extname = 'pg_stat_statements' and current_setting('shared_preload_libraries') like '%pg_stat_statements%'`,
-    );
     const bench: Bench = {
       client,
       merchants,
       runId: randomBytes(3).toString('hex'),
       duration,
       warmup,
-      probes,
-      stats: Boolean(hasStats),
+      probes: await cpuProbes(session, { api: 'api', worker: 'disbursement worker', simulator: 'simulator', ceiling: 'ceiling' }),
+      stats: await countsStatements(client),
       worker: values.worker,
-      logs: processes,
+      logs: session.processes,
     };
     const runs = [];
     for (const c of connections) {
@@ -193,7 +149,7 @@ export async function run(args: string[]): Promise<void> {
 
     const report = {
       bench: 'disbursements',
-      ...runFacts(db, loadBefore),
+      ...runFacts(db, session.loadBefore),
       settings: {
         duration_s: duration,
         warmup_s: warmup,
@@ -210,11 +166,7 @@ export async function run(args: string[]): Promise<void> {
     };
     process.stdout.write(values.json ? `${JSON.stringify(report)}\n` : text(report));
   } finally {
-    for (const p of processes.filter((p) => p.name === 'api' || p.name === 'ceiling')) await p.stop();
-    for (const p of processes.filter((p) => p.name !== 'api' && p.name !== 'ceiling')) await p.stop();
-    await pool.end();
-    await client.end().catch(() => undefined);
-    await db.release();
+    await closeSession(session);
   }
   // After the report and the cleanup: scripts/bench.ts turns this into exit code 1.
   if (failure) throw new Error(failure);
@@ -376,14 +328,6 @@ interface Bench {
   stats: boolean;
   worker: boolean;
   logs: BenchProcess[];
-}
-
-function logCounts(processes: BenchProcess[]): Record<string, number> {
-  return Object.fromEntries(processes.map((p) => [p.name, p.logLines()]));
-}
-
-function diff(after: Record<string, number>, before: Record<string, number>): Record<string, number> {
-  return Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]).filter(([, v]) => v !== 0));
 }
 
 /**
@@ -552,10 +496,6 @@ async function statements(client: pg.Client, like: string, worker: boolean) {
   };
 }
 
-function omit<T extends Record<string, unknown>>(o: T, ...keys: string[]): T {
-  return Object.fromEntries(Object.entries(o).filter(([k]) => !keys.includes(k))) as T;
-}
-
 const round1 = (v: number) => Number(Number(v).toFixed(1));
 const round3 = (v: number) => Number(Number(v).toFixed(3));
 
@@ -643,11 +583,4 @@ function text(r: Report): string {
     lines.push(`audit     after the throughput runs: ${a.ok ? 'OK' : 'BROKEN'} (${a.accounts} accounts, ${a.transfers} transfers, ${a.postings} postings)`, '');
   }
   return lines.join('\n');
-}
-
-function positive(flag: string, value: string): number {
-  const n = Number(value);
-  // Node's own code for a bad flag value: scripts/bench.ts prints these as usage errors.
-  if (!Number.isInteger(n) || n < 1) throw Object.assign(new Error(`--${flag} must be a positive integer`), { code: 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' });
-  return n;
 }

@@ -16,77 +16,47 @@
 // orders reads where each create's time went from the rows' own timestamps (database clock).
 // --stats runs on a cluster with pg_stat_statements and counts statements per created order.
 import { randomBytes } from 'node:crypto';
-import os from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
-import pg from 'pg';
+import type pg from 'pg';
 import { defaultBrand } from '../../db/brands.ts';
 import { createMerchant } from '../../db/merchants.ts';
-import { createPool } from '../../db/pool.ts';
-import { createSealer, newMasterKey } from '../../db/secrets.ts';
-import { setRoute, upsertVendor } from '../../db/vendors.ts';
+import { setRoute } from '../../db/vendors.ts';
 import { freePort } from '../lib/cluster.ts';
-import { processTicks, selfTicks, startCpuSample, treeTicks, parentPid, type Probe } from './cpu.ts';
-import { benchDatabase, runFacts, type BenchDatabase } from './database.ts';
-import { startProcess, type BenchProcess } from './processes.ts';
-import { statsDatabase } from './stats-database.ts';
+import { startCpuSample, type Probe } from './cpu.ts';
+import { runFacts } from './database.ts';
+import type { BenchProcess } from './processes.ts';
+import {
+  closeSession,
+  countsStatements,
+  cpuProbes,
+  diff,
+  loadOptions,
+  loadSettings,
+  logCounts,
+  MARK,
+  omit,
+  openSession,
+  startChild,
+  startSimulatorVendor,
+  VENDOR,
+} from './session.ts';
 
-const VENDOR = 'bench-sim';
 /** The issue's target: orders at ≥ 25% of the ceiling's throughput, with p99 ≤ 50 ms. */
 const TARGET_RATIO = 0.25;
 const TARGET_P99_MS = 50;
 const SETTLE_TIMEOUT_MS = 60_000;
 const SETTLE_QUIET_MS = 500;
-/** Marks the bench's own statements, so pg_stat_statements figures leave them out. */
-const MARK = '/* bench */';
 
 export async function run(args: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      connections: { type: 'string', default: '10,25,50' },
-      duration: { type: 'string', default: '15' },
-      warmup: { type: 'string', default: '3' },
-      pool: { type: 'string', default: '10' },
-      'worker-pool': { type: 'string', default: '20' },
-      durable: { type: 'boolean', default: false },
-      stats: { type: 'boolean', default: false },
-      'orders-only': { type: 'boolean', default: false },
-      json: { type: 'boolean', default: false },
-    },
-    strict: true,
-  });
-  const connections = values.connections.split(',').map((c) => positive('connections', c));
-  const duration = positive('duration', values.duration);
-  const warmup = positive('warmup', values.warmup);
-  const apiPool = positive('pool', values.pool);
-  const workerPool = positive('worker-pool', values['worker-pool']);
-
-  const loadBefore = Number(os.loadavg()[0].toFixed(2));
-  const db: BenchDatabase = values.stats ? await statsDatabase({ durable: values.durable }) : await benchDatabase({ durable: values.durable });
-  const masterKey = newMasterKey();
-  const sealer = createSealer(masterKey);
-  const pool = await createPool(db.url, { size: 2, name: 'bench' });
-  const client = new pg.Client({ connectionString: db.url });
-  client.on('error', () => undefined); // the cluster may stop under it on Ctrl-C
-  const processes: BenchProcess[] = [];
+  const { values } = parseArgs({ args, options: { ...loadOptions, 'orders-only': { type: 'boolean', default: false } } as const, strict: true });
+  const { connections, duration, warmup, apiPool, workerPool } = loadSettings(values);
+  const session = await openSession(values);
+  const { db, pool, sealer, client, common } = session;
   try {
-    await client.connect();
-    const common = { DATABASE_URL: db.url, KASIR_MASTER_KEY: masterKey, LOG_LEVEL: 'warn' };
-
     // The simulator, registered as the vendor of every order the bench makes.
-    const simSecret = randomBytes(18).toString('base64url');
-    const sim = await startProcess(
-      'simulator',
-      'workers/simulator/server.ts',
-      [],
-      { LOG_LEVEL: 'warn', SIMULATOR_HOST: '127.0.0.1', SIMULATOR_PORT: String(await freePort()), SIMULATOR_CODE: VENDOR, SIMULATOR_SECRET: simSecret },
-      /^simulator listening on (http:\/\/\S+)$/,
-    );
-    processes.push(sim);
-    const simUrl = (sim.ready as RegExpExecArray)[1];
-    await upsertVendor(pool, sealer, { code: VENDOR, kind: 'simulator', baseUrl: simUrl, credentials: { secret: simSecret } });
+    await startSimulatorVendor(session);
     const merchant = await createMerchant(pool, sealer, {
       name: 'Bench Merchant',
       settlementType: 'MANUAL',
@@ -100,46 +70,19 @@ export async function run(args: string[]): Promise<void> {
     await setRoute(pool, { merchantId: ownRoute ? merchant.merchant_id : null, method: 'QRIS', vendorCode: VENDOR, priority: 10 });
 
     const apiPort = await freePort();
-    const api = await startProcess(
-      'api',
-      'api/server.ts',
-      [],
-      { ...common, HOST: '127.0.0.1', PORT: String(apiPort), PUBLIC_BASE_URL: `http://127.0.0.1:${apiPort}`, DB_POOL_SIZE: String(apiPool) },
-      'ipc',
-    );
-    processes.push(api);
-    const worker = await startProcess('vendor worker', 'workers/run.ts', ['vendor'], { ...common, DB_POOL_SIZE: String(workerPool) }, 'ipc');
-    processes.push(worker);
-    let ceiling: BenchProcess | null = null;
-    if (!values['orders-only']) {
-      ceiling = await startProcess('ceiling', 'scripts/bench/ceiling.ts', [], { DATABASE_URL: db.url, PORT: '0', DB_POOL_SIZE: String(apiPool) }, 'ipc');
-      processes.push(ceiling);
-    }
     const apiUrl = `http://127.0.0.1:${apiPort}`;
+    await startChild(session, 'api', 'api/server.ts', [], { ...common, HOST: '127.0.0.1', PORT: String(apiPort), PUBLIC_BASE_URL: apiUrl, DB_POOL_SIZE: String(apiPool) });
+    await startChild(session, 'vendor worker', 'workers/run.ts', ['vendor'], { ...common, DB_POOL_SIZE: String(workerPool) });
+    const ceiling = values['orders-only'] ? null : await startChild(session, 'ceiling', 'scripts/bench/ceiling.ts', [], { DATABASE_URL: db.url, PORT: '0', DB_POOL_SIZE: String(apiPool) });
     const ceilingUrl = ceiling ? `http://127.0.0.1:${(ceiling.ready as { port: number }).port}` : null;
-
-    const { rows: backend } = await client.query<{ pid: number }>(`${MARK} select pg_backend_pid() as pid`);
-    const postmaster = parentPid(backend[0].pid);
-    const probes: Record<string, Probe> = {
-      api: () => processTicks(api.pid),
-      worker: () => processTicks(worker.pid),
-      simulator: () => processTicks(sim.pid),
-      ...(ceiling ? { ceiling: () => processTicks(ceiling.pid) } : {}),
-      // Every backend of the cluster (all clients), and the postmaster's own processes.
-      postgres: () => (postmaster === null ? null : treeTicks(postmaster)),
-      autocannon: () => selfTicks(),
-    };
+    const probes = await cpuProbes(session, { api: 'api', worker: 'vendor worker', simulator: 'simulator', ceiling: 'ceiling' });
 
     const runId = randomBytes(3).toString('hex');
     const headers = { 'content-type': 'application/json', 'x-api-key': merchant.api_key };
     await smokeTest(apiUrl, headers, `${runId}-smoke`);
 
-    // Statement counts whenever the server has pg_stat_statements loaded (--stats, or a DATABASE_URL
-    // server that preloads it and has the extension).
-    const { rowCount: hasStats } = await client.query(
-      `${MARK} select 1 from pg_extension where extname = 'pg_stat_statements' and current_setting('shared_preload_libraries') like '%pg_stat_statements%'`,
-    );
-    const bench: Bench = { client, headers, runId, duration, warmup, probes, stats: Boolean(hasStats), merchantId: merchant.merchant_id, logs: processes };
+    const stats = await countsStatements(client);
+    const bench: Bench = { client, headers, runId, duration, warmup, probes, stats, merchantId: merchant.merchant_id, logs: session.processes };
     const runs = [];
     for (const c of connections) {
       const orders = await measure(bench, 'orders', apiUrl, c);
@@ -156,7 +99,7 @@ export async function run(args: string[]): Promise<void> {
 
     const report = {
       bench: 'orders',
-      ...runFacts(db, loadBefore),
+      ...runFacts(db, session.loadBefore),
       settings: {
         duration_s: duration,
         warmup_s: warmup,
@@ -170,12 +113,7 @@ export async function run(args: string[]): Promise<void> {
     };
     process.stdout.write(values.json ? `${JSON.stringify(report)}\n` : text(report));
   } finally {
-    // The API first (no new attempts), then the worker (finishes in-flight jobs), then the rest.
-    for (const p of processes.filter((p) => p.name === 'api' || p.name === 'ceiling')) await p.stop();
-    for (const p of processes.filter((p) => p.name !== 'api' && p.name !== 'ceiling')) await p.stop();
-    await pool.end();
-    await client.end().catch(() => undefined);
-    await db.release();
+    await closeSession(session);
   }
 }
 
@@ -189,14 +127,6 @@ interface Bench {
   stats: boolean;
   merchantId: string;
   logs: BenchProcess[];
-}
-
-function logCounts(processes: BenchProcess[]): Record<string, number> {
-  return Object.fromEntries(processes.map((p) => [p.name, p.logLines()]));
-}
-
-function diff(after: Record<string, number>, before: Record<string, number>): Record<string, number> {
-  return Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]).filter(([, v]) => v !== 0));
 }
 
 function orderBody(id: string, n: number): string {
@@ -397,10 +327,6 @@ function sideOf(query: string): 'api' | 'worker' | 'internal' | '?' {
   return '?';
 }
 
-function omit<T extends Record<string, unknown>>(o: T, ...keys: string[]): T {
-  return Object.fromEntries(Object.entries(o).filter(([k]) => !keys.includes(k))) as T;
-}
-
 const round1 = (v: number) => Number(Number(v).toFixed(1));
 
 type Report = {
@@ -480,11 +406,4 @@ function text(r: Report): string {
     lines.push('');
   }
   return lines.join('\n');
-}
-
-function positive(flag: string, value: string): number {
-  const n = Number(value);
-  // Node's own code for a bad flag value: scripts/bench.ts prints these as usage errors.
-  if (!Number.isInteger(n) || n < 1) throw Object.assign(new Error(`--${flag} must be a positive integer`), { code: 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' });
-  return n;
 }
