@@ -4,7 +4,7 @@
 // an unknown order or a mismatched amount is still acknowledged: retrying would not change the
 // answer, and the event row keeps what was reported. Vendors that prescribe their answers
 // (SNAP's responseCode bodies, on paths of their own under the code) get them instead.
-import { Router } from 'express';
+import { Router, type Request, type Response } from 'express';
 import type { AppContext } from './context.ts';
 import { ApiError } from '../db/errors.ts';
 import { logger } from '../db/logger.ts';
@@ -20,7 +20,8 @@ import { sendData } from './http/envelope.ts';
 export function callbackRoutes(ctx: AppContext): Router {
   const router = Router();
 
-  router.post('/callbacks/:vendor{/*path}', async (req, res) => {
+  // Two routes, not one optional segment, so metrics label each plainly.
+  const handle = async (req: Request, res: Response) => {
     const vendor = await getVendor(ctx.pool, ctx.sealer, String(req.params.vendor));
     if (!vendor) throw new ApiError('NOT_FOUND', 'Unknown vendor');
     const gateway = gatewayFor(vendor);
@@ -84,7 +85,9 @@ export function callbackRoutes(ctx: AppContext): Router {
       logger.warn({ vendor: vendor.code, eventId: event.eventId, reference: event.reference, result }, 'callback not applied');
     }
     answer(verdictOf(result), result);
-  });
+  };
+  router.post('/callbacks/:vendor', handle);
+  router.post('/callbacks/:vendor/*path', handle);
 
   return router;
 }

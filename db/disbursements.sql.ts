@@ -166,15 +166,6 @@ export function changeStatus(db: Db, id: string, change: StatusChange, event: { 
     select ${columns} from changed`);
 }
 
-/** Records what the vendor said without a status change (its id, or that no call is pending). */
-export function noteVendorAnswer(db: Db, id: string, answer: { vendorDisbursementId: string | null; vendorCallPending: boolean }) {
-  return db.query(sql.unsafe`
-    update disbursements
-    set vendor_disbursement_id = coalesce(${answer.vendorDisbursementId}, vendor_disbursement_id),
-        vendor_call_pending = ${answer.vendorCallPending}, updated_at = now()
-    where id = ${id}`);
-}
-
 export const disbursementEventRow = z.object({ status: z.string(), event: z.string(), source: z.string(), detail: z.unknown(), created_at: z.date() });
 
 export function listDisbursementEvents(db: Db, id: string) {
@@ -182,19 +173,3 @@ export function listDisbursementEvents(db: Db, id: string) {
     select status, event, source, detail, created_at from disbursement_events where disbursement_id = ${id} order by id`);
 }
 
-/**
- * Disbursements whose job chain has gone quiet (PENDING not picked up, ON_PROCESS not heard of)
- * for longer than a healthy chain ever stays quiet; each is touched so that it is picked again
- * only after another quiet period.
- */
-export function claimStale(db: Db, olderThanSeconds: number, limit: number) {
-  return db.any(sql.type(z.object({ id: z.string(), status: disbursementStatus }))`
-    with stale as (
-      select id from disbursements
-      where status in ('PENDING', 'ON_PROCESS') and updated_at < now() - make_interval(secs => ${olderThanSeconds})
-      order by updated_at limit ${limit}
-      for update skip locked
-    )
-    update disbursements d set updated_at = now() from stale where d.id = stale.id
-    returning d.id, d.status`);
-}

@@ -42,3 +42,38 @@ export async function completePayout(
   // By reference, not id: an answer about an earlier attempt of a retried settlement completes nothing.
   return completeSettlement(tx, boss, { reference }, outcome, source);
 }
+
+/**
+ * The statements both payout tables share: the same vendor columns and the same life (waiting
+ * for the worker, then in flight at a vendor). `waiting` are the statuses a quiet chain can be
+ * stuck in.
+ */
+export function payoutStatements(table: 'disbursements' | 'settlements', waiting: readonly string[]) {
+  const t = sql.identifier([table]);
+  return {
+    /** Records what the vendor said without a status change (its id, or that no call is pending). */
+    noteVendorAnswer(db: Db, id: string, answer: { vendorDisbursementId: string | null; vendorCallPending: boolean }) {
+      return db.query(sql.unsafe`
+        update ${t}
+        set vendor_disbursement_id = coalesce(${answer.vendorDisbursementId}, vendor_disbursement_id),
+            vendor_call_pending = ${answer.vendorCallPending}, updated_at = now()
+        where id = ${id}`);
+    },
+    /**
+     * Payouts whose job chain has gone quiet (not picked up, or not heard of at the vendor) for
+     * longer than a healthy chain ever stays quiet; each is touched so that it is picked again
+     * only after another quiet period.
+     */
+    claimStale(db: Db, olderThanSeconds: number, limit: number) {
+      return db.any(sql.type(z.object({ id: z.string(), status: z.string() }))`
+        with stale as (
+          select id from ${t}
+          where status = any(${sql.array([...waiting], 'text')}) and updated_at < now() - make_interval(secs => ${olderThanSeconds})
+          order by updated_at limit ${limit}
+          for update skip locked
+        )
+        update ${t} p set updated_at = now() from stale where p.id = stale.id
+        returning p.id, p.status`);
+    },
+  };
+}

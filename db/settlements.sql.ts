@@ -266,15 +266,6 @@ export function changeStatus(db: Db, id: string, change: StatusChange) {
     select ${columns} from s`);
 }
 
-/** Records what the vendor said without a status change (its id, or that no call is pending). */
-export function noteVendorAnswer(db: Db, id: string, answer: { vendorDisbursementId: string | null; vendorCallPending: boolean }) {
-  return db.query(sql.unsafe`
-    update settlements
-    set vendor_disbursement_id = coalesce(${answer.vendorDisbursementId}, vendor_disbursement_id),
-        vendor_call_pending = ${answer.vendorCallPending}, updated_at = now()
-    where id = ${id}`);
-}
-
 /** A cancelled settlement lets go of its orders and refunds, so the day can be built again. */
 export function releaseSettlement(db: Db, id: string) {
   return db.one(sql.type(z.object({ orders: z.number(), refunds: z.number(), give_backs: z.number() }))`
@@ -289,19 +280,3 @@ export function releaseSettlement(db: Db, id: string) {
            (select count(*)::int from give_backs_freed) as give_backs`);
 }
 
-/**
- * Settlements whose payout chain has gone quiet (PENDING not picked up, PROCESSING not heard
- * of) for longer than a healthy chain stays quiet; each is touched so it is picked again only
- * after another quiet period.
- */
-export function claimStale(db: Db, olderThanSeconds: number, limit: number) {
-  return db.any(sql.type(z.object({ id: z.string(), status: settlementStatus }))`
-    with stale as (
-      select id from settlements
-      where status in ('PENDING', 'PROCESSING') and updated_at < now() - make_interval(secs => ${olderThanSeconds})
-      order by updated_at limit ${limit}
-      for update skip locked
-    )
-    update settlements s set updated_at = now() from stale where s.id = stale.id
-    returning s.id, s.status`);
-}

@@ -19,7 +19,7 @@ import { completeDisbursement, moveDisbursement } from '../db/disbursements.ts';
 import * as disbursements from '../db/disbursements.sql.ts';
 import type { DisburseInput } from '../db/gateways/gateway.ts';
 import { logger } from '../db/logger.ts';
-import { recordPayoutReference, type PayoutKindName } from '../db/payouts.ts';
+import { payoutStatements, recordPayoutReference, type PayoutKindName } from '../db/payouts.ts';
 import type { Db } from '../db/pool.ts';
 import { sendJob } from '../db/queue.ts';
 import { completeSettlement, moveSettlement, payoutReference } from '../db/settlements.ts';
@@ -74,8 +74,7 @@ const disbursementKind: PayoutKind<disbursements.DisbursementRow> = {
   inFlight: 'ON_PROCESS',
   find: disbursements.findDisbursement,
   lock: (tx, id) => disbursements.lockDisbursement(tx, { id }),
-  noteVendorAnswer: disbursements.noteVendorAnswer,
-  claimStale: disbursements.claimStale,
+  ...payoutStatements('disbursements', ['PENDING', 'ON_PROCESS']),
   method: (d) => d.channel,
   order: (d) => ({
     reference: d.ref_code,
@@ -105,8 +104,7 @@ const settlementKind: PayoutKind<settlements.SettlementRow> = {
   inFlight: 'PROCESSING',
   find: settlements.findSettlement,
   lock: (tx, id) => settlements.lockSettlement(tx, { id }),
-  noteVendorAnswer: settlements.noteVendorAnswer,
-  claimStale: settlements.claimStale,
+  ...payoutStatements('settlements', ['PENDING', 'PROCESSING']),
   method: () => 'BANK',
   // A retried settlement is a new attempt under a new reference (ref_code and attempt), so an
   // answer about an earlier attempt completes nothing.

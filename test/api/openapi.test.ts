@@ -38,7 +38,8 @@ interface MountedRoute {
 const EXCLUDED: { method: string; path: string; prefix?: true; why: string }[] = [
   { method: 'get', path: '/qr/:file', why: 'the PNG behind an order\'s qr_url: a URL the API hands out, not an endpoint to call' },
   { method: 'get', path: '/assets/ewallets/:file', why: 'the logo behind an e-wallet\'s logo_url' },
-  { method: 'post', path: '/callbacks/:vendor{/*path}', why: 'vendor-facing: each gateway\'s own body, signature and sub-paths (docs/simulator.md, docs/vendors/), not the merchant API' },
+  { method: 'post', path: '/callbacks/:vendor', why: 'vendor-facing: each gateway\'s own body and signature (docs/simulator.md, docs/vendors/), not the merchant API' },
+  { method: 'post', path: '/callbacks/:vendor/*path', why: 'vendor-facing: a gateway\'s own sub-paths (SNAP notify and token, docs/vendors/snap.md)' },
   { method: 'get', path: '/openapi.json', why: 'this document' },
   { method: 'get', path: '/docs', why: 'the reference page' },
   { method: 'get', path: '/docs/init.js', why: 'the reference page\'s script' },
