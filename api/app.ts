@@ -33,7 +33,8 @@ import { docsRoutes } from './openapi/routes.ts';
 export function createApp(ctx: AppContext): Express {
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', false);
+  // The client address (access log, throttling) is the socket's unless TRUST_PROXY names the proxies.
+  app.set('trust proxy', ctx.config.TRUST_PROXY);
   app.set('query parser', 'simple');
 
   app.use(defaultHeaders(publicBaseUrl(ctx.config)));
@@ -49,7 +50,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(callbackRoutes(ctx));
   // Every other /v1 path needs a merchant: unauthenticated callers learn nothing about routes.
   // A team user's key then needs a role that allows the request (api/http/roles.ts).
-  app.use('/v1', requireApiKey(ctx.pool), authorizeRole);
+  app.use('/v1', requireApiKey(ctx.pool, ctx.throttle), authorizeRole);
   app.use(orderRoutes(ctx));
   app.use(refundRoutes(ctx));
   app.use(masterDataRoutes(ctx));

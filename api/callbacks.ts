@@ -22,6 +22,7 @@ export function callbackRoutes(ctx: AppContext): Router {
 
   // Two routes, not one optional segment, so metrics label each plainly.
   const handle = async (req: Request, res: Response) => {
+    ctx.throttle.guard(req, 'callback');
     const vendor = await getVendor(ctx.pool, ctx.sealer, String(req.params.vendor));
     if (!vendor) throw new ApiError('NOT_FOUND', 'Unknown vendor');
     const gateway = gatewayFor(vendor);
@@ -41,6 +42,7 @@ export function callbackRoutes(ctx: AppContext): Router {
 
     const event = await gateway.parseCallback(req.headers, rawBody, path);
     if (!event) {
+      ctx.throttle.failed(req, 'callback');
       if (gateway.answerCallback) return answer('bad_signature', null);
       throw new ApiError('INVALID_SIGNATURE', 'Callback signature is missing or wrong');
     }

@@ -8,6 +8,7 @@ import { startBoss } from '../db/queue.ts';
 import { createSealer, type Sealer } from '../db/secrets.ts';
 import type { BrandRow } from '../db/brands.ts';
 import type { MerchantRow } from '../db/merchants.ts';
+import { createAuthThrottle, type AuthThrottle } from './http/auth-throttle.ts';
 import { startListener } from './http/listener.ts';
 import { createOutcomeWaiter, type OutcomeWaiter } from './http/outcome-waiter.ts';
 
@@ -20,6 +21,8 @@ export interface AppContext {
   waiter: OutcomeWaiter;
   /** Enabled banks and e-wallets, dropped whenever the tables change (any process). */
   masterData: MasterDataCache;
+  /** Failed-authentication and per-key request limits of this process. */
+  throttle: AuthThrottle;
 }
 
 declare module 'express-serve-static-core' {
@@ -42,7 +45,7 @@ export async function openContext(config: Config, options: { poolSize?: number; 
     { [ORDER_OUTCOME_CHANNEL]: (id) => waiter.wake(id), [MASTER_DATA_CHANNEL]: () => masterData.clear() },
     () => masterData.clear(),
   );
-  const ctx: AppContext = { config, pool, boss, waiter, masterData, sealer: createSealer(config.KASIR_MASTER_KEY) };
+  const ctx: AppContext = { config, pool, boss, waiter, masterData, sealer: createSealer(config.KASIR_MASTER_KEY), throttle: createAuthThrottle(config) };
   return {
     ctx,
     async close() {

@@ -40,6 +40,30 @@ export const configSchema = z.object({
   REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
   /** Open sockets one API process accepts; past it new ones are closed at accept (per process). */
   MAX_CONNECTIONS: z.coerce.number().int().min(1).default(1_000),
+  /**
+   * Failed authentications (a wrong API key, legacy signature, RSA signature or vendor callback
+   * signature) one client address may make per AUTH_FAILURE_WINDOW_SECONDS; past it, its
+   * authenticated requests are answered 429 with Retry-After until the window ends. Counted per
+   * API process: with N replicas a client gets up to N times as many tries.
+   */
+  AUTH_FAILURE_LIMIT: z.coerce.number().int().min(1).default(20),
+  AUTH_FAILURE_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  /** Requests one API key may make per minute (per API process); 0: no limit. */
+  API_KEY_REQUESTS_PER_MINUTE: z.coerce.number().int().min(0).default(0),
+  /**
+   * Which proxies' X-Forwarded-For to believe for the client address (logs, throttling): unset
+   * or "false" none (the socket's address); a number of hops in front of Kasir; or a
+   * comma-separated list of addresses, CIDRs or loopback/linklocal/uniquelocal.
+   */
+  TRUST_PROXY: z
+    .string()
+    .optional()
+    .transform((v): boolean | number | string[] => {
+      const text = v?.trim() ?? '';
+      if (text === '' || text === 'false') return false;
+      if (/^\d+$/.test(text)) return Number(text);
+      return text.split(',').map((x) => x.trim()).filter(Boolean);
+    }),
   /** Largest CSV POST /v1/disbursements/import takes, in bytes (20 MiB holds ~200,000 rows). */
   IMPORT_MAX_BYTES: z.coerce.number().int().min(1).default(20 * 1024 * 1024),
   /** Most data rows one import may hold (one transaction holds the wallet lock for all of them). */

@@ -33,6 +33,7 @@ export const errorCatalogue = {
   AMOUNT_EXCEEDS_LIMIT: [422, 'Amount is above the per-transaction limit'],
   DAILY_LIMIT_EXCEEDED: [422, 'Daily disbursement limit would be exceeded'],
   LAST_OWNER: [422, 'The last owner can be neither removed nor demoted'],
+  TOO_MANY_REQUESTS: [429, 'Too many requests; retry after the Retry-After seconds'],
   INTERNAL_ERROR: [500, 'Internal error'],
   NO_VENDOR: [503, 'No gateway is configured for this payment method'],
   VENDOR_ERROR: [503, 'All configured gateways failed'],
@@ -44,6 +45,9 @@ export type ErrorCode = keyof typeof errorCatalogue;
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
+
+  /** Seconds the client should wait before retrying (a 429's Retry-After). */
+  retryAfterSeconds?: number;
 
   /** `status` overrides the catalogue only where HTTP needs a more precise status (413). */
   constructor(code: ErrorCode, message?: string, status?: number) {

@@ -94,6 +94,20 @@ export function observeVendorCall(vendor: string, operation: string, outcome: 'o
   vendorCallDuration.observe({ vendor, operation, outcome }, seconds);
 }
 
+/** How a caller authenticated (or failed to): V1 key, legacy SHA-512 signature, legacy RSA, vendor callback. */
+export type AuthScheme = 'api_key' | 'legacy_signature' | 'legacy_rsa' | 'callback';
+
+const authRefusals = new Counter({
+  name: 'kasir_auth_refusals_total',
+  help: 'Refused authentications by scheme: invalid (wrong key or signature) or throttled (429, too many failures from the address)',
+  labelNames: ['scheme', 'reason'] as const,
+  registers: [registry],
+});
+
+export function observeAuthRefusal(scheme: AuthScheme, reason: 'invalid' | 'throttled'): void {
+  authRefusals.inc({ scheme, reason });
+}
+
 const vendorRateLimited = new Counter({
   name: 'kasir_vendor_rate_limited_total',
   help: 'Vendor answers of HTTP 429 (the vendor did nothing; the call counts as failed), by vendor code',

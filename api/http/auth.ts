@@ -7,6 +7,7 @@
 // removal are read with the key on every request. What a role may do is api/http/roles.ts.
 import type { NextFunction, Request, Response } from 'express';
 import type { Db } from '../../db/pool.ts';
+import type { AuthThrottle } from './auth-throttle.ts';
 import { constantTimeEqual, hashApiKey } from '../../db/secrets.ts';
 import { ApiError } from '../../db/errors.ts';
 import { findCredential, type Role } from '../../db/users.sql.ts';
@@ -23,22 +24,26 @@ declare module 'express-serve-static-core' {
 const API_KEY = /^[0-9a-fA-F]{64}$/;
 const QUERY_KEY_NAMES = ['api_key', 'apikey', 'apiKey', 'key', 'x-api-key', 'X-API-Key'];
 
-export function requireApiKey(db: Db) {
+export function requireApiKey(db: Db, throttle: AuthThrottle) {
   return async (req: Request, _res: Response, next: NextFunction) => {
+    // An address that keeps failing waits (429) before its key is even looked at.
+    throttle.guard(req, 'api_key');
+    const refuse = (message?: string) => {
+      throttle.failed(req, 'api_key');
+      return new ApiError('UNAUTHORIZED', message);
+    };
     const query = req.query as Record<string, unknown>;
-    if (QUERY_KEY_NAMES.some((name) => name in query)) {
-      throw new ApiError('UNAUTHORIZED', 'API keys are accepted only in the X-API-Key header');
-    }
+    if (QUERY_KEY_NAMES.some((name) => name in query)) throw refuse('API keys are accepted only in the X-API-Key header');
     const key = req.get('x-api-key');
-    if (!key || !API_KEY.test(key)) throw new ApiError('UNAUTHORIZED');
+    if (!key || !API_KEY.test(key)) throw refuse();
+    const digest = hashApiKey(key.toLowerCase());
     const found = await findCredential(db, key.toLowerCase());
-    if (!found || !constantTimeEqual(found.key_hash, hashApiKey(key.toLowerCase()))) {
-      throw new ApiError('UNAUTHORIZED');
-    }
+    if (!found || !constantTimeEqual(found.key_hash, digest)) throw refuse();
     const { user_id: userId, role, key_hash: _, ...merchant } = found;
     // A key belongs to one brand; used on another brand's domain it is as good as unknown.
-    if (merchant.brand_id !== req.brand.id) throw new ApiError('UNAUTHORIZED');
+    if (merchant.brand_id !== req.brand.id) throw refuse();
     if (merchant.status !== 'ACTIVE') throw new ApiError('MERCHANT_INACTIVE');
+    throttle.perKey(digest.toString('hex'));
     req.merchant = merchant;
     req.role = role;
     req.userId = userId;

@@ -32,12 +32,15 @@ export function errorHandler(bodyLimit: string) {
     if (res.headersSent) return;
     // A route may have set a cacheable Cache-Control (the QR PNG) before failing: no error is cached.
     res.setHeader('Cache-Control', 'no-store');
+    if (known instanceof ApiError && known.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(known.retryAfterSeconds));
 
     if (isLegacy(req)) {
       const legacy =
         known instanceof LegacyError
           ? known
-          : known instanceof ApiError && known.status < 500
+          : known instanceof ApiError && known.status === 429
+            ? new LegacyError(429, legacyMessages.tooManyRequests)
+            : known instanceof ApiError && known.status < 500
             ? new LegacyError(known.status === 404 ? 404 : known.status === 401 ? 401 : 400,
                 known.code === 'NOT_FOUND' ? 'Not Found' : legacyMessages.invalidParameters)
             : new LegacyError(500, 'Internal Server Error');

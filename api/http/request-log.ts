@@ -10,6 +10,13 @@ import { observeHttpRequest } from '../../db/metrics.ts';
 
 const SANE_ID = /^[A-Za-z0-9._-]{1,100}$/;
 
+declare module 'express-serve-static-core' {
+  interface Request {
+    /** The legacy API's clientId, once a legacy request names one (for the access log). */
+    legacyClientId?: string;
+  }
+}
+
 export function requestLog(req: Request, res: Response, next: NextFunction): void {
   const given = req.get('x-request-id');
   req.requestId = given && SANE_ID.test(given) ? given : randomUUID();
@@ -28,6 +35,9 @@ export function requestLog(req: Request, res: Response, next: NextFunction): voi
         status: res.statusCode,
         ms,
         merchant: req.merchant?.id,
+        // The client's address (X-Forwarded-For only from the proxies TRUST_PROXY names).
+        ip: req.ip,
+        ...(req.legacyClientId ? { legacyClientId: req.legacyClientId } : {}),
       },
       'request',
     );

@@ -66,14 +66,18 @@ function success(data: unknown) {
 
 /** Spec 5.4: the signature covers the exact bytes received, whatever their JSON says. */
 async function authenticate(ctx: AppContext, req: Request): Promise<MerchantRow> {
+  ctx.throttle.guard(req, 'legacy_rsa');
   const { clientId } = parse(clientBody, req.body);
+  req.legacyClientId = clientId;
+  const refuse = (message: string) => {
+    ctx.throttle.failed(req, 'legacy_rsa');
+    return new LegacyError(401, message);
+  };
   const merchant = await findMerchantByLegacyClientId(ctx.pool, clientId);
-  if (!merchant || merchant.status !== 'ACTIVE') throw new LegacyError(401, legacyMessages.invalidClient);
-  if (!merchant.legacy_public_key) throw new LegacyError(401, legacyMessages.publicKeyNotSet);
+  if (!merchant || merchant.status !== 'ACTIVE') throw refuse(legacyMessages.invalidClient);
+  if (!merchant.legacy_public_key) throw refuse(legacyMessages.publicKeyNotSet);
   const text = signedText(clientId, legacyClientSecretOf(ctx.sealer, merchant), req.rawBody ?? Buffer.alloc(0));
-  if (!verifyXSignature(merchant.legacy_public_key, text, req.get('x-signature'))) {
-    throw new LegacyError(401, legacyMessages.invalidXSignature);
-  }
+  if (!verifyXSignature(merchant.legacy_public_key, text, req.get('x-signature'))) throw refuse(legacyMessages.invalidXSignature);
   if (merchant.settlement_type !== 'WALLET') throw new LegacyError(400, legacyMessages.notWalletMerchant);
   return merchant;
 }

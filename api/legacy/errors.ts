@@ -16,13 +16,15 @@ export const legacyMessages = {
   // Not in the contract (docs/decisions.md "Legacy disbursements"): worded like its neighbours.
   dailyLimitExceeded: 'Daily Disbursement Limit Exceeded',
   notWalletMerchant: 'Disbursement is not available: merchant settlement type is not WALLET',
+  // Not in the contract either: the throttle's answer (HTTP 429 with Retry-After).
+  tooManyRequests: 'Too Many Requests',
 } as const;
 
 export const disbursementExists = (orderId: string) => `Disbursement with orderId ${orderId} Already Exists.`;
 export const disbursementNotFound = (orderId: string) => `Disbursement with orderId ${orderId} not found.`;
 
 export class LegacyError extends Error {
-  readonly code: 400 | 401 | 404 | 500 | 503;
+  readonly code: 400 | 401 | 404 | 429 | 500 | 503;
 
   constructor(code: LegacyError['code'], message: string) {
     super(message);

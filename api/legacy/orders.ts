@@ -44,11 +44,17 @@ export function sha512(text: string): string {
   return createHash('sha512').update(text, 'utf8').digest('hex');
 }
 
-async function authenticate(ctx: AppContext, clientId: string, signature: string, signed: (secret: string) => string): Promise<MerchantRow> {
+async function authenticate(ctx: AppContext, req: Request, clientId: string, signature: string, signed: (secret: string) => string): Promise<MerchantRow> {
+  ctx.throttle.guard(req, 'legacy_signature');
+  req.legacyClientId = clientId;
+  const refuse = (message: string) => {
+    ctx.throttle.failed(req, 'legacy_signature');
+    return new LegacyError(401, message);
+  };
   const merchant = await findMerchantByLegacyClientId(ctx.pool, clientId);
-  if (!merchant || merchant.status !== 'ACTIVE') throw new LegacyError(401, legacyMessages.invalidClient);
+  if (!merchant || merchant.status !== 'ACTIVE') throw refuse(legacyMessages.invalidClient);
   const expected = sha512(signed(legacyClientSecretOf(ctx.sealer, merchant)));
-  if (!constantTimeEqual(expected, signature.toLowerCase())) throw new LegacyError(401, legacyMessages.invalidSignature);
+  if (!constantTimeEqual(expected, signature.toLowerCase())) throw refuse(legacyMessages.invalidSignature);
   return merchant;
 }
 
@@ -61,7 +67,7 @@ export function legacyOrderRoutes(ctx: AppContext): Router {
 
   router.post('/api/order/create', async (req: Request, res) => {
     const body = parse(createBody, req.body);
-    const merchant = await authenticate(ctx, body.clientId, body.signature, (secret) =>
+    const merchant = await authenticate(ctx, req, body.clientId, body.signature, (secret) =>
       `${body.clientId}|${body.orderId}|${body.totalAmount}|${secret}`,
     );
     if (body.paymentType !== 'QRIS') throw new LegacyError(400, legacyMessages.merchantSettingInvalid);
@@ -106,7 +112,7 @@ export function legacyOrderRoutes(ctx: AppContext): Router {
 
   router.post('/api/order/query', async (req, res) => {
     const body = parse(queryBody, req.body);
-    const merchant = await authenticate(ctx, body.clientId, body.signature, (secret) => `${body.clientId}|${body.orderId}|${secret}`);
+    const merchant = await authenticate(ctx, req, body.clientId, body.signature, (secret) => `${body.clientId}|${body.orderId}|${secret}`);
     const order = await findLiveOrderByMerchantOrderId(ctx.pool, merchant.id, body.orderId);
     if (!order || order.status === 'CREATING') throw new LegacyError(404, `Order with orderId ${body.orderId} not found.`);
     res.status(200).json(success(presentLegacyOrder(order)));

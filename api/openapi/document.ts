@@ -500,6 +500,8 @@ export function errorsOf(op: Operation): Map<number, ErrorCode[]> {
   if ((op.auth ?? 'apiKey') === 'apiKey') {
     add('UNAUTHORIZED');
     add('MERCHANT_INACTIVE');
+    // Failed authentications from the address, or the key's own request limit (Retry-After).
+    add('TOO_MANY_REQUESTS');
     if (rolesOf(op).length < role.options.length) add('FORBIDDEN');
   }
   if (op.body && !op.body.multipart) {
@@ -517,6 +519,7 @@ export function errorsOf(op: Operation): Map<number, ErrorCode[]> {
 export function legacyErrorsOf(op: Operation): Map<number, string[]> {
   if (op.auth !== 'legacy') return new Map();
   const entries = Object.entries(op.legacyErrors ?? {}).map(([status, messages]) => [Number(status), messages] as [number, string[]]);
+  entries.push([429, [legacyMessages.tooManyRequests]]);
   entries.push([500, ['Internal Server Error']]);
   return new Map(entries.sort(([a], [b]) => a - b));
 }

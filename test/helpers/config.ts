@@ -19,6 +19,9 @@ export function testEnv(databaseUrl: string, overrides: Record<string, string> =
     VENDOR_TIMEOUT_MS: '1500',
     ORDER_CREATE_JOB_EXPIRE_SECONDS: '5',
     QUEUE_MONITOR_INTERVAL_SECONDS: '1',
+    // Tests send many wrong keys and signatures from 127.0.0.1 to one API process; the throttle
+    // has its own test (test/api/auth-throttle.test.ts) with its own limits.
+    AUTH_FAILURE_LIMIT: '1000000',
     ...overrides,
   };
 }
