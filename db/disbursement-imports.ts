@@ -18,7 +18,7 @@ import { randomUUID } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { PgBoss } from 'pg-boss';
 import { checkRules, destinationColumns, type DisbursementRequest } from './disbursements.ts';
-import { disbursedToday, type DisbursementStatus } from './disbursements.sql.ts';
+import { addToDailyTotal, disbursedToday, type DisbursementStatus } from './disbursements.sql.ts';
 import { findByIdempotencyKeys, insertImport, insertImportedDisbursements, type ExistingDisbursement } from './disbursement-imports.sql.ts';
 import { ApiError, type ErrorCode } from './errors.ts';
 import { lockMerchantAccounts, postTransfersInBulk, type Transfer } from './ledger.ts';
@@ -258,6 +258,8 @@ async function writeAccepted(tx: Db, boss: PgBoss, merchantId: string, importId:
     legs: { WALLET: -(d.amount + d.fee), DISBURSEMENTS_IN_FLIGHT: d.amount + d.fee },
   }));
   await postTransfersInBulk(tx, merchantId, transfers, accounts);
+  // The day's running total grows by what the file adds, as for single creates.
+  await addToDailyTotal(tx, merchantId, accepted.reduce((sum, d) => sum + d.amount, 0));
   // The ids are the UUIDs made in decide: the payload contract (db/queue.ts) holds without a parse per job.
   const jobs = accepted.filter((d) => d.status === 'PENDING').map((d) => ({ data: { disbursement_id: d.id } satisfies Payload<'disbursement-execute'> }));
   for (let start = 0; start < jobs.length; start += CHUNK) {

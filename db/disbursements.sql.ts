@@ -90,12 +90,24 @@ export function insertDisbursement(db: Db, d: NewDisbursement, source: string) {
     select ${columns} from inserted`);
 }
 
-/** What the merchant has disbursed today (WIB), counting everything not failed or rejected. */
-export function disbursedToday(db: Db, merchantId: string) {
+/**
+ * What the merchant has disbursed today (WIB), counting everything not failed or rejected: the
+ * running total (migration 020), one row.
+ */
+export async function disbursedToday(db: Db, merchantId: string): Promise<number> {
+  const total = await db.maybeOneFirst(sql.type(z.object({ total: z.number() }))`
+    select total from disbursement_daily_totals
+    where merchant_id = ${merchantId} and wib_date = (now() at time zone 'Asia/Jakarta')::date`);
+  return total ?? 0;
+}
+
+/** Adds `amount` to today's running total (in the transaction that writes the rows); returns the new total. */
+export function addToDailyTotal(db: Db, merchantId: string, amount: number): Promise<number> {
   return db.oneFirst(sql.type(z.object({ total: z.number() }))`
-    select coalesce(sum(request_amount), 0)::bigint as total from disbursements
-    where merchant_id = ${merchantId} and wib_date = (now() at time zone 'Asia/Jakarta')::date
-      and status not in ('FAILED', 'REJECTED')`);
+    insert into disbursement_daily_totals (merchant_id, wib_date, total)
+    values (${merchantId}, (now() at time zone 'Asia/Jakarta')::date, ${amount})
+    on conflict (merchant_id, wib_date) do update set total = disbursement_daily_totals.total + excluded.total
+    returning total`);
 }
 
 export function findByIdempotencyKey(db: Db, merchantId: string, key: string) {
@@ -140,10 +152,22 @@ export interface StatusChange {
   triedVendor?: string;
 }
 
-/** Moves a (locked) disbursement to a status, with its event, in one statement. */
+/**
+ * Moves a (locked) disbursement to a status, with its event, in one statement. Ending FAILED or
+ * REJECTED gives its amount back to the day's running total, once: the lowering reads the row
+ * as it was before this statement, so a row already failed or rejected lowers nothing.
+ */
 export function changeStatus(db: Db, id: string, change: StatusChange, event: { source: string; detail?: unknown }) {
   const keep = (value: unknown, column: string) => (value === undefined ? sql.identifier([column]) : sql.fragment`${value as string | boolean | null}`);
   const final = FINAL_STATUSES.has(change.status);
+  const lowered =
+    change.status === 'FAILED' || change.status === 'REJECTED'
+      ? sql.fragment`, lowered as (
+          update disbursement_daily_totals t set total = t.total - d.request_amount
+          from disbursements d
+          where d.id = ${id} and d.status not in ('FAILED', 'REJECTED') and t.merchant_id = d.merchant_id and t.wib_date = d.wib_date
+        )`
+      : sql.fragment``;
   return db.one(sql.type(disbursementRow)`
     with changed as (
       update disbursements
@@ -162,7 +186,7 @@ export function changeStatus(db: Db, id: string, change: StatusChange, event: { 
       select id, status, ${`disbursement.${change.status.toLowerCase()}`}, ${event.source},
              ${event.detail === undefined ? null : sql.jsonb(event.detail as never)}
       from changed
-    )
+    )${lowered}
     select ${columns} from changed`);
 }
 

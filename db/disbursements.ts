@@ -22,7 +22,7 @@ import { inTransaction, sendJob } from './queue.ts';
 import { newRefCode } from './ref-codes.ts';
 import {
   changeStatus,
-  disbursedToday,
+  addToDailyTotal,
   findByIdempotencyKey,
   FINAL_STATUSES,
   insertDisbursement,
@@ -145,8 +145,8 @@ export async function createDisbursement(pool: Pool, boss: PgBoss, settings: Mer
       r.api === 'V1' ? 'api' : 'legacy-api',
     );
     if (!row) throw new ApiError('DUPLICATE_IDEMPOTENCY_KEY');
-    // Today's total includes the row just inserted.
-    if ((await disbursedToday(tx, r.merchantId)) > settings.daily_disbursement_limit) throw new ApiError('DAILY_LIMIT_EXCEEDED');
+    // The day's running total, this row included (a refusal below rolls the addition back).
+    if ((await addToDailyTotal(tx, r.merchantId, amount)) > settings.daily_disbursement_limit) throw new ApiError('DAILY_LIMIT_EXCEEDED');
     if (accounts.get('WALLET')!.balance < row.total_debit) throw new ApiError('INSUFFICIENT_BALANCE');
     await postTransfer(
       tx,

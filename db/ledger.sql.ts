@@ -195,7 +195,17 @@ export function findLedgerProblems(db: Db) {
     select 'unposted_payment', o.ref_code, format('order %s is %s with no ledger payment', o.id, o.status)
     from orders o
     where o.status in ('PAID', 'REFUNDED')
-      and not exists (select 1 from ledger_transfers t where t.kind = 'ORDER_PAYMENT' and t.reference_id = o.id)`);
+      and not exists (select 1 from ledger_transfers t where t.kind = 'ORDER_PAYMENT' and t.reference_id = o.id)
+    union all
+    -- The daily limit's running total (migration 020) must equal the day's live disbursements.
+    select 'daily_total', coalesce(t.merchant_id, r.merchant_id)::text || ' ' || coalesce(t.wib_date, r.wib_date)::text,
+           format('running total %s, disbursements %s', coalesce(t.total, 0), coalesce(r.total, 0))
+    from disbursement_daily_totals t
+    full join (
+      select merchant_id, wib_date, sum(request_amount)::bigint as total from disbursements
+      where status not in ('FAILED', 'REJECTED') group by merchant_id, wib_date
+    ) r on r.merchant_id = t.merchant_id and r.wib_date = t.wib_date
+    where coalesce(t.total, 0) <> coalesce(r.total, 0)`);
 }
 
 export function ledgerCounts(db: Db) {
