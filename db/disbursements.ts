@@ -112,18 +112,18 @@ export function destinationColumns(
 }
 
 /**
- * Creates a disbursement: one transaction locks the wallet, inserts the row (PENDING, or
- * IN_REVIEW above the merchant's review threshold), checks the daily limit and the balance,
- * debits total_debit into DISBURSEMENTS_IN_FLIGHT and queues its execution.
+ * Creates a disbursement in one transaction: inserts the row (PENDING, or IN_REVIEW above the
+ * merchant's review threshold) and queues its execution, then locks the wallet, checks the
+ * daily limit and the balance and debits total_debit into DISBURSEMENTS_IN_FLIGHT.
  */
 export async function createDisbursement(pool: Pool, boss: PgBoss, settings: MerchantMoneySettings, r: DisbursementRequest): Promise<DisbursementRow> {
   const { amount, fee, bank } = await checkRequest(pool, settings, r);
   const id = randomUUID();
   return pool.transaction(async (tx) => {
-    // Locked first: nothing below can change until commit. The row goes in before the limits
-    // are checked so that a key raced by a concurrent request is a duplicate (409), whatever
-    // the balance left by the winner; a refusal below rolls the row back.
-    const accounts = await lockMerchantAccounts(tx, r.merchantId, ['WALLET', 'DISBURSEMENTS_IN_FLIGHT']);
+    // The row, its event and its job are written first, before the wallet lock: concurrent
+    // creates of one merchant then queue on the lock only for the checks and the transfer. A
+    // key raced by a concurrent request waits on the unique index and is a duplicate (409),
+    // whatever the balance left by the winner; a refusal below rolls everything back.
     const review = settings.review_threshold !== null && amount > settings.review_threshold;
     const row = await insertDisbursement(
       tx,
@@ -145,6 +145,10 @@ export async function createDisbursement(pool: Pool, boss: PgBoss, settings: Mer
       r.api === 'V1' ? 'api' : 'legacy-api',
     );
     if (!row) throw new ApiError('DUPLICATE_IDEMPOTENCY_KEY');
+    if (!review) await sendJob(boss, 'disbursement-execute', { disbursement_id: row.id }, { db: inTransaction(tx) });
+
+    // Under the wallet lock until commit: the day's running total, the balance, the transfer.
+    const accounts = await lockMerchantAccounts(tx, r.merchantId, ['WALLET', 'DISBURSEMENTS_IN_FLIGHT']);
     // The day's running total, this row included (a refusal below rolls the addition back).
     if ((await addToDailyTotal(tx, r.merchantId, amount)) > settings.daily_disbursement_limit) throw new ApiError('DAILY_LIMIT_EXCEEDED');
     if (accounts.get('WALLET')!.balance < row.total_debit) throw new ApiError('INSUFFICIENT_BALANCE');
@@ -159,7 +163,6 @@ export async function createDisbursement(pool: Pool, boss: PgBoss, settings: Mer
       },
       accounts,
     );
-    if (!review) await sendJob(boss, 'disbursement-execute', { disbursement_id: row.id }, { db: inTransaction(tx) });
     return row;
   });
 }
