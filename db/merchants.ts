@@ -1,7 +1,8 @@
 // Merchants and their credentials. The API key leaves Kasir exactly once, in the result of
 // createMerchant / rotateApiKey; afterwards only its SHA-256 digest exists. Webhook and
-// legacy client secrets are sealed with the master key (db/secrets.ts).
-import { randomBytes } from 'node:crypto';
+// legacy client secrets are sealed with the master key, bound to the merchant's row
+// (db/secrets.ts): the id is chosen here, before the insert, so the first seal is bound too.
+import { randomBytes, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
 import {
@@ -9,6 +10,7 @@ import {
   newApiKey,
   newLegacyClientSecret,
   type Sealer,
+  type SealedPlace,
 } from './secrets.ts';
 
 export const merchantStatus = z.enum(['ACTIVE', 'SUSPENDED', 'DISABLED']);
@@ -58,16 +60,20 @@ export interface ProvisionedMerchant {
   legacy_client_secret: string;
 }
 
+export const webhookSecretPlace = (id: string): SealedPlace => ({ table: 'merchants', column: 'webhook_secret_enc', rowId: id });
+export const legacyClientSecretPlace = (id: string): SealedPlace => ({ table: 'merchants', column: 'legacy_client_secret_enc', rowId: id });
+
 export async function createMerchant(db: Db, sealer: Sealer, input: NewMerchant): Promise<ProvisionedMerchant> {
   const apiKey = newApiKey();
   const legacyClientId = `KSR${randomBytes(8).toString('hex').toUpperCase()}`;
   const legacyClientSecret = newLegacyClientSecret();
+  const newId = randomUUID();
   const id = await db.oneFirst(sql.type(z.object({ id: z.string() }))`
-    insert into merchants (brand_id, name, settlement_type, api_key_hash, webhook_secret_enc, notify_url,
+    insert into merchants (id, brand_id, name, settlement_type, api_key_hash, webhook_secret_enc, notify_url,
                            legacy_client_id, legacy_client_secret_enc)
-    values (${input.brandId}, ${input.name}, ${input.settlementType}, ${sql.binary(hashApiKey(apiKey))},
-            ${input.webhookSecret === null ? null : sql.binary(sealer.seal(input.webhookSecret))},
-            ${input.notifyUrl}, ${legacyClientId}, ${sql.binary(sealer.seal(legacyClientSecret))})
+    values (${newId}, ${input.brandId}, ${input.name}, ${input.settlementType}, ${sql.binary(hashApiKey(apiKey))},
+            ${input.webhookSecret === null ? null : sql.binary(sealer.seal(input.webhookSecret, webhookSecretPlace(newId)))},
+            ${input.notifyUrl}, ${legacyClientId}, ${sql.binary(sealer.seal(legacyClientSecret, legacyClientSecretPlace(newId)))})
     returning id`);
   return {
     merchant_id: id,
@@ -95,20 +101,40 @@ export async function setMerchantStatus(db: Db, id: string, status: MerchantStat
   if (!updated) throw new MerchantNotFound(id);
 }
 
-/** Replaces the API key; the old one stops working at once. Returns the new key. */
-export async function rotateApiKey(db: Db, id: string): Promise<string> {
+/**
+ * Replaces the API key and returns the new one. With graceMinutes > 0 the key being replaced
+ * keeps working until then (findCredential reads previous_api_key_hash), so a merchant can
+ * deploy the new key without an outage; with 0 it stops at once. One previous key at most:
+ * rotating again during a grace ends the older key's grace at once.
+ */
+export async function rotateApiKey(db: Db, id: string, graceMinutes = 0): Promise<{ apiKey: string; previousValidUntil: Date | null }> {
   const apiKey = newApiKey();
+  const updated = await db.maybeOne(sql.type(z.object({ previous_api_key_expires_at: z.date().nullable() }))`
+    update merchants
+    set previous_api_key_hash = case when ${graceMinutes} > 0 then api_key_hash end,
+        previous_api_key_expires_at = case when ${graceMinutes} > 0 then now() + make_interval(mins => ${graceMinutes}) end,
+        api_key_hash = ${sql.binary(hashApiKey(apiKey))}, updated_at = now()
+    where id = ${id}
+    returning previous_api_key_expires_at`);
+  if (!updated) throw new MerchantNotFound(id);
+  return { apiKey, previousValidUntil: updated.previous_api_key_expires_at };
+}
+
+/** Replaces the legacy client secret; the old one stops working at once. Returns the new secret. */
+export async function rotateLegacyClientSecret(db: Db, sealer: Sealer, id: string): Promise<string> {
+  const secret = newLegacyClientSecret();
   const updated = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
-    update merchants set api_key_hash = ${sql.binary(hashApiKey(apiKey))}, updated_at = now()
+    update merchants
+    set legacy_client_secret_enc = ${sql.binary(sealer.seal(secret, legacyClientSecretPlace(id)))}, updated_at = now()
     where id = ${id} returning id`);
   if (!updated) throw new MerchantNotFound(id);
-  return apiKey;
+  return secret;
 }
 
 export async function setWebhookSecret(db: Db, sealer: Sealer, id: string, secret: string | null): Promise<void> {
   const updated = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
     update merchants
-    set webhook_secret_enc = ${secret === null ? null : sql.binary(sealer.seal(secret))}, updated_at = now()
+    set webhook_secret_enc = ${secret === null ? null : sql.binary(sealer.seal(secret, webhookSecretPlace(id)))}, updated_at = now()
     where id = ${id} returning id`);
   if (!updated) throw new MerchantNotFound(id);
 }
@@ -119,12 +145,12 @@ export async function setLegacyPublicKey(db: Db, id: string, pem: string): Promi
   if (!updated) throw new MerchantNotFound(id);
 }
 
-export function webhookSecretOf(sealer: Sealer, merchant: Pick<MerchantRow, 'webhook_secret_enc'>): string | null {
-  return merchant.webhook_secret_enc ? sealer.open(merchant.webhook_secret_enc) : null;
+export function webhookSecretOf(sealer: Sealer, merchant: Pick<MerchantRow, 'id' | 'webhook_secret_enc'>): string | null {
+  return merchant.webhook_secret_enc ? sealer.open(merchant.webhook_secret_enc, webhookSecretPlace(merchant.id)) : null;
 }
 
-export function legacyClientSecretOf(sealer: Sealer, merchant: Pick<MerchantRow, 'legacy_client_secret_enc'>): string {
-  return sealer.open(merchant.legacy_client_secret_enc);
+export function legacyClientSecretOf(sealer: Sealer, merchant: Pick<MerchantRow, 'id' | 'legacy_client_secret_enc'>): string {
+  return sealer.open(merchant.legacy_client_secret_enc, legacyClientSecretPlace(merchant.id));
 }
 
 export const merchantMoneySettings = z.object({

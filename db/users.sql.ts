@@ -127,9 +127,10 @@ export const credentialRow = merchantRow.extend({
 export type CredentialRow = z.infer<typeof credentialRow>;
 
 /**
- * Whoever holds this key, in one round trip: the merchant itself (acting as owner) or a current
- * team user with a live key, together with the merchant the key acts for. Keys are 256 random
- * bits, so one digest never names both.
+ * Whoever holds this key, in one round trip: the merchant itself (acting as owner; its current
+ * key, or the key it replaced while that rotation's grace lasts) or a current team user with a
+ * live key, together with the merchant the key acts for. Keys are 256 random bits, so one
+ * digest never names two of them.
  */
 export function findCredential(db: Db, apiKey: string) {
   const digest = sql.binary(hashApiKey(apiKey));
@@ -138,6 +139,9 @@ export function findCredential(db: Db, apiKey: string) {
     from (
       select id as merchant_id, null::uuid as user_id, 'owner'::text as role, api_key_hash as key_hash
       from merchants where api_key_hash = ${digest}
+      union all
+      select id, null::uuid, 'owner'::text, previous_api_key_hash
+      from merchants where previous_api_key_hash = ${digest} and previous_api_key_expires_at > now()
       union all
       select u.merchant_id, u.id, u.role, k.key_hash
       from api_keys k join merchant_users u on u.id = k.user_id

@@ -1,8 +1,9 @@
-// Vendors (upstream gateways) and routing. Credentials are sealed at rest and opened only
-// when a worker is about to call the vendor or verify its callback.
+// Vendors (upstream gateways) and routing. Credentials are sealed at rest, bound to the
+// vendor's code (db/secrets.ts), and opened only when a worker is about to call the vendor or
+// verify its callback.
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
-import type { Sealer } from './secrets.ts';
+import type { SealedPlace, Sealer } from './secrets.ts';
 
 /** A vendor as the adapters see it, credentials opened. */
 export interface VendorRecord {
@@ -25,12 +26,14 @@ const vendorRow = z.object({
 });
 type VendorRow = z.infer<typeof vendorRow>;
 
+export const vendorCredentialsPlace = (code: string): SealedPlace => ({ table: 'vendors', column: 'credentials_enc', rowId: code });
+
 export function openVendor(sealer: Sealer, row: VendorRow): VendorRecord {
   return {
     code: row.code,
     kind: row.kind,
     baseUrl: row.base_url,
-    credentials: JSON.parse(sealer.open(row.credentials_enc)) as Record<string, string>,
+    credentials: JSON.parse(sealer.open(row.credentials_enc, vendorCredentialsPlace(row.code))) as Record<string, string>,
   };
 }
 
@@ -42,7 +45,7 @@ export async function upsertVendor(
 ): Promise<void> {
   await db.query(sql.unsafe`
     insert into vendors (code, kind, base_url, credentials_enc)
-    values (${input.code}, ${input.kind}, ${input.baseUrl}, ${sql.binary(sealer.seal(JSON.stringify(input.credentials)))})
+    values (${input.code}, ${input.kind}, ${input.baseUrl}, ${sql.binary(sealer.seal(JSON.stringify(input.credentials), vendorCredentialsPlace(input.code)))})
     on conflict (code) do update
       set kind = excluded.kind, base_url = excluded.base_url, credentials_enc = excluded.credentials_enc,
           enabled = true, updated_at = now()`);

@@ -9,11 +9,14 @@ import { startBoss } from '../db/queue.ts';
 import { createSealer, type Sealer } from '../db/secrets.ts';
 import { MerchantNotFound } from '../db/merchants.ts';
 import { OpsError, type Command, type OpsContext } from './ops/command.ts';
+import { readSecretFiles, secretFileFlags, secretFileUsage } from './ops/secret-input.ts';
+import { secretsReseal } from './ops/secrets.ts';
 import { jobsList, jobsPing, jobsRerun } from './ops/jobs.ts';
 import {
   brandCreate,
   merchantCreate,
   merchantRotateKey,
+  merchantRotateLegacySecret,
   merchantSetPublicKey,
   merchantSetStatus,
   merchantSetWebhookSecret,
@@ -32,6 +35,7 @@ const commands: Command[] = [
   brandCreate,
   merchantSetStatus,
   merchantRotateKey,
+  merchantRotateLegacySecret,
   merchantSetPublicKey,
   merchantSetWebhookSecret,
   merchantSetFees,
@@ -65,10 +69,18 @@ const commands: Command[] = [
   jobsList,
   jobsRerun,
   jobsPing,
+  secretsReseal,
 ] as Command[];
 
 function help(): string {
-  return ['usage: npm run --silent ops -- <command> [flags] [--json]', '', ...commands.map((c) => `  ${c.usage}\n      ${c.summary}`)].join('\n');
+  return [
+    'usage: npm run --silent ops -- <command> [flags] [--json]',
+    '',
+    'Every flag that takes a secret also takes --FLAG-file PATH (PATH "-" reads stdin). Prefer it:',
+    'a secret in the arguments is visible to other users in `ps` and kept in shell history.',
+    '',
+    ...commands.map((c) => `  ${c.usage}\n      ${c.summary}${c.secretFlags?.length ? `\n      ${secretFileUsage(c.secretFlags)}` : ''}`),
+  ].join('\n');
 }
 
 /** The command a typo most likely meant: the closest by edit distance, if it is close at all. */
@@ -106,7 +118,9 @@ if (!cmd) {
 
 let values: Record<string, unknown>;
 try {
-  values = parseArgs({ args: rest, options: { ...cmd.flags, json: { type: 'boolean' } }, strict: true, allowPositionals: false }).values;
+  const options = { ...cmd.flags, ...secretFileFlags(cmd.secretFlags ?? []), json: { type: 'boolean' as const } };
+  values = parseArgs({ args: rest, options, strict: true, allowPositionals: false }).values;
+  await readSecretFiles(values, cmd.secretFlags ?? []);
 } catch (err) {
   fail(`${(err as Error).message}\nusage: ${cmd.usage}`, json, 64);
 }

@@ -18,6 +18,8 @@ export interface Command<S extends z.ZodType = z.ZodType> {
   summary: string;
   usage: string;
   flags: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }>;
+  /** Flags that take a secret: each also accepts --NAME-file PATH|- (scripts/ops/secret-input.ts). */
+  secretFlags?: readonly string[];
   input: S;
   /** exitCode: non-zero for a result that is itself a failure (an audit that found problems). */
   run(ctx: OpsContext, input: z.infer<S>): Promise<{ json: unknown; text: string; exitCode?: number }>;

@@ -1,4 +1,5 @@
-// Merchant and brand provisioning. The API key is printed once, here, and stored hashed.
+// Merchant and brand provisioning. The API key is printed once, here, and stored hashed;
+// the legacy client secret is printed once, here, and stored sealed.
 import { readFile } from 'node:fs/promises';
 import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
@@ -7,6 +8,7 @@ import {
   createMerchant,
   merchantStatus,
   rotateApiKey,
+  rotateLegacyClientSecret,
   setLegacyPublicKey,
   setMerchantStatus,
   setWebhookSecret,
@@ -22,7 +24,7 @@ export const merchantCreate = command({
   name: 'merchant:create',
   summary: 'Provision a merchant and print its credentials (shown only once)',
   usage:
-    'merchant:create --name NAME --settlement WALLET|MANUAL [--webhook-secret S | --generate-webhook-secret] [--notify-url URL] [--brand-domain D] [--json]',
+    'merchant:create --name NAME --settlement WALLET|MANUAL [--webhook-secret-file PATH|- | --webhook-secret S | --generate-webhook-secret] [--notify-url URL] [--brand-domain D] [--json]',
   flags: {
     name: { type: 'string' },
     settlement: { type: 'string' },
@@ -31,6 +33,7 @@ export const merchantCreate = command({
     'notify-url': { type: 'string' },
     'brand-domain': { type: 'string' },
   },
+  secretFlags: ['webhook-secret'],
   input: z
     .object({
       name: z.string().trim().min(1, '--name is required').max(200),
@@ -111,15 +114,43 @@ export const merchantSetStatus = command({
   },
 });
 
+// A week covers a merchant's slowest deploy; a longer overlap is two live keys for no reason.
+const MAX_GRACE_MINUTES = 7 * 24 * 60;
+
 export const merchantRotateKey = command({
   name: 'merchant:rotate-key',
-  summary: 'Replace the API key (the old key stops working at once)',
-  usage: 'merchant:rotate-key --merchant ID [--json]',
+  summary: 'Replace the API key; the old key works for --grace-minutes more (default 0: stops at once)',
+  usage: 'merchant:rotate-key --merchant ID [--grace-minutes N] [--json]',
+  flags: { merchant: { type: 'string' }, 'grace-minutes': { type: 'string' } },
+  input: z.object({
+    merchant: merchantId,
+    'grace-minutes': z.coerce.number().int().min(0).max(MAX_GRACE_MINUTES, `at most ${MAX_GRACE_MINUTES} (7 days)`).default(0),
+  }),
+  async run(ctx, input) {
+    const rotated = await rotateApiKey(await ctx.pool(), input.merchant, input['grace-minutes']);
+    const until = rotated.previousValidUntil?.toISOString() ?? null;
+    return {
+      json: { merchant_id: input.merchant, api_key: rotated.apiKey, previous_key_valid_until: until },
+      text: [
+        `new api_key: ${rotated.apiKey}   (shown only now)`,
+        until ? `the previous key keeps working until ${until}` : 'the previous key no longer works',
+      ].join('\n'),
+    };
+  },
+});
+
+export const merchantRotateLegacySecret = command({
+  name: 'merchant:rotate-legacy-secret',
+  summary: 'Issue a new legacy client secret (shown only once); the old one stops working at once',
+  usage: 'merchant:rotate-legacy-secret --merchant ID [--json]',
   flags: { merchant: { type: 'string' } },
   input: z.object({ merchant: merchantId }),
   async run(ctx, input) {
-    const apiKey = await rotateApiKey(await ctx.pool(), input.merchant);
-    return { json: { merchant_id: input.merchant, api_key: apiKey }, text: `new api_key: ${apiKey}   (shown only now)` };
+    const secret = await rotateLegacyClientSecret(await ctx.pool(), ctx.sealer(), input.merchant);
+    return {
+      json: { merchant_id: input.merchant, legacy_client_secret: secret },
+      text: `new legacy_client_secret: ${secret}   (shown only now; stored sealed)`,
+    };
   },
 });
 
@@ -152,8 +183,9 @@ export const merchantSetPublicKey = command({
 export const merchantSetWebhookSecret = command({
   name: 'merchant:set-webhook-secret',
   summary: 'Set the secret that signs order requests and webhooks',
-  usage: 'merchant:set-webhook-secret --merchant ID (--secret S | --generate) [--json]',
+  usage: 'merchant:set-webhook-secret --merchant ID (--secret-file PATH|- | --secret S | --generate) [--json]',
   flags: { merchant: { type: 'string' }, secret: { type: 'string' }, generate: { type: 'boolean' } },
+  secretFlags: ['secret'],
   input: z
     .object({ merchant: merchantId, secret: z.string().min(16, '--secret must be at least 16 characters').optional(), generate: z.boolean().optional() })
     .refine((v) => Boolean(v.secret) !== Boolean(v.generate), { message: 'give exactly one of --secret or --generate' }),

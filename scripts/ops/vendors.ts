@@ -141,6 +141,8 @@ export const vendorAdd = command({
       (name) => [name, { type: 'string' as const }],
     ),
   ),
+  // The SNAP client key is an identifier sent in the clear (X-CLIENT-KEY), not a secret.
+  secretFlags: ['secret', 'secret-key', 'callback-token', 'server-key', 'iris-creator-key', 'iris-approver-key', 'iris-merchant-key', 'client-secret'],
   input: z.preprocess((raw) => Object.fromEntries(Object.entries(raw as object).filter(([, v]) => v !== undefined)), vendorInput),
   async run(ctx, input) {
     const baseUrl = input['base-url'].replace(/\/+$/, '');

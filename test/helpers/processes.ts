@@ -46,8 +46,15 @@ const run = promisify(execFile);
 
 /** `node scripts/ops.ts ...` against a test database, as `npm run --silent ops --` runs it. */
 export async function ops(env: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return opsWithStdin(env, null, ...args);
+}
+
+/** The same, with `stdin` piped to the command (null: none, as from a terminal-less caller). */
+export async function opsWithStdin(env: Record<string, string>, stdin: string | null, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const pending = run(NODE, [`${ROOT}scripts/ops.ts`, ...args], { env: { ...process.env, ...env } });
+  if (stdin !== null) pending.child.stdin!.end(stdin);
   try {
-    const { stdout, stderr } = await run(NODE, [`${ROOT}scripts/ops.ts`, ...args], { env: { ...process.env, ...env } });
+    const { stdout, stderr } = await pending;
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
