@@ -394,7 +394,10 @@ t.test('streaming: the worker\'s peak memory does not grow with the rows', async
   const mb = (n: number) => `${n.toFixed(0)} MB`;
   const fileMb = b.file.raw.length / 1e6;
   t.comment(`csv worker VmHWM: idle ${mb(idle)}, after 20k rows ${mb(afterSmall)}, after 400k rows ${mb(afterLarge)}; files ${mb(a.file.raw.length / 1e6)} and ${mb(fileMb)}`);
-  t.ok(afterLarge - afterSmall < 25, `20x the rows (${mb(fileMb)} of CSV) raised the peak by ${mb(afterLarge - afterSmall)} (< 25 MB)`);
+  // A build that held the file, or any share of the rows, would grow by the file's size or a
+  // good part of it; a streaming one grows only by what the garbage collector lets pile up
+  // between collections, which varies with the machine's load (25 MB was seen under a full CI).
+  t.ok(afterLarge - afterSmall < fileMb / 3, `20x the rows (${mb(fileMb)} of CSV) raised the peak by ${mb(afterLarge - afterSmall)} (< a third of the file)`);
   t.ok(afterLarge - idle < fileMb, `the peak stays below the file's size above idle`);
 });
 
