@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
 import { ApiError } from './errors.ts';
 import { lockMerchantAccounts, postTransfer } from './ledger.ts';
-import { findBankByShortCode, findEwalletByShortCode, type BankRow, type EwalletRow } from './master-data.ts';
+import { findBankByShortCode, findEwalletByShortCode, type BankRow, type EwalletRow, type MasterDataCache } from './master-data.ts';
 import type { MerchantMoneySettings } from './merchants.ts';
 import type { Db, Pool } from './pool.ts';
 import { inTransaction, sendJob } from './queue.ts';
@@ -63,11 +63,15 @@ export interface RuleLookups {
  * fields, bank known and enabled, e-wallet known, amount a positive integer within the
  * per-transaction limit. The daily limit and the balance are checked under the wallet lock.
  */
-export async function checkRequest(db: Db, settings: MerchantMoneySettings, r: DisbursementRequest) {
+export async function checkRequest(db: Db, settings: MerchantMoneySettings, r: DisbursementRequest, masterData?: MasterDataCache) {
+  // Enabled banks and e-wallets come from the process's cache when it has one (dropped on any
+  // change, in any process); only a code it lacks (unknown, or disabled) costs a read.
+  const cached = <T extends { short_code: string }>(list: (() => Promise<readonly T[]>) | undefined, read: (code: string) => Promise<T | null>) =>
+    async (code: string) => (list ? (await list()).find((x) => x.short_code === code.toUpperCase()) : undefined) ?? read(code);
   return checkRules(settings, r, {
     keyUsed: async (key) => (await findByIdempotencyKey(db, r.merchantId, key)) !== null,
-    bank: (code) => findBankByShortCode(db, code),
-    ewallet: (code) => findEwalletByShortCode(db, code),
+    bank: cached(masterData && (() => masterData.banks.get()), (code) => findBankByShortCode(db, code)),
+    ewallet: cached(masterData && (() => masterData.ewallets.get()), (code) => findEwalletByShortCode(db, code)),
   });
 }
 
@@ -116,8 +120,8 @@ export function destinationColumns(
  * merchant's review threshold) and queues its execution, then locks the wallet, checks the
  * daily limit and the balance and debits total_debit into DISBURSEMENTS_IN_FLIGHT.
  */
-export async function createDisbursement(pool: Pool, boss: PgBoss, settings: MerchantMoneySettings, r: DisbursementRequest): Promise<DisbursementRow> {
-  const { amount, fee, bank } = await checkRequest(pool, settings, r);
+export async function createDisbursement(pool: Pool, boss: PgBoss, settings: MerchantMoneySettings, r: DisbursementRequest, masterData?: MasterDataCache): Promise<DisbursementRow> {
+  const { amount, fee, bank } = await checkRequest(pool, settings, r, masterData);
   const id = randomUUID();
   return pool.transaction(async (tx) => {
     // The row, its event and its job are written first, before the wallet lock: concurrent

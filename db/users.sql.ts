@@ -123,6 +123,13 @@ export const credentialRow = merchantRow.extend({
   user_id: z.string().nullable(),
   role,
   key_hash: z.instanceof(Buffer),
+  // The money settings come with the key: a disbursement needs no second read of the merchant.
+  mdr_bps: z.number(),
+  fee_bank: z.number(),
+  fee_ewallet: z.number(),
+  disbursement_limit: z.number(),
+  daily_disbursement_limit: z.number(),
+  review_threshold: z.number().nullable(),
 });
 export type CredentialRow = z.infer<typeof credentialRow>;
 
@@ -135,7 +142,8 @@ export type CredentialRow = z.infer<typeof credentialRow>;
 export function findCredential(db: Db, apiKey: string) {
   const digest = sql.binary(hashApiKey(apiKey));
   return db.maybeOne(sql.type(credentialRow)`
-    select ${merchantColumns}, c.user_id, c.role, c.key_hash
+    select ${merchantColumns}, c.user_id, c.role, c.key_hash,
+           mdr_bps, fee_bank, fee_ewallet, disbursement_limit, daily_disbursement_limit, review_threshold
     from (
       select id as merchant_id, null::uuid as user_id, 'owner'::text as role, api_key_hash as key_hash
       from merchants where api_key_hash = ${digest}

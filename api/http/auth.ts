@@ -10,6 +10,7 @@ import type { Db } from '../../db/pool.ts';
 import type { AuthThrottle } from './auth-throttle.ts';
 import { constantTimeEqual, hashApiKey } from '../../db/secrets.ts';
 import { ApiError } from '../../db/errors.ts';
+import type { MerchantMoneySettings } from '../../db/merchants.ts';
 import { findCredential, type Role } from '../../db/users.sql.ts';
 
 declare module 'express-serve-static-core' {
@@ -18,6 +19,8 @@ declare module 'express-serve-static-core' {
     role: Role;
     /** The team user a key was issued to; null for the merchant's own key. */
     userId: string | null;
+    /** The merchant's fees and limits, read with the key (as they were at this request's start). */
+    moneySettings: MerchantMoneySettings;
   }
 }
 
@@ -39,12 +42,13 @@ export function requireApiKey(db: Db, throttle: AuthThrottle) {
     const digest = hashApiKey(key.toLowerCase());
     const found = await findCredential(db, key.toLowerCase());
     if (!found || !constantTimeEqual(found.key_hash, digest)) throw refuse();
-    const { user_id: userId, role, key_hash: _, ...merchant } = found;
+    const { user_id: userId, role, key_hash: _, mdr_bps, fee_bank, fee_ewallet, disbursement_limit, daily_disbursement_limit, review_threshold, ...merchant } = found;
     // A key belongs to one brand; used on another brand's domain it is as good as unknown.
     if (merchant.brand_id !== req.brand.id) throw refuse();
     if (merchant.status !== 'ACTIVE') throw new ApiError('MERCHANT_INACTIVE');
     throttle.perKey(digest.toString('hex'));
     req.merchant = merchant;
+    req.moneySettings = { settlement_type: merchant.settlement_type, mdr_bps, fee_bank, fee_ewallet, disbursement_limit, daily_disbursement_limit, review_threshold };
     req.role = role;
     req.userId = userId;
     next();

@@ -100,7 +100,7 @@ const SERVICE_MESSAGES: Partial<Record<ErrorCode, string>> = {
 async function create(ctx: AppContext, merchant: MerchantRow, request: Omit<DisbursementRequest, 'merchantId' | 'api' | 'source' | 'beneficiaryId'>) {
   const settings = await getMoneySettings(ctx.pool, merchant.id);
   try {
-    return await createDisbursement(ctx.pool, ctx.boss, settings, { ...request, merchantId: merchant.id, api: 'LEGACY', source: 'API', beneficiaryId: null });
+    return await createDisbursement(ctx.pool, ctx.boss, settings, { ...request, merchantId: merchant.id, api: 'LEGACY', source: 'API', beneficiaryId: null }, ctx.masterData);
   } catch (err) {
     if (!(err instanceof ApiError)) throw err;
     if (err.code === 'DUPLICATE_IDEMPOTENCY_KEY') throw new LegacyError(400, disbursementExists(request.idempotencyKey));

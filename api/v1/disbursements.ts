@@ -10,7 +10,6 @@ import { destinationOf, type Destination } from '../../db/beneficiaries.ts';
 import { ApiError } from '../../db/errors.ts';
 import { createDisbursement } from '../../db/disbursements.ts';
 import { findMerchantDisbursement, listMerchantDisbursements } from '../../db/disbursements.sql.ts';
-import { getMoneySettings } from '../../db/merchants.ts';
 import { checkNotifyUrl } from '../../db/notify-url.ts';
 import { pageMeta, sendData, sendPage } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
@@ -72,7 +71,7 @@ export function disbursementRoutes(ctx: AppContext): Router {
     const beneficiaryId = body.beneficiary_id?.toLowerCase() ?? null;
     const to = beneficiaryId ? await destinationOf(ctx.pool, req.merchant.id, beneficiaryId, given) : given;
     if (!to.channel) throw new ApiError('INVALID_BODY', 'channel: is required');
-    const settings = await getMoneySettings(ctx.pool, req.merchant.id);
+    const settings = req.moneySettings;
     const disbursement = await createDisbursement(ctx.pool, ctx.boss, settings, {
       merchantId: req.merchant.id,
       api: 'V1',
@@ -87,7 +86,7 @@ export function disbursementRoutes(ctx: AppContext): Router {
       amount: body.amount,
       notifyUrl: body.notify_url ?? null,
       beneficiaryId,
-    });
+    }, ctx.masterData);
     sendData(res, presentDisbursement(disbursement), 201);
   });
 
