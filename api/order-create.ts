@@ -21,12 +21,20 @@ export type OrderCreation =
   /** An attempt ran (this request's, or the same key's in flight): read it by id. */
   | { kind: 'attempted'; orderId: string };
 
-export async function createOrderAndWait(ctx: AppContext, input: Omit<CreateOrderInput, 'orderId'>): Promise<OrderCreation> {
+/**
+ * `baseUrl`: where the stored V1 answer's checkout_url and qr_url point (the merchant's brand:
+ * db/brands.ts brandBaseUrl); legacy answers show neither.
+ */
+export async function createOrderAndWait(
+  ctx: AppContext,
+  input: Omit<CreateOrderInput, 'orderId'>,
+  baseUrl: string = publicBaseUrl(ctx.config),
+): Promise<OrderCreation> {
   const orderId = randomUUID();
   const wait = ctx.waiter.expect(orderId, ctx.config.ORDER_CREATE_DEADLINE_MS);
   let outcome;
   try {
-    outcome = await createOrder(ctx.pool, ctx.boss, { ...input, orderId }, publicBaseUrl(ctx.config));
+    outcome = await createOrder(ctx.pool, ctx.boss, { ...input, orderId }, baseUrl);
   } catch (err) {
     wait.cancel();
     throw err;

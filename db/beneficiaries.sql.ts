@@ -81,6 +81,26 @@ export function findMerchantBeneficiary(db: Db, merchantId: string, id: string) 
     select ${columns} from beneficiaries where id = ${id} and merchant_id = ${merchantId} and deleted_at is null`);
 }
 
+/**
+ * A live beneficiary of the merchant, locked: a repeated verify request waits here for the
+ * first one's commit, then sees its PENDING and queues nothing.
+ */
+export function lockMerchantBeneficiary(db: Db, merchantId: string, id: string) {
+  return db.maybeOne(sql.type(beneficiaryRow)`
+    select ${columns} from beneficiaries where id = ${id} and merchant_id = ${merchantId} and deleted_at is null
+    for update`);
+}
+
+/** Starts a new check: back to PENDING, the previous result and failures cleared, the deadline restarted. */
+export function restartVerification(db: Db, id: string) {
+  return db.one(sql.type(beneficiaryRow)`
+    update beneficiaries
+    set verification_status = 'PENDING', verified_name = null, verification_failure = null,
+        verification_last_error = null, verification_requested_at = now(), updated_at = now()
+    where id = ${id}
+    returning ${columns}`);
+}
+
 /** Any beneficiary, deleted or not (the verification job). */
 export function findBeneficiary(db: Db, id: string) {
   return db.maybeOne(sql.type(beneficiaryRow)`select ${columns} from beneficiaries where id = ${id}`);
@@ -95,6 +115,36 @@ export function softDeleteBeneficiary(db: Db, merchantId: string, id: string) {
 }
 
 export type Verification = { status: 'VERIFIED'; verifiedName: string } | { status: 'FAILED'; reason: string };
+
+/**
+ * Keeps why an attempt got no answer on a PENDING row (not shown, and not a change the merchant
+ * sees, so updated_at stays): whatever fails the check later records it as the reason.
+ */
+export function recordAttemptFailure(db: Db, id: string, problem: string) {
+  return db.query(sql.unsafe`
+    update beneficiaries set verification_last_error = ${problem}
+    where id = ${id} and verification_status = 'PENDING'`);
+}
+
+/**
+ * Fails up to `limit` checks started more than `olderThanSeconds` ago and still PENDING, with
+ * the last attempt's reason (or `fallback` when no attempt ran); returns their ids. SKIP LOCKED:
+ * a row a job is writing right now is left to it, and two schedulers share the work.
+ */
+export function failOverdueVerifications(db: Db, olderThanSeconds: number, limit: number, fallback: string) {
+  return db.anyFirst(sql.type(z.object({ id: z.string() }))`
+    with overdue as (
+      select id from beneficiaries
+      where verification_status = 'PENDING' and verification_requested_at < now() - make_interval(secs => ${olderThanSeconds})
+      order by verification_requested_at
+      limit ${limit}
+      for update skip locked
+    )
+    update beneficiaries b
+    set verification_status = 'FAILED', verification_failure = coalesce(b.verification_last_error, ${fallback}), updated_at = now()
+    from overdue where b.id = overdue.id
+    returning b.id`);
+}
 
 /**
  * Records a verification result on a PENDING beneficiary, in one statement so that a duplicate

@@ -8,8 +8,13 @@
 // - A beneficiary is checked with the rules of a disbursement to the same destination (bank
 //   known and enabled, e-wallet known, phone normalised by the caller), so a saved one can be
 //   paid to.
-// - Every beneficiary is verified once: its verify job is queued in the transaction that
-//   inserts it, and the result is written only onto a PENDING row (workers/beneficiary-verify.ts).
+// - Every check ends: its verify job is queued in the transaction that starts it (the insert,
+//   or the merchant's request to check again), the result is written only onto a PENDING row
+//   (workers/beneficiary-verify.ts), the job's last retry records FAILED instead of throwing,
+//   and a chain that died without reaching it (a worker killed mid-attempt, a lost job) is
+//   failed by the scheduler's sweep once VERIFY_DEADLINE_SECONDS pass. Both record the last
+//   attempt's reason. The sweep is the guarantee: it needs nothing but the row.
+// - At most one check runs per beneficiary: asking again while PENDING queues nothing.
 // - Deleting is soft: disbursements keep their beneficiary_id, and a deleted beneficiary is
 //   never the default and is found by nothing but the verify job.
 import { randomUUID } from 'node:crypto';
@@ -17,14 +22,38 @@ import type { PgBoss } from 'pg-boss';
 import { ApiError } from './errors.ts';
 import { findBankById, findBankByShortCode, findEwalletByShortCode } from './master-data.ts';
 import type { Pool, Db } from './pool.ts';
-import { inTransaction, sendJob } from './queue.ts';
+import { inTransaction, queues, sendJob } from './queue.ts';
 import {
+  failOverdueVerifications,
   findMerchantBeneficiary,
   insertBeneficiary,
+  lockMerchantBeneficiary,
   lockMerchantDefaults,
+  restartVerification,
   unsetDefault,
   type BeneficiaryRow,
 } from './beneficiaries.sql.ts';
+
+/**
+ * The longest a verify job chain can run: every backoff at its longest (pg-boss waits at most
+ * retryDelay × 2^n, capped at retryDelayMax, before retry n) plus every attempt running until
+ * its expiry. About 73 minutes with the queue's options.
+ */
+export function longestVerifyChainSeconds(o: { retryLimit: number; retryDelay: number; retryDelayMax: number; expireInSeconds: number } = queues['beneficiary-verify'].options): number {
+  let waits = 0;
+  for (let n = 1; n <= o.retryLimit; n++) waits += Math.min(o.retryDelayMax, o.retryDelay * 2 ** n);
+  return waits + (o.retryLimit + 1) * o.expireInSeconds;
+}
+
+/**
+ * When the sweep fails a check still PENDING: well past the longest chain, so a chain slowed by
+ * a worker outage or a busy queue still ends it itself, with the vendor's answer if one comes.
+ * The sweep only catches chains that died; a merchant can ask again at once after.
+ */
+export const VERIFY_DEADLINE_SECONDS = 3 * longestVerifyChainSeconds();
+
+/** The reason recorded when no attempt ran at all before the deadline. */
+export const NO_ATTEMPT_REASON = 'verification did not complete: no vendor inquiry finished before the deadline';
 
 /** A payout destination, as a disbursement request carries it. */
 export interface Destination {
@@ -86,6 +115,34 @@ export async function createBeneficiary(pool: Pool, boss: PgBoss, r: Beneficiary
     await sendJob(boss, 'beneficiary-verify', { beneficiary_id: row.id }, { db: inTransaction(tx) });
     return row;
   });
+}
+
+/**
+ * The merchant's request to check the account again (POST /v1/beneficiaries/{id}/verify).
+ * While a check is PENDING it is answered as it is and nothing is queued; otherwise (VERIFIED
+ * or FAILED) a new check starts: PENDING, and its job queued in the same transaction.
+ */
+export async function requestVerification(pool: Pool, boss: PgBoss, merchantId: string, id: string): Promise<BeneficiaryRow> {
+  return pool.transaction(async (tx) => {
+    // Locked before its status is read: of two concurrent requests on a FAILED row, the second
+    // waits for the first to commit and then finds it PENDING.
+    const b = await lockMerchantBeneficiary(tx, merchantId, id);
+    if (!b) throw new ApiError('BENEFICIARY_NOT_FOUND');
+    if (b.verification_status === 'PENDING') return b;
+    const restarted = await restartVerification(tx, b.id);
+    await sendJob(boss, 'beneficiary-verify', { beneficiary_id: b.id }, { db: inTransaction(tx) });
+    return restarted;
+  });
+}
+
+/** Fails every check PENDING past the deadline, in batches (the scheduler's sweep); returns how many. */
+export async function failOverdueChecks(pool: Pool, deadlineSeconds = VERIFY_DEADLINE_SECONDS, batch = 100): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const failed = await failOverdueVerifications(pool, deadlineSeconds, batch, NO_ATTEMPT_REASON);
+    total += failed.length;
+    if (failed.length < batch) return total;
+  }
 }
 
 const sameName = (a: string, b: string) => a.replace(/\s+/g, ' ').toUpperCase() === b.replace(/\s+/g, ' ').toUpperCase();

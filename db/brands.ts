@@ -1,5 +1,7 @@
 // Brands: the API domain decides which brand a caller sees, and a merchant belongs to exactly
 // one brand. Unknown hosts resolve to the default brand (exactly one, by a partial unique index).
+// A merchant's key works only on its brand's domain, so its orders are all made under its brand,
+// and the URLs they hand to payers are on that brand's domain (brandBaseUrl).
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
 
@@ -31,6 +33,25 @@ export async function createBrand(
     insert into brands (domain, name, logo_url, support_email)
     values (${input.domain.toLowerCase()}, ${input.name}, ${input.logoUrl}, ${input.supportEmail})
     returning ${columns}`);
+}
+
+export async function findBrandById(db: Db, id: string): Promise<BrandRow> {
+  return db.one(sql.type(brandRow)`select ${columns} from brands where id = ${id}`);
+}
+
+/**
+ * Where a brand's public pages live (the checkout page and QR image an order links to):
+ * PUBLIC_BASE_URL for the default brand, else the same URL on the brand's domain. One deployment
+ * serves every brand's domain, so scheme, port and path prefix are PUBLIC_BASE_URL's; only the
+ * host differs, and the page on it shows that brand (api/checkout.ts resolves it from the Host).
+ * A domain no URL can hold (never one brand:create accepts) falls back to PUBLIC_BASE_URL.
+ */
+export function brandBaseUrl(publicBaseUrl: string, brand: Pick<BrandRow, 'domain' | 'is_default'>): string {
+  if (brand.is_default) return publicBaseUrl;
+  const url = new URL(publicBaseUrl);
+  url.hostname = brand.domain;
+  if (url.hostname !== brand.domain) return publicBaseUrl;
+  return url.href.replace(/\/$/, '');
 }
 
 export async function defaultBrand(db: Db): Promise<BrandRow> {

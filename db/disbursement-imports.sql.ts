@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
 import { disbursementStatus, type NewDisbursement } from './disbursements.sql.ts';
+import { role, type Role } from './users.sql.ts';
 
 export interface NewImport {
   id: string;
@@ -18,14 +19,91 @@ export interface NewImport {
   refused: number;
   skipped: number;
   totalDebit: number;
+  /** The team user whose key uploaded the file (null: the merchant's own key), and the role it acted with. */
+  uploadedBy: { userId: string | null; role: Role };
 }
 
 export function insertImport(db: Db, i: NewImport) {
   return db.query(sql.unsafe`
     insert into disbursement_imports (id, merchant_id, idempotency_prefix, file_name, file_sha256, file_bytes, row_count,
-                                      accepted_count, already_imported_count, refused_count, skipped_count, total_debit)
+                                      accepted_count, already_imported_count, refused_count, skipped_count, total_debit,
+                                      uploaded_by_user_id, uploaded_by_role)
     values (${i.id}, ${i.merchantId}, ${i.prefix}, ${i.fileName}, ${i.fileSha256}, ${i.fileBytes}, ${i.rows},
-            ${i.accepted}, ${i.alreadyImported}, ${i.refused}, ${i.skipped}, ${i.totalDebit})`);
+            ${i.accepted}, ${i.alreadyImported}, ${i.refused}, ${i.skipped}, ${i.totalDebit},
+            ${i.uploadedBy.userId}, ${i.uploadedBy.role})`);
+}
+
+export interface Refusal {
+  row: number;
+  key: string;
+  code: string;
+  message: string;
+}
+
+/** Records refused rows of one import, set-based (the caller passes at most a chunk). */
+export function insertRefusals(db: Db, importId: string, refusals: readonly Refusal[]) {
+  return db.query(sql.unsafe`
+    insert into disbursement_import_refusals (import_id, row_number, idempotency_key, code, message)
+    select ${importId}, r.row_number, r.idempotency_key, r.code, r.message
+    from ${sql.unnest(refusals.map((r) => [r.row, r.key, r.code, r.message]), ['int4', 'text', 'text', 'text'])}
+      as r(row_number, idempotency_key, code, message)`);
+}
+
+export const importRow = z.object({
+  id: z.string(),
+  idempotency_prefix: z.string(),
+  file_name: z.string().nullable(),
+  file_sha256: z.string(),
+  file_bytes: z.number(),
+  row_count: z.number(),
+  accepted_count: z.number(),
+  already_imported_count: z.number(),
+  refused_count: z.number(),
+  skipped_count: z.number(),
+  total_debit: z.number(),
+  uploaded_by_user_id: z.string().nullable(),
+  /** The user's name as it is now (a removed user's row stays, so the name does too). */
+  uploaded_by_name: z.string().nullable(),
+  /** Null for imports recorded before uploaders were (migration 019). */
+  uploaded_by_role: role.nullable(),
+  created_at: z.date(),
+});
+export type ImportRecord = z.infer<typeof importRow>;
+
+const importColumns = sql.fragment`
+  i.id, i.idempotency_prefix, i.file_name, i.file_sha256, i.file_bytes, i.row_count, i.accepted_count,
+  i.already_imported_count, i.refused_count, i.skipped_count, i.total_debit, i.uploaded_by_user_id,
+  u.full_name as uploaded_by_name, i.uploaded_by_role, i.created_at`;
+
+/** A page of the merchant's imports, newest first (disbursement_imports_merchant_idx), and their count. */
+export function listMerchantImports(db: Db, merchantId: string, page: number, limit: number) {
+  return Promise.all([
+    db.any(sql.type(importRow)`
+      select ${importColumns}
+      from disbursement_imports i left join merchant_users u on u.id = i.uploaded_by_user_id
+      where i.merchant_id = ${merchantId}
+      order by i.created_at desc, i.id desc
+      limit ${limit} offset ${(page - 1) * limit}`),
+    db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from disbursement_imports where merchant_id = ${merchantId}`),
+  ]);
+}
+
+/** One import of the merchant; another merchant's is null like a missing one. */
+export function findMerchantImport(db: Db, merchantId: string, id: string) {
+  return db.maybeOne(sql.type(importRow)`
+    select ${importColumns}
+    from disbursement_imports i left join merchant_users u on u.id = i.uploaded_by_user_id
+    where i.id = ${id} and i.merchant_id = ${merchantId}`);
+}
+
+const refusalRow = z.object({ row_number: z.number(), idempotency_key: z.string(), code: z.string(), message: z.string() });
+export type RefusalRow = z.infer<typeof refusalRow>;
+
+/** An import's refused rows in file order (its primary key). */
+export function listImportRefusals(db: Db, importId: string) {
+  return db.any(sql.type(refusalRow)`
+    select row_number, idempotency_key, code, message from disbursement_import_refusals
+    where import_id = ${importId} order by row_number`);
 }
 
 export const existingDisbursement = z.object({

@@ -14,12 +14,15 @@
 // - A retried import creates nothing twice: row n's key is `<prefix>-<n>`, unique per merchant;
 //   the keys already used are read under the wallet lock, so a concurrent import of the same
 //   file waits for the first and then finds its rows imported.
+// - Every import is on record with its uploader, counts and refused rows (code and message), in
+//   the same transaction as what it accepted, so GET /v1/disbursements/imports shows exactly
+//   what the POST answered.
 import { randomUUID } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { PgBoss } from 'pg-boss';
 import { checkRules, destinationColumns, type DisbursementRequest } from './disbursements.ts';
 import { addToDailyTotal, disbursedToday, type DisbursementStatus } from './disbursements.sql.ts';
-import { findByIdempotencyKeys, insertImport, insertImportedDisbursements, type ExistingDisbursement } from './disbursement-imports.sql.ts';
+import { findByIdempotencyKeys, insertImport, insertImportedDisbursements, insertRefusals, type ExistingDisbursement, type NewImport } from './disbursement-imports.sql.ts';
 import { ApiError, type ErrorCode } from './errors.ts';
 import { lockMerchantAccounts, postTransfersInBulk, type Transfer } from './ledger.ts';
 import { findBankByShortCode, findEwalletByShortCode, type BankRow, type EwalletRow } from './master-data.ts';
@@ -59,6 +62,7 @@ export interface ImportInput {
   fileName: string | null;
   fileSha256: string;
   fileBytes: number;
+  uploadedBy: NewImport['uploadedBy'];
   rows: readonly ImportRow[];
 }
 
@@ -147,7 +151,9 @@ export async function importDisbursements(pool: Pool, boss: PgBoss, settings: Me
       refused: result.refused,
       skipped: result.skipped,
       totalDebit: result.totalDebit,
+      uploadedBy: input.uploadedBy,
     });
+    await writeRefusals(tx, importId, outcomes);
     if (accepted.length) await writeAccepted(tx, boss, input.merchantId, importId, accepted, accounts);
     return result;
   });
@@ -227,6 +233,12 @@ async function decide(settings: MerchantMoneySettings, input: ImportInput, outco
     }
   }
   return accepted;
+}
+
+/** The refused rows' reasons, CHUNK rows per statement. */
+async function writeRefusals(tx: Db, importId: string, outcomes: readonly RowOutcome[]) {
+  const refusals = outcomes.flatMap((o) => (o.status === 'REFUSED' ? [{ row: o.row, key: o.key, code: o.error.code, message: o.error.message }] : []));
+  for (let start = 0; start < refusals.length; start += CHUNK) await insertRefusals(tx, importId, refusals.slice(start, start + CHUNK));
 }
 
 /** What createDisbursement writes for one, set-based: rows and events, debits, execute jobs. */

@@ -1,23 +1,47 @@
-// beneficiary-verify: asks a vendor who holds a new beneficiary's account. PENDING → VERIFIED
-// with the holder's name, or FAILED when the vendor says no such account can receive money.
+// beneficiary-verify: asks a vendor who holds a beneficiary's account. PENDING → VERIFIED with
+// the holder's name, or FAILED when the vendor says no such account can receive money.
 //
 // An inquiry moves no money, so any routed vendor may be asked and asking twice is harmless:
 // the routed vendors for the channel are tried best first until one answers. No definite answer
-// from any of them (refused, timed out, none routed) throws, and pg-boss retries with backoff;
-// the beneficiary stays PENDING meanwhile. The result is written only onto a PENDING row, so a
-// duplicate or retried job, or one racing another, changes nothing once one has written.
+// from any of them (refused, timed out, none routed) is kept on the row as the last attempt's
+// reason and throws, so pg-boss retries with backoff; the beneficiary stays PENDING meanwhile.
+// The job's last attempt does not throw: it records FAILED with that reason, so a check whose
+// retries all fail ends. A chain that dies before its last attempt finishes (the worker killed,
+// the job expired) is ended by the scheduler's deadline sweep (db/beneficiaries.ts). Results are
+// written only onto a PENDING row, so a duplicate or retried job, or one racing another or the
+// sweep, changes nothing once one has written.
+import type { Job } from 'pg-boss';
 import { findBankById } from '../db/master-data.ts';
-import { findBeneficiary, recordVerification, type Verification } from '../db/beneficiaries.sql.ts';
+import { findBeneficiary, recordAttemptFailure, recordVerification, type Verification } from '../db/beneficiaries.sql.ts';
+import { queues } from '../db/queue.ts';
 import { routeVendors } from '../db/vendors.ts';
 import type { WorkerContext } from './context.ts';
 import { gatewayOf } from './gateway.ts';
 
-export async function handleBeneficiaryVerify(ctx: WorkerContext, payload: { beneficiary_id: string }): Promise<Record<string, unknown>> {
+const RETRY_LIMIT = queues['beneficiary-verify'].options.retryLimit;
+
+export async function handleBeneficiaryVerify(
+  ctx: WorkerContext,
+  payload: { beneficiary_id: string },
+  job: Pick<Job<unknown>, 'retryCount'>,
+): Promise<Record<string, unknown>> {
   const b = await findBeneficiary(ctx.pool, payload.beneficiary_id);
   if (!b) return { skipped: 'missing' };
   if (b.verification_status !== 'PENDING') return { skipped: b.verification_status };
   if (b.deleted_at) return { skipped: 'deleted' };
 
+  const problem = await inquire(ctx, b);
+  if (typeof problem !== 'string') return problem;
+  if (job.retryCount >= RETRY_LIMIT) {
+    const recorded = await recordVerification(ctx.pool, b.id, { status: 'FAILED', reason: problem });
+    return { status: recorded?.verification_status ?? 'already_done', exhausted: true };
+  }
+  await recordAttemptFailure(ctx.pool, b.id, problem);
+  throw new Error(problem);
+}
+
+/** The recorded answer of the first vendor that gives one, or why none did. */
+async function inquire(ctx: WorkerContext, b: NonNullable<Awaited<ReturnType<typeof findBeneficiary>>>): Promise<Record<string, unknown> | string> {
   const bank = b.bank_id ? await findBankById(ctx.pool, b.bank_id) : null;
   const inquiry = {
     channel: b.channel,
@@ -26,7 +50,7 @@ export async function handleBeneficiaryVerify(ctx: WorkerContext, payload: { ben
     accountNumber: b.channel === 'BANK' ? b.account_number! : b.ewallet_phone!,
   };
   const vendors = await routeVendors(ctx.pool, ctx.sealer, b.merchant_id, b.channel);
-  if (vendors.length === 0) throw new Error(`no vendor routed for ${b.channel} inquiries`);
+  if (vendors.length === 0) return `no vendor routed for ${b.channel} inquiries`;
   const problems: string[] = [];
   for (const vendor of vendors) {
     const answer = await gatewayOf(ctx, vendor).inquireAccount(inquiry);
@@ -41,5 +65,5 @@ export async function handleBeneficiaryVerify(ctx: WorkerContext, payload: { ben
     const recorded = await recordVerification(ctx.pool, b.id, result);
     return { status: recorded?.verification_status ?? 'already_done', vendor: vendor.code };
   }
-  throw new Error(`no vendor answered the inquiry: ${problems.join('; ')}`);
+  return `no vendor answered the inquiry: ${problems.join('; ')}`;
 }

@@ -48,7 +48,7 @@ export const groups: Record<string, Group> = {
       await ping(ctx);
       await workQueue(ctx.boss, 'disbursement-execute', { batchSize: DISBURSEMENT_BATCH, loops: 2 }, (p) => handleDisbursementExecute(ctx, p));
       await workQueue(ctx.boss, 'disbursement-reconcile', { batchSize: DISBURSEMENT_BATCH }, (p) => handleDisbursementReconcile(ctx, p));
-      await workQueue(ctx.boss, 'beneficiary-verify', { batchSize: DISBURSEMENT_BATCH }, (p) => handleBeneficiaryVerify(ctx, p));
+      await workQueue(ctx.boss, 'beneficiary-verify', { batchSize: DISBURSEMENT_BATCH }, (p, job) => handleBeneficiaryVerify(ctx, p, job));
       await workQueue(ctx.boss, 'settlement-payout', { batchSize: DISBURSEMENT_BATCH }, (p) => handleSettlementPayout(ctx, p));
       await workQueue(ctx.boss, 'settlement-reconcile', { batchSize: DISBURSEMENT_BATCH }, (p) => handleSettlementReconcile(ctx, p));
     },

@@ -6,6 +6,7 @@
 // unknown outcome (timeout, 5xx) is never retried elsewhere, because the first vendor may have
 // issued a QR the payer could still pay. It is left to order-reconcile, and the waiting API
 // request is told at once so it can answer 409 ORDER_PENDING_CONFIRMATION.
+import { brandBaseUrl, findBrandById } from '../db/brands.ts';
 import { publicBaseUrl } from '../db/config.ts';
 import { logger } from '../db/logger.ts';
 import { getMerchant } from '../db/merchants.ts';
@@ -35,22 +36,28 @@ export async function resolveWithVendor(ctx: WorkerContext, order: OrderRow, ven
   if (status.status === 'NOT_FOUND') return 'absent';
   const problem = status.qrisString ? validateVendorQris(status.qrisString, order.amount) : 'no QRIS string';
   if (problem || !status.qrisString) return 'absent';
-  await confirmOrder(ctx.pool, order, { vendorCode, vendorOrderId: status.vendorOrderId ?? order.ref_code, qrisString: status.qrisString }, 'reconcile', publicBaseUrl(ctx.config));
+  const { baseUrl } = await merchantRouting(ctx, order.merchant_id);
+  await confirmOrder(ctx.pool, order, { vendorCode, vendorOrderId: status.vendorOrderId ?? order.ref_code, qrisString: status.qrisString }, 'reconcile', baseUrl);
   return 'confirmed';
 }
 
-// Routes and merchant names change rarely (ops commands) and every create reads them: each
-// worker process keeps them for ROUTING_CACHE_MS, as the API does with brands, so a route or
-// vendor change reaches every worker within that time. "No vendor" is never cached: a merchant
-// routed a moment ago is served at once.
+// Routes, merchant names and brands change rarely (ops commands) and every create reads them:
+// each worker process keeps them for ROUTING_CACHE_MS, as the API does with brands, so a route
+// or vendor change reaches every worker within that time. "No vendor" is never cached: a
+// merchant routed a moment ago is served at once. `baseUrl` is the merchant's brand's, where the
+// stored V1 answer's checkout_url and qr_url point (db/brands.ts brandBaseUrl).
 const ROUTING_CACHE_MS = 5_000;
-const routing = new Map<string, { until: number; value: Promise<{ vendors: VendorRecord[]; merchantName: string }> }>();
+const routing = new Map<string, { until: number; value: Promise<{ vendors: VendorRecord[]; merchantName: string; baseUrl: string }> }>();
 
 function merchantRouting(ctx: WorkerContext, merchantId: string) {
   const hit = routing.get(merchantId);
   if (hit && hit.until > Date.now()) return hit.value;
   const value = Promise.all([routeVendors(ctx.pool, ctx.sealer, merchantId, 'QRIS'), getMerchant(ctx.pool, merchantId)]).then(
-    ([vendors, merchant]) => ({ vendors, merchantName: merchant.name }),
+    async ([vendors, merchant]) => ({
+      vendors,
+      merchantName: merchant.name,
+      baseUrl: brandBaseUrl(publicBaseUrl(ctx.config), await findBrandById(ctx.pool, merchant.brand_id)),
+    }),
   );
   if (routing.size > 10_000) routing.clear();
   routing.set(merchantId, { until: Date.now() + ROUTING_CACHE_MS, value });
@@ -78,7 +85,7 @@ export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id:
     order = { ...order, vendors_tried: order.vendors_tried.filter((code) => code !== absent) };
   }
 
-  const { vendors, merchantName } = await merchantRouting(ctx, order.merchant_id);
+  const { vendors, merchantName, baseUrl } = await merchantRouting(ctx, order.merchant_id);
   if (vendors.length === 0) {
     await failOrder(ctx.pool, order.id, 'NO_VENDOR', { reason: 'no QRIS vendor is routed for this merchant' });
     return { failed: 'NO_VENDOR' };
@@ -98,7 +105,7 @@ export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id:
     if (result.kind === 'ok') {
       const problem = validateVendorQris(result.value.qrisString, order.amount);
       if (!problem) {
-        await confirmOrder(ctx.pool, order, { vendorCode: vendor.code, ...result.value }, 'vendor-worker', publicBaseUrl(ctx.config));
+        await confirmOrder(ctx.pool, order, { vendorCode: vendor.code, ...result.value }, 'vendor-worker', baseUrl);
         return { confirmed: vendor.code };
       }
       failures[vendor.code] = `unusable QRIS: ${problem}`;

@@ -8,7 +8,10 @@
 // The same loop re-queues create attempts left CREATING for longer than a create job can take
 // (jobs that exhausted their retries): the create handler asks the pending vendor first; and
 // restarts disbursements, refunds and settlement payouts whose job chain went quiet
-// (workers/payout-execute.ts, workers/refund-execute.ts).
+// (workers/payout-execute.ts, workers/refund-execute.ts); and fails beneficiary checks PENDING
+// past their deadline (a verify chain that died: db/beneficiaries.ts), the deadline being hours,
+// so once a minute is plenty.
+import { failOverdueChecks } from '../db/beneficiaries.ts';
 import { logger } from '../db/logger.ts';
 import { expireBatch } from '../db/orders.ts';
 import { findStaleCreating } from '../db/orders.sql.ts';
@@ -52,6 +55,8 @@ export function startExpirySweep(ctx: WorkerContext): Periodic {
       if (refunds) logger.warn({ refunds }, 'quiet refunds re-queued');
       const settlements = await requeueStaleSettlements(ctx);
       if (settlements) logger.warn({ settlements }, 'quiet settlement payouts re-queued');
+      const checks = await failOverdueChecks(ctx.pool);
+      if (checks) logger.warn({ checks }, 'beneficiary checks past their deadline failed');
     }
   });
 }

@@ -1,5 +1,6 @@
 // V1 success envelopes (spec 2.1). Errors are written only by the error middleware. Bodies are
 // serialised with toJson so merchant JSON kept as text (order metadata) goes out as sent.
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Response } from 'express';
 import { toJson } from '../../db/present/json-text.ts';
 
@@ -42,4 +43,25 @@ export function drained(res: Response): Promise<void> {
     res.on('drain', done);
     res.on('close', done);
   });
+}
+
+const STREAM_CHUNK = 1_000;
+
+/**
+ * `{success: true, data: {...head, [field]: items}}` for a record with a long list (an import's
+ * rows: 100,000 are ~15 MB of JSON, and one stringify would stall every other request for a few
+ * hundred milliseconds): the list is written a thousand items at a time with the event loop let
+ * through in between, waiting for the client to drain. `head` holds plain JSON values only.
+ */
+export async function sendDataWithList<T>(res: Response, head: Record<string, unknown>, field: string, items: readonly T[], present: (item: T) => unknown, status = 200): Promise<void> {
+  const envelope = JSON.stringify({ success: true, data: { ...head, [field]: [] } });
+  res.status(status).type('application/json');
+  res.write(envelope.slice(0, -3)); // up to and including the list's '['
+  for (let start = 0; start < items.length; start += STREAM_CHUNK) {
+    const chunk = items.slice(start, start + STREAM_CHUNK).map((item) => JSON.stringify(present(item))).join(',');
+    if (res.destroyed) return;
+    if (!res.write(start === 0 ? chunk : `,${chunk}`)) await drained(res);
+    else await nextTurn();
+  }
+  res.end(']}}');
 }

@@ -255,6 +255,21 @@ export const operations: readonly Operation[] = [
     errors: ['NOT_WALLET_MERCHANT', 'INVALID_FILE'],
   },
   {
+    method: 'get', path: '/v1/disbursements/imports', tag: 'Disbursements', summary: 'List past CSV imports, newest first',
+    description: 'Every import is recorded with its answer\'s counts and total_debit, when, and who uploaded it (the team '
+      + 'user, or the merchant\'s own key, with the role the key acted with).',
+    query: paged(),
+    responses: { 200: { description: 'A page of imports', schema: s.v1Page(s.importRecord) } },
+    errors: ['NOT_WALLET_MERCHANT', 'INVALID_BODY'],
+  },
+  {
+    method: 'get', path: '/v1/disbursements/imports/:id', tag: 'Disbursements', summary: 'Read a past CSV import',
+    description: 'The import with its refused rows, in file order, each with the code and message its answer gave.',
+    params: { id: uuidParam.describe('The import_id of the import\'s answer; anything but a UUID is 400 INVALID_ID') },
+    responses: { 200: { description: 'The import and its refused rows', schema: s.v1Data(s.importDetail) } },
+    errors: ['NOT_WALLET_MERCHANT', 'INVALID_ID', 'NOT_FOUND'],
+  },
+  {
     method: 'get', path: '/v1/disbursements/:id', tag: 'Disbursements', summary: 'Read a disbursement',
     params: { id: z.string().describe('The disbursement\'s UUID or its ref_code (DSB-…)') },
     responses: { 200: { description: 'The disbursement', schema: s.v1Data(s.disbursement) } },
@@ -297,6 +312,15 @@ export const operations: readonly Operation[] = [
     method: 'get', path: '/v1/beneficiaries/:id', tag: 'Beneficiaries', summary: 'Read a beneficiary',
     params: { id: uuidParam },
     responses: { 200: { description: 'The beneficiary', schema: s.v1Data(s.beneficiary) } },
+    errors: ['INVALID_ID', 'BENEFICIARY_NOT_FOUND'],
+  },
+  {
+    method: 'post', path: '/v1/beneficiaries/:id/verify', tag: 'Beneficiaries', summary: 'Check a beneficiary\'s account again',
+    description: 'VERIFIED or FAILED: back to PENDING, verified_name cleared, and a new account-name inquiry queued. '
+      + 'While a check is PENDING nothing is queued and the beneficiary is answered as it is, so a repeat is harmless. '
+      + 'A check whose inquiries all fail ends FAILED.',
+    params: { id: uuidParam },
+    responses: { 200: { description: 'The beneficiary, PENDING', schema: s.v1Data(s.beneficiary) } },
     errors: ['INVALID_ID', 'BENEFICIARY_NOT_FOUND'],
   },
   {

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import type { presentBrand } from '../http/brand.ts';
 import type { presentBeneficiary } from '../../db/present/beneficiaries.ts';
 import type { presentDisbursement, presentLegacyDisbursement } from '../../db/present/disbursements.ts';
+import type { presentImport, presentRefusal } from '../../db/present/disbursement-imports.ts';
 import type { presentExport } from '../../db/present/exports.ts';
 import type { presentMovement } from '../../db/present/ledger.ts';
 import type { presentBank, presentEwallet } from '../../db/present/master-data.ts';
@@ -146,6 +147,37 @@ export const importResult = named('DisbursementImport', 'The outcome of a CSV im
     z.strictObject({ row: z.number().int().min(1), idempotency_key: text, status: z.literal('SKIPPED') }),
   ])),
 }));
+
+const errorCode = z.enum(Object.keys(errorCatalogue) as [ErrorCode, ...ErrorCode[]]);
+
+export const importRecord = named('DisbursementImportRecord', 'A past CSV import: who uploaded it, when, and what it decided (the counts of its answer).', z.strictObject({
+  id: uuid.describe('The import_id of the import\'s answer'),
+  idempotency_prefix: text,
+  file_name: text.nullable(),
+  file_sha256: z.string().regex(/^[0-9a-f]{64}$/).describe('SHA-256 of the uploaded file, lowercase hex'),
+  file_bytes: count,
+  uploaded_by: z.strictObject({
+    user_id: uuid.nullable().describe('The team user whose key uploaded it; null: the merchant\'s own key'),
+    full_name: text.nullable().describe('The team user\'s name; null for the merchant\'s own key'),
+    role: role.describe('The role the key acted with'),
+  }).nullable().describe('Null for imports recorded before uploaders were'),
+  rows: count,
+  accepted: count,
+  already_imported: count,
+  refused: count,
+  skipped: count,
+  total_debit: rupiah.describe('What the import took from the wallet'),
+  created_at: instant,
+}));
+
+export const importRefusal = named('DisbursementImportRefusal', 'A refused row of a past import, with the reason its answer gave.', z.strictObject({
+  row: z.number().int().min(1),
+  idempotency_key: text,
+  error: z.strictObject({ code: errorCode, message: text }),
+}));
+
+export const importDetail = named('DisbursementImportDetail', 'A past CSV import with its refused rows in file order.',
+  importRecord.extend({ refused_rows: z.array(importRefusal) }));
 
 export const balance = named('Balance', 'The WALLET balance (spec 2.6).', z.strictObject({
   merchant_id: uuid,
@@ -402,6 +434,8 @@ export type PresentersMatchSchemas = [
   Holds<SameKeys<Shown<typeof presentRefund>, Documented<typeof refund>>>,
   Holds<SameKeys<Shown<typeof presentDisbursement>, Documented<typeof disbursement>>>,
   Holds<SameKeys<Shown<typeof presentMovement>, Documented<typeof movement>>>,
+  Holds<SameKeys<Shown<typeof presentImport>, Documented<typeof importRecord>>>,
+  Holds<SameKeys<Shown<typeof presentRefusal>, Documented<typeof importRefusal>>>,
   Holds<SameKeys<Shown<typeof presentBeneficiary>, Documented<typeof beneficiary>>>,
   Holds<SameKeys<Shown<typeof presentSettlement>, Documented<typeof settlement>>>,
   Holds<SameKeys<Shown<typeof presentBank>, Documented<typeof bank>>>,

@@ -1,10 +1,12 @@
 // Beneficiaries (spec 4.5): a merchant's saved payout destinations. Open to every merchant, not
 // only WALLET ones (the contract restricts disbursements and balance, not these). POST answers
 // at once with verification_status PENDING; the disbursement worker verifies afterwards.
+// POST /v1/beneficiaries/{id}/verify asks for a new check, idempotent while one runs; writes
+// here need the beneficiaries permission (owner, ops: api/http/roles.ts).
 import { Router } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../context.ts';
-import { createBeneficiary } from '../../db/beneficiaries.ts';
+import { createBeneficiary, requestVerification } from '../../db/beneficiaries.ts';
 import { findMerchantBeneficiary, listMerchantBeneficiaries, softDeleteBeneficiary } from '../../db/beneficiaries.sql.ts';
 import { ApiError } from '../../db/errors.ts';
 import { sendData } from '../http/envelope.ts';
@@ -59,6 +61,13 @@ export function beneficiaryRoutes(ctx: AppContext): Router {
     const found = await findMerchantBeneficiary(ctx.pool, req.merchant.id, uuidParam(req, 'id'));
     if (!found) throw new ApiError('BENEFICIARY_NOT_FOUND');
     sendData(res, presentBeneficiary(found));
+  });
+
+  // 200 with the beneficiary either way: PENDING with a new check queued, or, while a check is
+  // already PENDING, as it is (a repeat queues nothing).
+  router.post('/v1/beneficiaries/:id/verify', async (req, res) => {
+    const beneficiary = await requestVerification(ctx.pool, ctx.boss, req.merchant.id, uuidParam(req, 'id'));
+    sendData(res, presentBeneficiary(beneficiary));
   });
 
   router.delete('/v1/beneficiaries/:id', async (req, res) => {

@@ -6,20 +6,26 @@
 // data row after the header) is keyed `<idempotency_prefix>-<n>`, so a retry with the same
 // prefix creates nothing twice. The answer is 200 with an outcome per row; a file that cannot
 // be read as a whole is 400 INVALID_FILE (413 when too large) and writes nothing.
+//
+// GET /v1/disbursements/imports (a page, newest first) and GET /v1/disbursements/imports/{id}
+// (one, with its refused rows' reasons) read the record every import leaves.
 import { createHash } from 'node:crypto';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Router, type Response } from 'express';
 import type { AppContext } from '../context.ts';
 import { importDisbursements, type ImportResult, type ImportRow, type RowOutcome } from '../../db/disbursement-imports.ts';
+import { findMerchantImport, listImportRefusals, listMerchantImports } from '../../db/disbursement-imports.sql.ts';
+import { presentImport, presentRefusal } from '../../db/present/disbursement-imports.ts';
 import { ApiError } from '../../db/errors.ts';
 import { logger } from '../../db/logger.ts';
 import { getMoneySettings } from '../../db/merchants.ts';
 import { IMPORT_COLUMNS, rowCells, type PackedRows } from '../../db/csv/parse-import.ts';
 import { parseImportFile } from '../../db/csv/pool.ts';
-import { drained } from '../http/envelope.ts';
+import { pageMeta, sendDataWithList, sendPage } from '../http/envelope.ts';
+import { pagination } from '../http/pagination.ts';
 import { readUpload } from '../http/multipart.ts';
 import { parseBody } from '../http/validate.ts';
-import { requireWalletMerchant } from '../http/wallet.ts';
+import { requireWalletMerchant, uuidParam } from '../http/wallet.ts';
 import { checkContactFields, createBody } from './disbursements.ts';
 
 // The JSON body's own field rules, for the fields a CSV row has.
@@ -105,12 +111,8 @@ function presentOutcome(o: RowOutcome) {
   };
 }
 
-/**
- * The V1 envelope around the result, written a thousand rows at a time with the event loop let
- * through in between (100,000 rows are ~15 MB of JSON: one stringify would stall every other
- * request for a few hundred milliseconds), and waiting for the client to drain.
- */
-async function sendImport(res: Response, r: ImportResult) {
+/** The result with one outcome per row, streamed: 100,000 rows are ~15 MB of JSON. */
+function sendImport(res: Response, r: ImportResult) {
   const head = {
     import_id: r.importId,
     idempotency_prefix: r.prefix,
@@ -121,18 +123,8 @@ async function sendImport(res: Response, r: ImportResult) {
     skipped: r.skipped,
     queued: r.queued,
     total_debit: r.totalDebit,
-    results: [],
   };
-  const envelope = JSON.stringify({ success: true, data: head });
-  res.status(200).type('application/json');
-  res.write(envelope.slice(0, -3)); // up to and including the results' '['
-  for (let start = 0; start < r.outcomes.length; start += YIELD_EVERY) {
-    const chunk = r.outcomes.slice(start, start + YIELD_EVERY).map((o) => JSON.stringify(presentOutcome(o))).join(',');
-    if (res.destroyed) return;
-    if (!res.write(start === 0 ? chunk : `,${chunk}`)) await drained(res);
-    else await nextTurn();
-  }
-  res.end(']}}');
+  return sendDataWithList(res, head, 'results', r.outcomes, presentOutcome);
 }
 
 export function disbursementImportRoutes(ctx: AppContext): Router {
@@ -166,6 +158,7 @@ export function disbursementImportRoutes(ctx: AppContext): Router {
       fileName: file.filename,
       fileSha256: createHash('sha256').update(file.bytes).digest('hex'),
       fileBytes: file.bytes.length,
+      uploadedBy: { userId: req.userId, role: req.role },
       rows,
     });
     await sendImport(res, result);
@@ -174,6 +167,21 @@ export function disbursementImportRoutes(ctx: AppContext): Router {
         alreadyImported: result.alreadyImported, refused: result.refused, readMs: Math.round(parsedAt - started), totalMs: Math.round(performance.now() - started) },
       'disbursement import',
     );
+  });
+
+  // Past imports. Mounted here, before disbursementRoutes, so GET /v1/disbursements/:id never
+  // reads "imports" as a disbursement id. Reads are open to every role (api/http/roles.ts).
+  router.get('/v1/disbursements/imports', requireWalletMerchant, async (req, res) => {
+    const { page, limit } = pagination(req);
+    const [rows, total] = await listMerchantImports(ctx.pool, req.merchant.id, page, limit);
+    sendPage(res, rows.map(presentImport), pageMeta(page, limit, total));
+  });
+
+  router.get('/v1/disbursements/imports/:id', requireWalletMerchant, async (req, res) => {
+    const found = await findMerchantImport(ctx.pool, req.merchant.id, uuidParam(req, 'id'));
+    if (!found) throw new ApiError('NOT_FOUND', 'Import not found');
+    const refusals = await listImportRefusals(ctx.pool, found.id);
+    await sendDataWithList(res, presentImport(found), 'refused_rows', refusals, presentRefusal);
   });
 
   return router;

@@ -1,10 +1,13 @@
 // V1 orders (spec 4.2). POST runs: signature → validation → the API's one order-creation path
 // (api/order-create.ts: createOrder, then wait for the vendor worker's outcome) → answer from
-// the key's stored response or the row.
+// the key's stored response or the row. The URLs an order shows (checkout_url, qr_url) are on
+// its merchant's brand domain: the request's brand, since a key works only on its own brand's
+// domain (api/http/auth.ts; db/brands.ts brandBaseUrl).
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../context.ts';
 import { ApiError } from '../../db/errors.ts';
+import { brandBaseUrl } from '../../db/brands.ts';
 import { publicBaseUrl } from '../../db/config.ts';
 import { webhookSecretOf } from '../../db/merchants.ts';
 import {
@@ -45,8 +48,8 @@ export const createBody = z.object({
 
 export function orderRoutes(ctx: AppContext): Router {
   const router = Router();
-  const baseUrl = publicBaseUrl(ctx.config);
-  const render = (order: OrderRow) => orderResponseBody(order, baseUrl);
+  const publicBase = publicBaseUrl(ctx.config);
+  const baseUrlOf = (req: Request) => brandBaseUrl(publicBase, req.brand);
 
   router.post('/v1/orders', async (req, res) => {
     const merchant = req.merchant;
@@ -80,7 +83,7 @@ export function orderRoutes(ctx: AppContext): Router {
       metadataJson: body.metadata ? metadataText(req) : null,
       expireMinutes: body.expire_minutes ?? 60,
       idempotency: keyHeader === undefined ? null : { key: keyHeader, rawBody: req.rawBody ?? Buffer.alloc(0) },
-    });
+    }, baseUrlOf(req));
     if (outcome.kind === 'replay') return sendStored(res, outcome.status, outcome.body, true);
     if (outcome.kind === 'existing') return sendStored(res, 200, outcome.body, false);
     if (keyHeader !== undefined) {
@@ -91,7 +94,7 @@ export function orderRoutes(ctx: AppContext): Router {
     const order = await attemptedOrder(ctx, outcome.orderId);
     if (!order || order.status === 'CREATING') throw new ApiError('ORDER_PENDING_CONFIRMATION');
     if (order.status === 'FAILED') throw new ApiError(order.failure_code === 'NO_VENDOR' ? 'NO_VENDOR' : 'VENDOR_ERROR');
-    sendStored(res, 201, render(order), false);
+    sendStored(res, 201, orderResponseBody(order, baseUrlOf(req)), false);
   });
 
   router.get('/v1/orders', async (req, res) => {
@@ -101,11 +104,12 @@ export function orderRoutes(ctx: AppContext): Router {
       throw new ApiError('INVALID_BODY', 'merchant_order_id must be a string without NUL characters');
     }
     const [rows, total] = await listMerchantOrders(ctx.pool, req.merchant.id, { merchantOrderId: filter }, page, limit);
+    const baseUrl = baseUrlOf(req);
     sendPage(res, rows.map((row) => presentOrder(row, baseUrl)), pageMeta(page, limit, total));
   });
 
   router.get('/v1/orders/:ref_code', async (req, res) => {
-    sendData(res, presentOrder(await merchantOrder(ctx, req), baseUrl));
+    sendData(res, presentOrder(await merchantOrder(ctx, req), baseUrlOf(req)));
   });
 
   router.get('/v1/orders/:ref_code/events', async (req, res) => {
@@ -126,7 +130,7 @@ export function orderRoutes(ctx: AppContext): Router {
       wait.cancel();
     }
     const current = await findOrderById(ctx.pool, order.id);
-    sendData(res, presentOrder(current ?? order, baseUrl));
+    sendData(res, presentOrder(current ?? order, baseUrlOf(req)));
   });
 
   return router;

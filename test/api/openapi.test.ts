@@ -252,6 +252,8 @@ t.test('real V1 answers match the documented schemas', async (t) => {
   const imported = await v1(k, '/v1/disbursements/import', { body: multipart, headers: { 'content-type': `multipart/form-data; boundary=${boundary}` } });
   t.same(imported.json?.data?.results?.map((r: { status: string }) => r.status), ['ACCEPTED', 'SKIPPED', 'REFUSED'], imported.text.slice(0, 300));
   conforms(t, 'post', '/v1/disbursements/import', imported);
+  conforms(t, 'get', '/v1/disbursements/imports', await v1(k, '/v1/disbursements/imports'));
+  conforms(t, 'get', '/v1/disbursements/imports/:id', await v1(k, `/v1/disbursements/imports/${imported.json.data.import_id}`));
 
   // Master data.
   conforms(t, 'get', '/v1/banks', await v1(k, '/v1/banks'));
@@ -263,6 +265,7 @@ t.test('real V1 answers match the documented schemas', async (t) => {
   conforms(t, 'post', '/v1/beneficiaries', saved);
   conforms(t, 'get', '/v1/beneficiaries', await v1(k, '/v1/beneficiaries'));
   conforms(t, 'get', '/v1/beneficiaries/:id', await v1(k, `/v1/beneficiaries/${saved.json.data.id}`));
+  conforms(t, 'post', '/v1/beneficiaries/:id/verify', await v1(k, `/v1/beneficiaries/${saved.json.data.id}/verify`, { method: 'POST' }));
   conforms(t, 'delete', '/v1/beneficiaries/:id', await v1(k, `/v1/beneficiaries/${saved.json.data.id}`, { method: 'DELETE' }));
 
   // Team.
@@ -331,6 +334,9 @@ t.test('V1 errors are documented for the operation that answers them', async (t)
   }));
   conforms(t, 'get', '/v1/disbursements/:id', await v1(k, '/v1/disbursements/DSB-1-NOPE'));
   conforms(t, 'get', '/v1/beneficiaries/:id', await v1(k, '/v1/beneficiaries/not-a-uuid'));
+  conforms(t, 'post', '/v1/beneficiaries/:id/verify', await v1(k, `/v1/beneficiaries/${randomUUID()}/verify`, { method: 'POST' }));
+  conforms(t, 'get', '/v1/disbursements/imports/:id', await v1(k, `/v1/disbursements/imports/${randomUUID()}`));
+  conforms(t, 'get', '/v1/disbursements/imports', await v1(manual.api_key, '/v1/disbursements/imports'));
   conforms(t, 'get', '/v1/settlements/:id', await v1(k, `/v1/settlements/${randomUUID()}`));
   conforms(t, 'patch', '/v1/my/users/:user_id/role', await v1(k, `/v1/my/users/${randomUUID()}/role`, { method: 'PATCH', body: { role: 'ops' } }));
   conforms(t, 'get', '/v1/reports/profits', await v1(k, '/v1/reports/profits?date_from=yesterday'));
