@@ -76,9 +76,9 @@ export async function openSession(options: { durable: boolean; stats: boolean })
   };
 }
 
-/** The API and the ceiling first (no new requests), then the workers finish, then the rest. */
+/** The web processes first (no new requests), then the workers finish, then the rest. */
 export async function closeSession(s: Session): Promise<void> {
-  const front = (p: BenchProcess) => p.name === 'api' || p.name === 'ceiling';
+  const front = (p: BenchProcess) => p.name === 'api' || p.name === 'ceiling' || p.name === 'design web';
   for (const p of s.processes.filter(front)) await p.stop();
   for (const p of s.processes.filter((p) => !front(p))) await p.stop();
   await s.pool.end();
