@@ -202,6 +202,8 @@ export async function completeDisbursement(
   where: { id: string } | { refCode: string },
   outcome: Completion,
   source: string,
+  /** Added to the status event's detail (an operator's reason and evidence). */
+  detail: Record<string, unknown> = {},
 ): Promise<'completed' | 'already_final' | 'unknown'> {
   const d = await lockDisbursement(tx, where);
   if (!d) return 'unknown';
@@ -215,7 +217,7 @@ export async function completeDisbursement(
       description: `Disbursement ${d.ref_code} delivered`,
       legs: { DISBURSEMENTS_IN_FLIGHT: -d.total_debit, VENDOR_CLEARING: d.request_amount, FEE_REVENUE: d.fee },
     });
-    await moveDisbursement(tx, boss, d, { status: 'SUCCESS', vendorDisbursementId: vendorId, vendorCallPending: false }, { source });
+    await moveDisbursement(tx, boss, d, { status: 'SUCCESS', vendorDisbursementId: vendorId, vendorCallPending: false }, { source, ...(Object.keys(detail).length ? { detail } : {}) });
   } else {
     await reverse(tx, d, `Disbursement ${d.ref_code} failed: ${outcome.reason}`);
     await moveDisbursement(
@@ -223,7 +225,7 @@ export async function completeDisbursement(
       boss,
       d,
       { status: 'FAILED', vendorDisbursementId: vendorId, vendorCallPending: false, failureReason: outcome.reason },
-      { source, detail: { reason: outcome.reason } }
+      { source, detail: { reason: outcome.reason, ...detail } }
     );
   }
   return 'completed';

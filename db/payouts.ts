@@ -4,7 +4,8 @@
 import type { PgBoss } from 'pg-boss';
 import { z } from 'zod';
 import { completeDisbursement } from './disbursements.ts';
-import { sql, type Db } from './pool.ts';
+import { lockDisbursement } from './disbursements.sql.ts';
+import { sql, type Db, type Pool } from './pool.ts';
 import { completeSettlement } from './settlements.ts';
 
 export type PayoutKindName = 'DISBURSEMENT' | 'SETTLEMENT';
@@ -76,4 +77,43 @@ export function payoutStatements(table: 'disbursements' | 'settlements', waiting
         returning p.id, p.status`);
     },
   };
+}
+
+/** Why an operator may not settle a payout by hand. */
+export class SettleRefused extends Error {}
+
+/**
+ * An operator settles a payout that is in flight at a vendor which lost it (reconciliation keeps
+ * hearing "not found" after the vendor had accepted it): SUCCESS when the money provably
+ * arrived, FAILED when it provably did not (the debit returns, once). The reason and the
+ * vendor's evidence are kept with the outcome. Only an in-flight payout can be settled: one
+ * waiting, in review or already final is refused, so no money moves twice.
+ */
+export async function settlePayoutByHand(
+  pool: Pool,
+  boss: PgBoss,
+  ref: string,
+  outcome: { status: 'SUCCESS' | 'FAILED'; reason: string; evidence: string | null; vendorDisbursementId: string | null },
+): Promise<{ kind: PayoutKindName; id: string; status: string }> {
+  const source = 'operator';
+  const note = `settled by an operator: ${outcome.reason}${outcome.evidence ? ` (evidence: ${outcome.evidence})` : ''}`;
+  const completion: PayoutCompletion =
+    outcome.status === 'SUCCESS'
+      ? { status: 'SUCCESS', vendorDisbursementId: outcome.vendorDisbursementId }
+      : { status: 'FAILED', vendorDisbursementId: outcome.vendorDisbursementId, reason: `OPERATOR: ${note}` };
+  return pool.transaction(async (tx) => {
+    if (ref.startsWith('DSB-')) {
+      const d = await lockDisbursement(tx, { refCode: ref });
+      if (!d) throw new SettleRefused(`no disbursement ${ref}`);
+      if (d.status !== 'ON_PROCESS') throw new SettleRefused(`disbursement ${ref} is ${d.status}: only one ON_PROCESS at a vendor can be settled by hand`);
+      await completeDisbursement(tx, boss, { id: d.id }, completion, source, { operator_reason: outcome.reason, evidence: outcome.evidence });
+      return { kind: 'DISBURSEMENT' as const, id: d.id, status: outcome.status };
+    }
+    const s = await tx.maybeOne(sql.type(z.object({ id: z.string(), status: z.string() }))`
+      select id, status from settlements where ref_code = ${ref} for update`);
+    if (!s) throw new SettleRefused(`no settlement ${ref}`);
+    if (s.status !== 'PROCESSING') throw new SettleRefused(`settlement ${ref} is ${s.status}: only one PROCESSING at a vendor can be settled by hand`);
+    await completeSettlement(tx, boss, { id: s.id }, completion, source);
+    return { kind: 'SETTLEMENT' as const, id: s.id, status: outcome.status === 'SUCCESS' ? 'PAID' : 'FAILED' };
+  });
 }

@@ -23,6 +23,7 @@ import {
 } from './ops/merchants.ts';
 import { ledgerAdjust, ledgerAudit, merchantSetFees } from './ops/ledger.ts';
 import { disbursementsApprove, disbursementsReject } from './ops/disbursements.ts';
+import { payoutsSettle } from './ops/payouts.ts';
 import { merchantSetSettlementAccount, settlementsCancel, settlementsList, settlementsRetry, settlementsRun } from './ops/settlements.ts';
 import { resolveDatabase } from './lib/local.ts';
 import { routeList, routeSet, vendorAdd, vendorCheck, vendorDisable, vendorList } from './ops/vendors.ts';
@@ -44,6 +45,7 @@ const commands: Command[] = [
   ledgerAdjust,
   disbursementsApprove,
   disbursementsReject,
+  payoutsSettle,
   settlementsRun,
   settlementsList,
   settlementsRetry,
