@@ -28,6 +28,7 @@ import { callbackRoutes } from './callbacks.ts';
 import { qrRoutes } from './qr.ts';
 import { checkoutRoutes } from './checkout.ts';
 import { teamRoutes } from './v1/team.ts';
+import { webhookDeliveryRoutes } from './v1/webhook-deliveries.ts';
 import { docsRoutes } from './openapi/routes.ts';
 
 export function createApp(ctx: AppContext): Express {
@@ -61,6 +62,7 @@ export function createApp(ctx: AppContext): Express {
   app.use(beneficiaryRoutes(ctx));
   app.use(teamRoutes(ctx));
   app.use(settlementRoutes(ctx));
+  app.use(webhookDeliveryRoutes(ctx));
   app.use(legacyOrderRoutes(ctx));
   app.use(legacyDisbursementRoutes(ctx));
 

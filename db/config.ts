@@ -9,6 +9,11 @@ const schedule = z
   .regex(/^\d+(,\d+)*$/, 'a comma-separated list of whole seconds')
   .transform((s) => s.split(',').map(Number));
 
+const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, 'a postgres:// connection URL');
+
+/** Unset and empty both mean "not set" (an env file's `NAME=` line). */
+const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
+
 const masterKey = z
   .string()
   .regex(/^[0-9a-f]{64}$/i, '64 hex characters (32 bytes)');
@@ -16,7 +21,39 @@ const masterKey = z
 export const configSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
-  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'a postgres:// connection URL'),
+  /**
+   * Where the pooled queries go: Postgres itself, or a pooler in front of it (PgBouncer in
+   * transaction pooling mode). Through a pooler, set DATABASE_DIRECT_URL too.
+   */
+  DATABASE_URL: postgresUrl,
+  /**
+   * Postgres itself, for everything that needs a session of its own: the API's LISTEN
+   * connection, pg-boss's LISTEN connection, migrations (a session advisory lock) and the ops
+   * CLI. Unset: DATABASE_URL. Set to anything else, DATABASE_URL counts as a transaction
+   * pooler: its connections then carry no startup parameters (statement_timeout and
+   * idle_in_transaction_session_timeout come from the role: README, PgBouncer) and, by
+   * default, no named prepared statements.
+   */
+  DATABASE_DIRECT_URL: optional(postgresUrl),
+  /**
+   * Whether pooled connections use named prepared statements (parse and plan once per
+   * connection). Unset: on when DATABASE_URL is Postgres itself, off behind a pooler, since
+   * PgBouncer before 1.21 (Debian 12 ships 1.18) hands a statement prepared on one server
+   * connection to a client on another. PgBouncer 1.21+ with max_prepared_statements > 0 keeps
+   * them: set true there.
+   */
+  DATABASE_PREPARED_STATEMENTS: optional(z.enum(['true', 'false'], 'true or false').transform((v) => v === 'true')),
+  /**
+   * A streaming replica of DATABASE_URL's database (or a pooler in front of it) for reads that
+   * may lag: list endpoints, the profits report and export builds. A resource read by id, and
+   * everything a write reads, stays on the primary (docs/architecture.md, Reads from a replica).
+   */
+  DATABASE_REPLICA_URL: optional(postgresUrl),
+  /**
+   * How far the replica may fall behind before its reads go to the primary instead, in ms.
+   * Export builds wait for the replica to reach the primary's position instead (up to this long).
+   */
+  DATABASE_REPLICA_MAX_LAG_MS: z.coerce.number().int().min(0).default(5_000),
   KASIR_MASTER_KEY: masterKey,
   PUBLIC_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -144,4 +181,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
 export function publicBaseUrl(config: Config): string {
   return (config.PUBLIC_BASE_URL ?? `http://${config.HOST}:${config.PORT}`).replace(/\/$/, '');
+}
+
+/** The URL that reaches Postgres itself (sessions: LISTEN, advisory locks, migrations). */
+export function directDatabaseUrl(config: Pick<Config, 'DATABASE_URL' | 'DATABASE_DIRECT_URL'>): string {
+  return config.DATABASE_DIRECT_URL ?? config.DATABASE_URL;
+}
+
+/** How pooled connections to DATABASE_URL (and the replica) must behave (db/pool.ts createPool). */
+export function pooledConnections(config: Pick<Config, 'DATABASE_URL' | 'DATABASE_DIRECT_URL' | 'DATABASE_PREPARED_STATEMENTS'>) {
+  const throughPooler = directDatabaseUrl(config) !== config.DATABASE_URL;
+  return { throughPooler, preparedStatements: config.DATABASE_PREPARED_STATEMENTS ?? !throughPooler };
 }

@@ -23,6 +23,7 @@ export const errorCatalogue = {
   BENEFICIARY_NOT_FOUND: [404, 'Beneficiary not found'],
   NOT_FOUND: [404, 'Not found'],
   USER_NOT_FOUND: [404, 'User not found'],
+  REFUND_NOT_FOUND: [404, 'Refund not found'],
   ORDER_PENDING_CONFIRMATION: [409, 'An earlier attempt is unresolved at the gateway; reconcile before retrying'],
   DUPLICATE_IDEMPOTENCY_KEY: [409, 'A disbursement with this idempotency_key exists'],
   DUPLICATE_EMAIL: [409, 'A user with this email already exists in the team'],

@@ -190,14 +190,27 @@ const col = (name: string, value = sql.fragment`${sql.identifier(['x', name])}`)
 // are formatted by Postgres, so each cell reaches the worker as one value, not a Date object.
 const sources: Record<ExportType, { columns: readonly Column[]; from: (f: ExportFilter) => ReturnType<typeof sql.fragment> }> = {
   // Orders the merchant can see (CREATING and FAILED attempts are internal), by creation time.
+  // The last three columns came later (appended, so files read by position keep working):
+  // refunded_amount as the order shows it (refunds not FAILED), mdr_amount as the payment's
+  // ledger transfer charged it (FEE_REVENUE leg, whatever mdr_bps is now), net_amount = amount
+  // − mdr_amount − refunded_amount; the last two are empty for an order never paid.
   orders: {
     columns: [
       col('id'), col('ref_code'), col('merchant_order_id'), col('api'), col('payment_method'), col('amount'), col('status'),
       col('customer_name'), col('customer_email'), col('customer_phone'), col('vendor_rrn'), col('is_settled'),
       col('created_at', iso('x.created_at')), col('paid_at', iso('x.paid_at')), col('expires_at', iso('x.expires_at')),
+      col('refunded_amount', sql.fragment`refunded.total`),
+      col('mdr_amount', sql.fragment`case when pay.id is null then null else coalesce(fee.amount, 0) end`),
+      col('net_amount', sql.fragment`case when pay.id is null then null else x.amount - coalesce(fee.amount, 0) - refunded.total end`),
     ],
     from: (f) => sql.fragment`
       from orders x
+      cross join lateral (
+        select coalesce(sum(r.amount), 0)::bigint as total from refunds r where r.order_id = x.id and r.status <> 'FAILED'
+      ) refunded
+      left join ledger_transfers pay on pay.kind = 'ORDER_PAYMENT' and pay.reference_id = x.id
+      left join ledger_postings fee on fee.transfer_id = pay.id
+        and fee.account_id = (select a.id from ledger_accounts a where a.merchant_id = ${f.merchantId} and a.kind = 'FEE_REVENUE')
       where x.merchant_id = ${f.merchantId} and x.status not in ('CREATING', 'FAILED') and ${inWibDays('x.created_at', f)}
       order by x.created_at, x.id`,
   },

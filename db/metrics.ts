@@ -255,6 +255,21 @@ new Gauge({
   },
 });
 
+// ---------------------------------------------------------------- reads from a replica
+
+export const exportBuilds = new Counter({
+  name: 'kasir_export_builds_total',
+  help: 'Export builds by where their rows were read: replica, or primary (no replica, or it had not caught up within DATABASE_REPLICA_MAX_LAG_MS)',
+  labelNames: ['source'] as const,
+  registers: [registry],
+});
+
+export const replicaFresh = new Gauge({
+  name: 'kasir_replica_fresh',
+  help: '1 while this process reads lagging queries from DATABASE_REPLICA_URL, 0 while they go to the primary (the replica lags past DATABASE_REPLICA_MAX_LAG_MS or is unreachable); absent without a replica',
+  registers: [registry],
+});
+
 // ---------------------------------------------------------------- the listener
 
 export interface MetricsServer {

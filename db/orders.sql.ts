@@ -33,17 +33,23 @@ export const orderRow = z.object({
   paid_at: z.date().nullable(),
   is_late_payment: z.boolean(),
   is_settled: z.boolean(),
+  /** What the order's refunds not FAILED took: PENDING ones hold their money (docs/decisions.md, Refunds). */
+  refunded_amount: z.number(),
   created_at: z.date(),
   updated_at: z.date(),
 });
 export type OrderRow = z.infer<typeof orderRow>;
 
 // metadata is a json column: ::text hands over the stored text, never a parsed (reordered) object.
+// refunded_amount is summed where it is read (refunds_order_idx), so no column can drift from
+// the refunds; a statement sees the refunds its transaction wrote before it.
 const columns = sql.fragment`
   id, merchant_id, ref_code, merchant_order_id, api, amount, payment_method, status, customer_name,
   customer_email, customer_phone, notify_url, return_url, metadata::text as metadata_json, expires_at,
   qris_string, qr_token, vendor_code, vendor_order_id, vendor_rrn, pending_vendor, vendors_tried,
-  failure_code, paid_at, is_late_payment, is_settled, created_at, updated_at`;
+  failure_code, paid_at, is_late_payment, is_settled,
+  (select coalesce(sum(r.amount), 0) from refunds r where r.order_id = orders.id and r.status <> 'FAILED')::bigint as refunded_amount,
+  created_at, updated_at`;
 
 export interface NewOrder {
   id: string;
@@ -224,8 +230,11 @@ export const orderEventRow = z.object({
   status: z.string(),
   event: z.string(),
   source: z.string(),
+  /** What the writer recorded with the event (jsonb), or null. */
+  detail: z.unknown(),
   created_at: z.date(),
 });
+export type OrderEventRow = z.infer<typeof orderEventRow>;
 
 export function insertOrderEvent(db: Db, e: { orderId: string; status: OrderStatus; event: string; source: string; detail?: unknown }) {
   return db.query(sql.unsafe`
@@ -242,7 +251,7 @@ export function insertOrderEvents(db: Db, events: { orderId: string; status: Ord
 
 export function listOrderEvents(db: Db, orderId: string) {
   return db.any(sql.type(orderEventRow)`
-    select status, event, source, created_at from order_events where order_id = ${orderId} order by id`);
+    select status, event, source, detail, created_at from order_events where order_id = ${orderId} order by id`);
 }
 
 export const idempotencyRow = z.object({

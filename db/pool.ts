@@ -59,6 +59,8 @@ const validateRows: Interceptor = {
 // generic plan after five executions when it costs no more). Parse + plan were about 40% of
 // Postgres's CPU per order create. Kasir's statement texts are a bounded set (values are always
 // parameters; fragments choose among a few variants), so each connection holds a bounded number.
+// Behind PgBouncer before 1.21 a name prepared on one server connection is unknown on the next,
+// so createPool leaves this interceptor out there (DATABASE_PREPARED_STATEMENTS, db/config.ts).
 const statementNames = new Map<string, string>();
 const prepareStatements: Interceptor = {
   name: 'prepare-statements',
@@ -120,19 +122,41 @@ function keepRefusalsPooled(pool: DatabasePool): DatabasePool {
   return Object.create(pool, { transaction: { value: keeping, enumerable: true } }) as DatabasePool;
 }
 
-export async function createPool(url: string, options: { size?: number; name?: string } = {}): Promise<Pool> {
+export interface PoolOptions {
+  size?: number;
+  name?: string;
+  /** Named prepared statements (prepareStatements above); off behind PgBouncer < 1.21. */
+  preparedStatements?: boolean;
+  /**
+   * The URL is a transaction pooler: send no startup parameters. PgBouncer refuses a client
+   * whose startup packet sets statement_timeout or idle_in_transaction_session_timeout (it can
+   * not restore them on the next server connection); the role's settings apply instead.
+   */
+  throughPooler?: boolean;
+  /**
+   * Lets this pool's connections run statements while the caller is inside another pool's
+   * transaction (slonik refuses that by default, guarding against a statement meant for the
+   * transaction going elsewhere). Only for the replica's read-only pool (db/replica.ts).
+   */
+  insideOtherTransactions?: boolean;
+}
+
+export async function createPool(url: string, options: PoolOptions = {}): Promise<Pool> {
   const pool = await createSlonikPool(url, {
     maxPoolSize: options.size ?? 10,
     poolName: options.name,
     typeParsers,
-    interceptors: [prepareStatements, validateRows],
+    interceptors: options.preparedStatements === false ? [validateRows] : [prepareStatements, validateRows],
     captureStackTrace: false,
-    statementTimeout: 30_000,
+    dangerouslyAllowForeignConnections: options.insideOtherTransactions === true,
+    statementTimeout: options.throughPooler ? 'DISABLE_TIMEOUT' : 30_000,
+    idleInTransactionSessionTimeout: options.throughPooler ? 'DISABLE_TIMEOUT' : 60_000,
     idleTimeout: 60_000,
     connectionTimeout: 10_000,
     // slonik's default runs DISCARD ALL on every release: one more round trip per pooled query
     // (8 of a create's 22 statements). Kasir keeps no session state on pooled connections
-    // (timeouts are startup parameters; LISTEN and advisory locks use their own clients).
+    // (timeouts are startup parameters or the role's; SET LOCAL only; LISTEN and advisory locks
+    // use their own clients on DATABASE_DIRECT_URL), which is also what a transaction pooler needs.
     resetConnection: async () => {},
   });
   return keepRefusalsPooled(pool);

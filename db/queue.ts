@@ -3,6 +3,7 @@
 // is harmless. Every queue has notify on, so an idle worker is woken by NOTIFY in
 // milliseconds instead of waiting out a polling interval.
 import { PgBoss, type Job, type QueueOptions, type SendOptions } from 'pg-boss';
+import PgBossDb from 'pg-boss/dist/db.js';
 import { z } from 'zod';
 import { logger } from './logger.ts';
 import { rawQuery, type Db } from './pool.ts';
@@ -83,6 +84,13 @@ export const queueNames = Object.keys(queues) as QueueName[];
 export interface BossOptions {
   /** Workers need the LISTEN connection and supervision; a sender does not. */
   role: 'worker' | 'sender';
+  /**
+   * Postgres itself, when `url` is a transaction pooler: the worker's LISTEN connection goes
+   * here (a LISTEN through PgBouncer lands on whatever server connection the pooler picked and
+   * is never heard again). Everything else pg-boss runs is a single statement or a transaction
+   * (its maintenance locks are pg_advisory_xact_lock), so it stays on `url`.
+   */
+  listenUrl?: string;
   poolSize?: number;
   /** Worker role: how often this process fails jobs whose worker died (pg-boss default 60 s). */
   monitorIntervalSeconds?: number;
@@ -92,10 +100,12 @@ export interface BossOptions {
 
 export async function startBoss(url: string, options: BossOptions): Promise<PgBoss> {
   const worker = options.role === 'worker';
+  const max = options.poolSize ?? (worker ? 6 : 4);
+  const split = worker && options.listenUrl !== undefined && options.listenUrl !== url;
   const boss = new PgBoss({
-    connectionString: url,
+    ...(split ? { db: new ListenElsewhereDb({ connectionString: url, max }, options.listenUrl!) } : { connectionString: url }),
     schema: 'pgboss',
-    max: options.poolSize ?? (worker ? 6 : 4),
+    max,
     useListenNotify: worker,
     supervise: worker,
     ...(options.monitorIntervalSeconds
@@ -109,6 +119,36 @@ export async function startBoss(url: string, options: BossOptions): Promise<PgBo
   await boss.start();
   await createQueues(boss, options.expireInSeconds);
   return boss;
+}
+
+/**
+ * pg-boss's own connection pool, with its LISTEN connection opened on another URL. Still
+ * pg-boss's Db class (its `_pgbdb` mark makes pg-boss open, close and pin transactions on it
+ * exactly as on the default pool); only `listen` is delegated. The class is not part of
+ * pg-boss's public exports, which is why pg-boss is pinned to an exact version.
+ */
+class ListenElsewhereDb extends PgBossDb {
+  #listener: PgBossDb;
+
+  constructor(config: ConstructorParameters<typeof PgBossDb>[0], listenUrl: string) {
+    super(config);
+    this.#listener = new PgBossDb({ connectionString: listenUrl, max: 1, application_name: 'pgboss-listen' });
+    this.#listener.on('error', (err) => this.emit('error', err));
+  }
+
+  override async open() {
+    await super.open();
+    await this.#listener.open();
+  }
+
+  override async close() {
+    await this.#listener.close();
+    await super.close();
+  }
+
+  override listen(...args: Parameters<PgBossDb['listen']>) {
+    return this.#listener.listen(...args);
+  }
 }
 
 /** Creates every missing queue and applies expiry overrides. Idempotent; run at every process start. */

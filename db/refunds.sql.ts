@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
 
 export const refundStatus = z.enum(['PENDING', 'SUCCEEDED', 'FAILED']);
+export type RefundStatus = z.infer<typeof refundStatus>;
 
 export const refundRow = z.object({
   id: z.string(),
@@ -24,6 +25,47 @@ export type RefundRow = z.infer<typeof refundRow>;
 const columns = sql.fragment`
   id, merchant_id, order_id, ref_code, amount, reason, status, vendor_code, vendor_refund_id, failure_reason,
   completed_at, created_at, updated_at`;
+
+/** A refund with its order's ref_code, as the merchant's lists and reads show it. */
+export const merchantRefundRow = refundRow.extend({ order_ref_code: z.string() });
+export type MerchantRefundRow = z.infer<typeof merchantRefundRow>;
+
+const merchantColumns = sql.fragment`
+  r.id, r.merchant_id, r.order_id, r.ref_code, r.amount, r.reason, r.status, r.vendor_code, r.vendor_refund_id,
+  r.failure_reason, r.completed_at, r.created_at, r.updated_at, o.ref_code as order_ref_code`;
+
+export interface RefundFilter {
+  orderId?: string;
+  status?: RefundStatus;
+  /** WIB calendar days of created_at, inclusive (YYYY-MM-DD). */
+  dateFrom?: string;
+  dateTo?: string;
+}
+
+/** A merchant's refunds, newest first (refunds_merchant_created_idx), and how many match. */
+export function listMerchantRefunds(db: Db, merchantId: string, filter: RefundFilter, page: number, limit: number) {
+  const where = sql.fragment`r.merchant_id = ${merchantId}
+    ${filter.orderId === undefined ? sql.fragment`` : sql.fragment`and r.order_id = ${filter.orderId}`}
+    ${filter.status === undefined ? sql.fragment`` : sql.fragment`and r.status = ${filter.status}`}
+    ${filter.dateFrom === undefined ? sql.fragment`` : sql.fragment`and r.created_at >= (${filter.dateFrom}::date)::timestamp at time zone 'Asia/Jakarta'`}
+    ${filter.dateTo === undefined ? sql.fragment`` : sql.fragment`and r.created_at < (${filter.dateTo}::date + 1)::timestamp at time zone 'Asia/Jakarta'`}`;
+  return Promise.all([
+    db.any(sql.type(merchantRefundRow)`
+      select ${merchantColumns} from refunds r join orders o on o.id = r.order_id
+      where ${where}
+      order by r.created_at desc, r.id desc
+      limit ${limit} offset ${(page - 1) * limit}`),
+    db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from refunds r where ${where}`),
+  ]);
+}
+
+/** One of the merchant's refunds by id or ref_code; another merchant's is not found. */
+export function findMerchantRefund(db: Db, merchantId: string, key: { id: string } | { refCode: string }) {
+  const match = 'id' in key ? sql.fragment`r.id = ${key.id}` : sql.fragment`r.ref_code = ${key.refCode}`;
+  return db.maybeOne(sql.type(merchantRefundRow)`
+    select ${merchantColumns} from refunds r join orders o on o.id = r.order_id
+    where ${match} and r.merchant_id = ${merchantId}`);
+}
 
 /** What is already refunded or being refunded on an order (failed refunds give it back). */
 export function refundedAmount(db: Db, orderId: string) {

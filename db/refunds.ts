@@ -11,6 +11,10 @@
 // - Lock order: the merchant's accounts, then the refund, then the order. Settlement builds
 //   lock accounts before orders too, so the two never deadlock.
 // - The MDR is not returned on a refund (docs/decisions.md).
+// - An order's refunded_amount is the sum of its refunds not FAILED: a PENDING refund's money
+//   has already left the wallet (or accrual), so it is refunded for the merchant and not
+//   refundable again. Every refund event records the order's refunded and refundable amounts
+//   after it, read in the transaction that made the change.
 import { randomUUID } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
 import { ApiError } from './errors.ts';
@@ -19,9 +23,10 @@ import { getMoneySettings } from './merchants.ts';
 import type { Db, Pool } from './pool.ts';
 import { inTransaction, sendJob } from './queue.ts';
 import { newRefCode } from './ref-codes.ts';
-import { findMerchantOrder, insertOrderEvent, lockOrder, setRefundStatus, type OrderRow } from './orders.sql.ts';
+import { findMerchantOrder, findOrderById, insertOrderEvent, lockOrder, setRefundStatus, type OrderRow } from './orders.sql.ts';
 import { findRefund, finishRefund, insertRefund, lockRefund, refundedAmount, succeededAmount, type RefundRow } from './refunds.sql.ts';
 import { enqueueWebhooks } from './webhooks.ts';
+import { refundableAmount } from './present/orders.ts';
 import { presentRefund, refundWebhookBody, type RefundEvent } from './present/refunds.ts';
 import { toJson } from './present/json-text.ts';
 import { claimKey, storeAnswer } from './idempotency.ts';
@@ -115,7 +120,13 @@ async function acceptRefund(
     status: after.status,
     event: 'refund.requested',
     source: 'api',
-    detail: { refund: refund.ref_code, amount, remaining: remaining - amount },
+    detail: {
+      refund: refund.ref_code,
+      amount,
+      remaining: remaining - amount,
+      refunded_amount: order.amount - remaining + amount,
+      refundable_amount: remaining - amount,
+    },
   });
   await sendJob(boss, 'refund-execute', { refund_id: refund.id }, { db: inTransaction(tx) });
   return { refund, order: after };
@@ -158,7 +169,14 @@ export async function completeRefund(
       });
       const refund = await finishRefund(tx, peek.id, { status: 'SUCCEEDED', vendorRefundId: outcome.vendorRefundId, failureReason: null });
       event = (await succeededAmount(tx, order.id)) === order.amount ? 'order.refunded' : 'order.partially_refunded';
-      await insertOrderEvent(tx, { orderId: order.id, status: current.status, event: 'refund.succeeded', source, detail: { refund: peek.ref_code, amount: peek.amount } });
+      current = await orderAfter(tx, order.id);
+      await insertOrderEvent(tx, {
+        orderId: order.id,
+        status: current.status,
+        event: 'refund.succeeded',
+        source,
+        detail: { refund: peek.ref_code, amount: peek.amount, ...amountsOf(current) },
+      });
       await notify(tx, boss, current, event, refund);
     } else {
       await postTransfer(tx, {
@@ -169,18 +187,29 @@ export async function completeRefund(
         legs: { REFUNDS_IN_FLIGHT: -peek.amount, [heldIn(merchant.settlement_type)]: peek.amount },
       });
       const refund = await finishRefund(tx, peek.id, { status: 'FAILED', vendorRefundId: outcome.vendorRefundId, failureReason: outcome.reason });
-      if (current.status === 'REFUNDED') current = await setRefundStatus(tx, order.id, 'PAID');
+      if (current.status === 'REFUNDED') await setRefundStatus(tx, order.id, 'PAID');
+      current = await orderAfter(tx, order.id);
       await insertOrderEvent(tx, {
         orderId: order.id,
         status: current.status,
         event: 'refund.failed',
         source,
-        detail: { refund: peek.ref_code, amount: peek.amount, reason: outcome.reason },
+        detail: { refund: peek.ref_code, amount: peek.amount, reason: outcome.reason, ...amountsOf(current) },
       });
       await notify(tx, boss, current, 'order.refund_failed', refund);
     }
     return 'completed';
   });
+}
+
+/** The locked order re-read after a refund's change, so its refunded_amount counts the new status. */
+async function orderAfter(tx: Db, orderId: string): Promise<OrderRow> {
+  return (await findOrderById(tx, orderId))!;
+}
+
+/** The order's totals an event records (docs/decisions.md, Refunds). */
+function amountsOf(order: OrderRow) {
+  return { refunded_amount: order.refunded_amount, refundable_amount: refundableAmount(order) };
 }
 
 async function notify(tx: Db, boss: PgBoss, order: OrderRow, event: RefundEvent, refund: RefundRow) {

@@ -85,6 +85,8 @@ export const attemptRow = z.object({
   created_at: z.date(),
 });
 
+export type AttemptRow = z.infer<typeof attemptRow>;
+
 export function listAttempts(db: Db, deliveryId: string) {
   return db.any(sql.type(attemptRow)`
     select attempt, status_code, latency_ms, error, created_at
@@ -119,4 +121,68 @@ export function reopenDelivery(db: Db, id: string) {
   return db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
     update webhook_deliveries set status = 'PENDING', next_attempt_at = now(), updated_at = now()
     where id = ${id} returning id`);
+}
+
+export const merchantDeliveryRow = deliveryRow.extend({
+  /** The resource the delivery reports on: its kind and ref code. */
+  resource_type: z.enum(['ORDER', 'DISBURSEMENT', 'SETTLEMENT']).nullable(),
+  resource_ref: z.string().nullable(),
+});
+export type MerchantDeliveryRow = z.infer<typeof merchantDeliveryRow>;
+
+const merchantColumns = sql.fragment`
+  w.id, w.merchant_id, w.order_id, w.event, w.url, w.body, w.status, w.attempts, w.next_attempt_at,
+  w.last_status_code, w.last_error, w.delivered_at, w.created_at,
+  case when w.order_id is not null then 'ORDER' when w.disbursement_id is not null then 'DISBURSEMENT'
+       when w.settlement_id is not null then 'SETTLEMENT' end as resource_type,
+  coalesce(o.ref_code, d.ref_code, s.ref_code) as resource_ref`;
+
+const merchantFrom = sql.fragment`
+  webhook_deliveries w
+  left join orders o on o.id = w.order_id
+  left join disbursements d on d.id = w.disbursement_id
+  left join settlements s on s.id = w.settlement_id`;
+
+export interface DeliveryFilter {
+  status?: 'PENDING' | 'DELIVERED' | 'FAILED';
+  event?: string;
+}
+
+/** A merchant's deliveries, newest first, with the total for the page meta. */
+export async function listMerchantDeliveries(db: Db, merchantId: string, filter: DeliveryFilter, page: number, limit: number) {
+  const where = sql.join(
+    [
+      sql.fragment`w.merchant_id = ${merchantId}`,
+      ...(filter.status ? [sql.fragment`w.status = ${filter.status}`] : []),
+      ...(filter.event ? [sql.fragment`w.event = ${filter.event}`] : []),
+    ],
+    sql.fragment` and `,
+  );
+  const [rows, total] = await Promise.all([
+    db.any(sql.type(merchantDeliveryRow)`
+      select ${merchantColumns} from ${merchantFrom} where ${where}
+      order by w.created_at desc, w.id desc limit ${limit} offset ${(page - 1) * limit}`),
+    db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from webhook_deliveries w where ${where}`),
+  ]);
+  return [rows, total] as const;
+}
+
+/** One of the merchant's deliveries; another merchant's is as unknown as a missing one. */
+export function findMerchantDelivery(db: Db, merchantId: string, id: string) {
+  return db.maybeOne(sql.type(merchantDeliveryRow)`
+    select ${merchantColumns} from ${merchantFrom} where w.id = ${id} and w.merchant_id = ${merchantId}`);
+}
+
+/**
+ * The deliveries about one resource, by its ref code (for operators): an order's, a
+ * disbursement's, a settlement's, or a refund's (its order's deliveries that name it).
+ */
+export function listDeliveriesByRef(db: Db, ref: string) {
+  return db.any(sql.type(merchantDeliveryRow)`
+    select ${merchantColumns} from ${merchantFrom}
+    where w.order_id = (select id from orders where ref_code = ${ref})
+       or w.disbursement_id = (select id from disbursements where ref_code = ${ref})
+       or w.settlement_id = (select id from settlements where ref_code = ${ref})
+       or (w.order_id = (select order_id from refunds where ref_code = ${ref}) and strpos(w.body, ${ref}) > 0)
+    order by w.created_at, w.id`);
 }

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
-import { parseConfig, publicBaseUrl, type Config } from '../db/config.ts';
+import { directDatabaseUrl, parseConfig, publicBaseUrl, type Config } from '../db/config.ts';
 import { prepareDatabase } from '../db/migrate.ts';
 import { stopChild, type Cluster } from './lib/cluster.ts';
 import { createPool } from '../db/pool.ts';
@@ -40,7 +40,7 @@ try {
   process.exit(78);
 }
 
-const applied = await prepareDatabase(config.DATABASE_URL);
+const applied = await prepareDatabase(directDatabaseUrl(config));
 if (applied.length) process.stdout.write(`migrations applied: ${applied.join(', ')}\n`);
 
 // The built-in simulator is the default vendor of a development stack, so a merchant made with
@@ -137,7 +137,7 @@ Press Ctrl-C to stop.
 `);
 
 async function registerSimulator(config: Config, baseUrl: string, secret: string) {
-  const pool = await createPool(config.DATABASE_URL, { size: 1, name: 'dev' });
+  const pool = await createPool(directDatabaseUrl(config), { size: 1, name: 'dev' });
   try {
     const sealer = createSealer(config.KASIR_MASTER_KEY);
     if (await getVendor(pool, sealer, 'sim')) return;
@@ -153,7 +153,7 @@ async function registerSimulator(config: Config, baseUrl: string, secret: string
 
 /** The simulator stands for a vendor's servers: it gets none of Kasir's secrets or its database. */
 function simulatorEnv(): Record<string, string | undefined> {
-  return Object.fromEntries(Object.entries(env).filter(([name]) => !name.startsWith('KASIR_') && name !== 'DATABASE_URL'));
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !name.startsWith('KASIR_') && !name.startsWith('DATABASE_')));
 }
 
 /** Registers (once) the simulator's Xendit or Midtrans dialect with its development keys, routed first. */
@@ -180,7 +180,7 @@ async function registerDialect(config: Config, kind: string, simulatorUrl: strin
     await clearRunning();
     process.exit(78);
   }
-  const pool = await createPool(config.DATABASE_URL, { size: 1, name: 'dev' });
+  const pool = await createPool(directDatabaseUrl(config), { size: 1, name: 'dev' });
   try {
     const sealer = createSealer(config.KASIR_MASTER_KEY);
     if (await getVendor(pool, sealer, kind)) return;

@@ -1,5 +1,5 @@
-// npm run migrate: applies pending migrations (and pg-boss's schema and queues) to
-// DATABASE_URL, or to the local embedded cluster when it is unset.
+// npm run migrate: applies pending migrations (and pg-boss's schema and queues) to DATABASE_DIRECT_URL or
+// DATABASE_URL, or to the local embedded cluster when both are unset.
 import { prepareDatabase } from '../db/migrate.ts';
 import { resolveDatabase } from './lib/local.ts';
 

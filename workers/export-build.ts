@@ -14,11 +14,16 @@
 //   formula (=, +, -, @ first) are prefixed with ' (numbers are not touched).
 // - Failure: more rows than EXPORT_MAX_ROWS fails at once (narrowing the range is the only fix);
 //   anything else is retried, and FAILED only once the last retry failed.
+// - With a replica (DATABASE_REPLICA_URL) the rows are read there, in a transaction of its own,
+//   once it has replayed everything the primary had committed when the build started; the
+//   chunks and COMPLETED still go to the primary in the locked transaction. A replica that does
+//   not catch up within DATABASE_REPLICA_MAX_LAG_MS leaves the build on the primary.
 import type { Job } from 'pg-boss';
 import { stringify } from 'csv-stringify';
 import { once } from 'node:events';
 import v8 from 'node:v8';
 import { logger } from '../db/logger.ts';
+import { exportBuilds } from '../db/metrics.ts';
 import {
   claimExport,
   completeExport,
@@ -59,14 +64,18 @@ export async function handleExportBuild(ctx: WorkerContext, payload: { export_id
   if (!claimed) return { skipped: 'finished or gone' };
   const started = performance.now();
   try {
+    const fromReplica = ctx.replica.pool !== null && (await ctx.replica.caughtUp(ctx.config.DATABASE_REPLICA_MAX_LAG_MS));
     const counts = await ctx.pool.transaction(async (tx) => {
       // A later attempt claimed it after us: that one builds it.
       if (!(await lockExportAttempt(tx, claimed.id, claimed.attempt))) return null;
-      const written = await writeCsv(tx, claimed, ctx.config.EXPORT_MAX_ROWS, job.signal);
+      const written = fromReplica
+        ? await ctx.replica.readTransaction((rtx) => writeCsv(rtx, tx, claimed, ctx.config.EXPORT_MAX_ROWS, job.signal))
+        : await writeCsv(tx, tx, claimed, ctx.config.EXPORT_MAX_ROWS, job.signal);
       await completeExport(tx, claimed.id, written);
-      return written;
+      return { ...written, source: fromReplica ? 'replica' : 'primary' };
     });
     if (!counts) return { skipped: 'overtaken by a later attempt' };
+    exportBuilds.inc({ source: counts.source });
     const ms = Math.round(performance.now() - started);
     logger.info({ exportId: claimed.id, type: claimed.type, ...counts, ms }, 'export built');
     return counts;
@@ -80,9 +89,12 @@ export async function handleExportBuild(ctx: WorkerContext, payload: { export_id
   }
 }
 
-/** Streams the export's rows into chunks in `tx`; returns the data rows and bytes written. */
-async function writeCsv(tx: Db, e: ExportRow, maxRows: number, signal: AbortSignal): Promise<{ rows: number; bytes: number }> {
-  await declareExportCursor(tx, e.type, { merchantId: e.merchant_id, dateFrom: e.date_from, dateTo: e.date_to });
+/**
+ * Streams the export's rows, read in `source`, into chunks written in `tx` (the same transaction
+ * unless the rows come from the replica); returns the data rows and bytes written.
+ */
+async function writeCsv(source: Db, tx: Db, e: ExportRow, maxRows: number, signal: AbortSignal): Promise<{ rows: number; bytes: number }> {
+  await declareExportCursor(source, e.type, { merchantId: e.merchant_id, dateFrom: e.date_from, dateTo: e.date_to });
   const csv = stringify({
     header: true,
     columns: exportColumns(e.type),
@@ -109,7 +121,7 @@ async function writeCsv(tx: Db, e: ExportRow, maxRows: number, signal: AbortSign
   for (;;) {
     // The heartbeat found the job's claim gone (expired, or failed by the monitor): stop.
     signal.throwIfAborted();
-    const batch = await fetchExportRows(tx);
+    const batch = await fetchExportRows(source);
     if (batch.length === 0) break;
     rows += batch.length;
     if (rows > maxRows) {

@@ -13,6 +13,8 @@ export interface Group {
   start(ctx: WorkerContext): Promise<void>;
   /** Stops timers the group owns (sweeps); pg-boss workers stop with boss.stop(). */
   stop?(): Promise<void>;
+  /** Connections the group needs on DATABASE_REPLICA_URL (ctx.replica); none when unset. */
+  replicaPoolSize?: number;
 }
 
 async function ping(ctx: WorkerContext) {
@@ -77,6 +79,8 @@ export const groups: Record<string, Group> = {
     },
   },
   csv: {
+    // One export at a time: its cursor, and caughtUp's position reads.
+    replicaPoolSize: 2,
     async start(ctx) {
       const { handleExportBuild, tuneHeapForExports } = await import('./export-build.ts');
       const { startExportSweep } = await import('./export-sweep.ts');

@@ -2,11 +2,12 @@
 // On SIGTERM/SIGINT pg-boss stops fetching and waits for in-flight jobs; a job cut off by a
 // SIGKILL is retried after its expiry by another worker, and handlers are idempotent.
 // With METRICS_PORT set the process serves GET /metrics there (one port per process).
-import { loadConfig } from '../db/config.ts';
+import { directDatabaseUrl, loadConfig, pooledConnections } from '../db/config.ts';
 import { logger } from '../db/logger.ts';
 import { startMetricsServer } from '../db/metrics.ts';
 import { createPool } from '../db/pool.ts';
 import { startBoss } from '../db/queue.ts';
+import { openReplica, primaryOnly } from '../db/replica.ts';
 import { createSealer } from '../db/secrets.ts';
 import { groupNames, groups } from './groups.ts';
 
@@ -19,13 +20,15 @@ if (!group) {
 
 const config = loadConfig();
 logger.level = config.LOG_LEVEL;
-const pool = await createPool(config.DATABASE_URL, { size: config.DB_POOL_SIZE, name: `worker-${name}` });
+const pool = await createPool(config.DATABASE_URL, { size: config.DB_POOL_SIZE, name: `worker-${name}`, ...pooledConnections(config) });
+const replica = group.replicaPoolSize ? await openReplica(config, pool, group.replicaPoolSize, `worker-${name}`) : primaryOnly(pool);
 const boss = await startBoss(config.DATABASE_URL, {
   role: 'worker',
+  listenUrl: directDatabaseUrl(config),
   monitorIntervalSeconds: config.QUEUE_MONITOR_INTERVAL_SECONDS,
   expireInSeconds: { 'order-create': config.ORDER_CREATE_JOB_EXPIRE_SECONDS },
 });
-await group.start({ config, pool, boss, sealer: createSealer(config.KASIR_MASTER_KEY) });
+await group.start({ config, pool, replica, boss, sealer: createSealer(config.KASIR_MASTER_KEY) });
 const metrics = await startMetricsServer(config, pool);
 logger.info({ group: name }, 'worker group started');
 process.send?.({ ready: true, group: name, metricsPort: metrics?.port ?? null });
@@ -38,6 +41,7 @@ async function stop(signal: string) {
   await group!.stop?.();
   await boss.stop({ graceful: true, timeout: 20_000 });
   await metrics?.close();
+  await replica.close();
   await pool.end();
   process.exit(0);
 }

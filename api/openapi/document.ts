@@ -10,6 +10,7 @@
 import { z } from 'zod';
 import { disbursementStatus } from '../../db/disbursements.sql.ts';
 import { errorCatalogue, type ErrorCode } from '../../db/errors.ts';
+import { refundStatus } from '../../db/refunds.sql.ts';
 import { settlementStatus } from '../../db/settlements.sql.ts';
 import { role, type Role } from '../../db/users.sql.ts';
 import { IMPORT_COLUMNS } from '../../db/csv/parse-import.ts';
@@ -22,6 +23,7 @@ import * as beneficiaries from '../v1/beneficiaries.ts';
 import * as disbursements from '../v1/disbursements.ts';
 import * as orders from '../v1/orders.ts';
 import * as refunds from '../v1/refunds.ts';
+import * as webhookDeliveries from '../v1/webhook-deliveries.ts';
 import * as reports from '../v1/reports.ts';
 import * as team from '../v1/team.ts';
 import * as s from './schemas.ts';
@@ -78,6 +80,14 @@ function paged(limit = 20, max = 100) {
 const wibDay = z.iso.date().describe('A WIB (UTC+7) calendar day, YYYY-MM-DD, inclusive');
 const uuidParam = z.uuid().describe('A UUID; anything else is 400 INVALID_ID');
 const refCode = z.string().describe('The order\'s ref_code (ORD-…)');
+
+/** The refund lists' query (api/v1/refunds.ts, api/http/list-filters.ts). */
+const refundFilters = {
+  ...paged(),
+  status: refundStatus.describe('Only refunds in this status'),
+  date_from: wibDay.describe('Refunds created on or after this WIB (UTC+7) day, YYYY-MM-DD'),
+  date_to: wibDay.describe('Refunds created on or before this WIB (UTC+7) day, YYYY-MM-DD; not before date_from'),
+};
 
 /**
  * Fields a route accepts as z.unknown() because the service checks them, in the contract's
@@ -219,6 +229,29 @@ export const operations: readonly Operation[] = [
     responses: { 201: { description: 'The refund, PENDING', schema: s.v1Data(s.refund), headers: replayed } },
     errors: ['ORDER_NOT_FOUND', 'INVALID_STATUS', 'AMOUNT_EXCEEDS_ORDER', 'INSUFFICIENT_BALANCE', 'IDEMPOTENCY_KEY_REUSED'],
   },
+  {
+    method: 'get', path: '/v1/orders/:ref_code/refunds', tag: 'Refunds', summary: 'An order\'s refunds, newest first',
+    description: 'The order\'s refunded_amount is the sum of the amounts of its refunds not FAILED. Filters as GET /v1/refunds.',
+    params: { ref_code: refCode },
+    query: refundFilters,
+    responses: { 200: { description: 'A page of the order\'s refunds', schema: s.v1Page(s.refund) } },
+    errors: ['INVALID_BODY', 'ORDER_NOT_FOUND'],
+  },
+
+  // Refunds
+  {
+    method: 'get', path: '/v1/refunds', tag: 'Refunds', summary: 'List refunds, newest first',
+    description: 'Every refund of the merchant, V1 and legacy orders alike. A filter that is not valid is 400 INVALID_BODY naming it.',
+    query: refundFilters,
+    responses: { 200: { description: 'A page of refunds', schema: s.v1Page(s.refund) } },
+    errors: ['INVALID_BODY'],
+  },
+  {
+    method: 'get', path: '/v1/refunds/:id', tag: 'Refunds', summary: 'Read a refund',
+    params: { id: z.string().describe('The refund\'s UUID or its ref_code (RFD-…); anything else is 400 INVALID_ID') },
+    responses: { 200: { description: 'The refund', schema: s.v1Data(s.refund) } },
+    errors: ['INVALID_ID', 'REFUND_NOT_FOUND'],
+  },
 
   // Disbursements
   {
@@ -341,6 +374,28 @@ export const operations: readonly Operation[] = [
     method: 'get', path: '/v1/settlements/:id', tag: 'Settlements', summary: 'Read a settlement',
     params: { id: uuidParam },
     responses: { 200: { description: 'The settlement', schema: s.v1Data(s.settlement) } },
+    errors: ['INVALID_ID', 'NOT_FOUND'],
+  },
+
+  // Webhook deliveries
+  {
+    method: 'get', path: '/v1/webhook-deliveries', tag: 'Webhooks', summary: 'List the webhooks sent to you, newest first',
+    description: 'Every delivery Kasir made or is making to your notify URLs, with its status and the resource it reports on.',
+    query: { ...paged(), status: webhookDeliveries.listQuery.shape.status, event: webhookDeliveries.listQuery.shape.event },
+    responses: { 200: { description: 'A page of deliveries', schema: s.v1Page(s.webhookDelivery) } },
+    errors: ['INVALID_BODY'],
+  },
+  {
+    method: 'get', path: '/v1/webhook-deliveries/:id', tag: 'Webhooks', summary: 'Read a delivery with its attempts',
+    params: { id: uuidParam },
+    responses: { 200: { description: 'The delivery', schema: s.v1Data(s.webhookDeliveryDetail) } },
+    errors: ['INVALID_ID', 'NOT_FOUND'],
+  },
+  {
+    method: 'post', path: '/v1/webhook-deliveries/:id/resend', tag: 'Webhooks', summary: 'Send a delivery again now',
+    description: 'The same body and webhook-id, one more attempt now (a delivered one too). Owner keys only.',
+    params: { id: uuidParam },
+    responses: { 202: { description: 'Queued: the delivery, PENDING', schema: s.v1Data(s.webhookDelivery) } },
     errors: ['INVALID_ID', 'NOT_FOUND'],
   },
 
@@ -492,10 +547,12 @@ export const operations: readonly Operation[] = [
 const tags = [
   { name: 'System', description: 'Health and brand; no API key.' },
   { name: 'Orders', description: 'QRIS payment orders, their timeline, reconciliation and refunds (spec 4.2).' },
+  { name: 'Refunds', description: 'Refunds of paid orders, listed and read to reconcile with (docs/money.md, Refunds).' },
   { name: 'Disbursements', description: 'Payouts from the wallet; WALLET merchants only (spec 4.3).' },
   { name: 'Balance', description: 'The wallet and its movements; WALLET merchants only (spec 4.4).' },
   { name: 'Beneficiaries', description: 'Saved payout destinations (spec 4.5).' },
   { name: 'Settlements', description: 'Daily settlements of MANUAL merchants (spec 4.6).' },
+  { name: 'Webhooks', description: 'The webhooks Kasir sent you, and resending one (docs/webhooks.md).' },
   { name: 'Master data', description: 'Banks and e-wallets a disbursement may go to (spec 4.7).' },
   { name: 'Reports', description: 'Totals and asynchronous CSV exports (spec 4.8).' },
   { name: 'Team', description: 'The merchant\'s users and roles; owner only (spec 4.9).' },

@@ -14,9 +14,10 @@ import type { presentImport, presentRefusal } from '../../db/present/disbursemen
 import type { presentExport } from '../../db/present/exports.ts';
 import type { presentMovement } from '../../db/present/ledger.ts';
 import type { presentBank, presentEwallet } from '../../db/present/master-data.ts';
-import type { OrderEvent, presentLegacyOrder, presentOrder } from '../../db/present/orders.ts';
+import type { OrderEvent, presentLegacyOrder, presentOrder, presentOrderEvent } from '../../db/present/orders.ts';
 import type { presentRefund } from '../../db/present/refunds.ts';
 import type { presentSettlement } from '../../db/present/settlements.ts';
+import type { presentDelivery } from '../../db/present/webhook-deliveries.ts';
 import type { presentUser } from '../../db/present/users.ts';
 import { verificationStatus } from '../../db/beneficiaries.sql.ts';
 import { disbursementStatus } from '../../db/disbursements.sql.ts';
@@ -60,6 +61,8 @@ export const order = named('Order', 'A QRIS payment order (spec 2.2 and the deci
   ref_code: z.string().regex(/^ORD-\d+-[0-9A-Z]+$/).meta({ examples: ['ORD-1763713800-7K3M9Q2X4B'] }),
   merchant_order_id: z.string().max(255),
   amount: rupiah.min(1),
+  refunded_amount: rupiah.min(0).describe('What the order\'s refunds not FAILED took: PENDING ones included, their money is held'),
+  refundable_amount: rupiah.min(0).describe('What a refund may still take: amount − refunded_amount while PAID, else 0'),
   status: visibleOrderStatus,
   qris_string: text.describe('Raw QRIS data, to be rendered as a QR code'),
   qr_url: z.url().meta({ description: 'PNG of the QR code (public, no API key)', examples: ['https://api.kasir.example/qr/q8Xw2LrT0pZk9sVbN4mC.png'] }),
@@ -81,6 +84,10 @@ export const orderEvent = named('OrderEvent', 'One entry of an order\'s status t
   status: visibleOrderStatus,
   event: text.describe('order.created, order.paid, order.expired, refund.requested, refund.succeeded, refund.failed, …'),
   source: text.describe('Who caused it: vendor-worker, callback:<vendor>, reconcile:<vendor>, scheduler, api, …'),
+  refund_ref_code: text.nullable().describe('refund.* events: the refund\'s ref_code; null otherwise'),
+  refund_amount: rupiah.min(1).nullable().describe('refund.* events: the refund\'s amount; null otherwise'),
+  refunded_amount: rupiah.min(0).nullable().describe('refund.* events: the order\'s refunded_amount after the event; null otherwise'),
+  refundable_amount: rupiah.min(0).nullable().describe('refund.* events: the order\'s refundable_amount after the event; null otherwise'),
   created_at: instant,
 }));
 
@@ -91,6 +98,8 @@ export const refund = named('Refund', 'A refund of a PAID order (docs/money.md, 
   amount: rupiah.min(1),
   reason: text.nullable(),
   status: refundStatus,
+  failure_reason: text.nullable().describe('Why the vendor refused a FAILED refund; null otherwise'),
+  completed_at: instant.nullable().describe('When it became SUCCEEDED or FAILED; null while PENDING'),
   created_at: instant,
 }));
 
@@ -236,6 +245,30 @@ export const settlement = named('Settlement', 'A settlement of a MANUAL merchant
   status: settlementStatus,
   created_at: instant,
   updated_at: instant,
+}));
+
+const deliveryStatus = z.enum(['PENDING', 'DELIVERED', 'FAILED']);
+
+const deliveryFields = {
+  id: uuid,
+  event: z.string().meta({ examples: ['order.paid'] }),
+  url: text,
+  status: deliveryStatus,
+  resource: z.strictObject({ type: z.enum(['ORDER', 'DISBURSEMENT', 'SETTLEMENT']), ref_code: text.nullable() }).nullable(),
+  attempts: count,
+  last_status_code: z.number().int().nullable(),
+  last_error: text.nullable(),
+  next_attempt_at: instant.nullable(),
+  delivered_at: instant.nullable(),
+  created_at: instant,
+  body: text.describe('The exact text that was signed and sent'),
+};
+
+export const webhookDelivery = named('WebhookDelivery', 'A webhook Kasir sent (or is sending) to the merchant, with the resource it reports on.', z.strictObject(deliveryFields));
+
+export const webhookDeliveryDetail = named('WebhookDeliveryDetail', 'A webhook delivery with every attempt.', z.strictObject({
+  ...deliveryFields,
+  attempt_log: z.array(z.strictObject({ attempt: count, status_code: z.number().int().nullable(), latency_ms: count, error: text.nullable(), created_at: instant })),
 }));
 
 export const bank = named('Bank', 'An enabled bank destination (GET /v1/banks); bi_code is the Bank Indonesia clearing code.', z.strictObject({
@@ -404,6 +437,8 @@ export const orderWebhook = named('OrderWebhook', 'The V1 order webhook; refund 
   status: visibleOrderStatus,
   event: orderWebhookEvent,
   paid_at: instant.nullable(),
+  refunded_amount: rupiah.min(0).optional().describe('Refund events: the order\'s refunded_amount after the refund\'s change'),
+  refundable_amount: rupiah.min(0).optional().describe('Refund events: the order\'s refundable_amount after the refund\'s change'),
   refund: refund.optional(),
 }));
 
@@ -432,12 +467,14 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 export type PresentersMatchSchemas = [
   Holds<SameKeys<Shown<typeof presentOrder>, Documented<typeof order>>>,
   Holds<SameKeys<Shown<typeof presentRefund>, Documented<typeof refund>>>,
+  Holds<SameKeys<Shown<typeof presentOrderEvent>, Documented<typeof orderEvent>>>,
   Holds<SameKeys<Shown<typeof presentDisbursement>, Documented<typeof disbursement>>>,
   Holds<SameKeys<Shown<typeof presentMovement>, Documented<typeof movement>>>,
   Holds<SameKeys<Shown<typeof presentImport>, Documented<typeof importRecord>>>,
   Holds<SameKeys<Shown<typeof presentRefusal>, Documented<typeof importRefusal>>>,
   Holds<SameKeys<Shown<typeof presentBeneficiary>, Documented<typeof beneficiary>>>,
   Holds<SameKeys<Shown<typeof presentSettlement>, Documented<typeof settlement>>>,
+  Holds<SameKeys<Omit<Shown<typeof presentDelivery>, 'attempt_log'>, Documented<typeof webhookDelivery>>>,
   Holds<SameKeys<Shown<typeof presentBank>, Documented<typeof bank>>>,
   Holds<SameKeys<Shown<typeof presentEwallet>, Documented<typeof ewallet>>>,
   Holds<SameKeys<Shown<typeof presentExport>, Documented<typeof exportJob>>>,

@@ -19,7 +19,7 @@ export function balanceRoutes(ctx: AppContext): Router {
 
   router.get('/v1/balance-history', async (req, res) => {
     const { page, limit } = pagination(req);
-    const [rows, total] = await listMovements(ctx.pool, req.merchant.id, 'WALLET', page, limit);
+    const [rows, total] = await listMovements(ctx.replica.reads(), req.merchant.id, 'WALLET', page, limit);
     sendPage(res, rows.map(presentMovement), pageMeta(page, limit, total));
   });
 

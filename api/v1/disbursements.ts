@@ -92,7 +92,7 @@ export function disbursementRoutes(ctx: AppContext): Router {
 
   router.get('/v1/disbursements', async (req, res) => {
     const { page, limit } = pagination(req, { limit: 10, max: 50 });
-    const [rows, total] = await listMerchantDisbursements(ctx.pool, req.merchant.id, page, limit);
+    const [rows, total] = await listMerchantDisbursements(ctx.replica.reads(), req.merchant.id, page, limit);
     sendPage(res, rows.map(presentDisbursement), pageMeta(page, limit, total));
   });
 

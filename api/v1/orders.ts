@@ -27,8 +27,7 @@ import { normalizePhone } from '../http/phone.ts';
 import { verifyBodySignature } from '../../db/signatures.ts';
 import { idempotencyKeyOf, parseBody } from '../http/validate.ts';
 import { memberText } from '../../db/present/json-text.ts';
-import { orderResponseBody, presentOrder } from '../../db/present/orders.ts';
-import { iso } from '../../db/present/time.ts';
+import { orderResponseBody, presentOrder, presentOrderEvent } from '../../db/present/orders.ts';
 
 const MAX_AMOUNT = 9_999_999_999_999; // 13 digits: what QRIS tag 54 can carry
 
@@ -103,7 +102,7 @@ export function orderRoutes(ctx: AppContext): Router {
     if (filter !== undefined && (typeof filter !== 'string' || filter.includes('\u0000'))) {
       throw new ApiError('INVALID_BODY', 'merchant_order_id must be a string without NUL characters');
     }
-    const [rows, total] = await listMerchantOrders(ctx.pool, req.merchant.id, { merchantOrderId: filter }, page, limit);
+    const [rows, total] = await listMerchantOrders(ctx.replica.reads(), req.merchant.id, { merchantOrderId: filter }, page, limit);
     const baseUrl = baseUrlOf(req);
     sendPage(res, rows.map((row) => presentOrder(row, baseUrl)), pageMeta(page, limit, total));
   });
@@ -115,7 +114,7 @@ export function orderRoutes(ctx: AppContext): Router {
   router.get('/v1/orders/:ref_code/events', async (req, res) => {
     const order = await merchantOrder(ctx, req);
     const events = await listOrderEvents(ctx.pool, order.id);
-    sendData(res, events.map((e) => ({ status: e.status, event: e.event, source: e.source, created_at: iso(e.created_at) })));
+    sendData(res, events.map(presentOrderEvent));
   });
 
   router.post('/v1/orders/:ref_code/fetch-status', async (req, res) => {

@@ -14,24 +14,13 @@ import { exportFileName, requestExport } from '../../db/exports.ts';
 import { exportType, findMerchantExport, listMerchantExports, readExportChunk } from '../../db/exports.sql.ts';
 import { sumProfits } from '../../db/reports.sql.ts';
 import { drained, pageMeta, sendData, sendPage } from '../http/envelope.ts';
+import { calendarDate as dateParam } from '../http/list-filters.ts';
 import { pagination } from '../http/pagination.ts';
 import { parseBody } from '../http/validate.ts';
 import { uuidParam } from '../http/wallet.ts';
 import { presentExport } from '../../db/present/exports.ts';
 
 const WIB_OFFSET_MS = 7 * 60 * 60 * 1000;
-const DATE = /^(19|[2-9]\d)\d{2}-\d{2}-\d{2}$/;
-
-/** A YYYY-MM-DD calendar date (1900–9999), or undefined when absent; anything else is INVALID_BODY naming it. */
-function dateParam(value: unknown, name: string): string | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value === 'string' && DATE.test(value)) {
-    // Date.UTC rolls 2026-02-30 over into March: a real calendar date round-trips unchanged.
-    const [y, m, d] = value.split('-').map(Number);
-    if (new Date(Date.UTC(y, m - 1, d)).toISOString().startsWith(value)) return value;
-  }
-  throw new ApiError('INVALID_BODY', `${name} must be a date as YYYY-MM-DD`);
-}
 
 function checkOrder(from: string | undefined, to: string | undefined) {
   if (from !== undefined && to !== undefined && from > to) throw new ApiError('INVALID_BODY', 'date_from must not be after date_to');
@@ -61,7 +50,7 @@ export function reportRoutes(ctx: AppContext): Router {
     const dateFrom = from ?? month.first;
     const dateTo = to ?? month.last;
     checkOrder(dateFrom, dateTo);
-    const totals = await sumProfits(ctx.pool, req.merchant.id, dateFrom, dateTo);
+    const totals = await sumProfits(ctx.replica.reads(), req.merchant.id, dateFrom, dateTo);
     sendData(res, { date_from: dateFrom, date_to: dateTo, ...totals });
   });
 
@@ -76,7 +65,7 @@ export function reportRoutes(ctx: AppContext): Router {
 
   router.get('/v1/reports/exports', async (req, res) => {
     const { page, limit } = pagination(req);
-    const [rows, total] = await listMerchantExports(ctx.pool, req.merchant.id, page, limit);
+    const [rows, total] = await listMerchantExports(ctx.replica.reads(), req.merchant.id, page, limit);
     sendPage(res, rows.map(presentExport), pageMeta(page, limit, total));
   });
 

@@ -16,7 +16,7 @@ export function settlementRoutes(ctx: AppContext): Router {
   router.get('/v1/settlements', async (req, res) => {
     // Spec 8: the settlement list's example shows limit 10; the general maximum applies.
     const { page, limit } = pagination(req, { limit: 10, max: 100 });
-    const [rows, total] = await listMerchantSettlements(ctx.pool, req.merchant.id, page, limit);
+    const [rows, total] = await listMerchantSettlements(ctx.replica.reads(), req.merchant.id, page, limit);
     sendPage(res, rows.map(presentSettlement), pageMeta(page, limit, total));
   });
 

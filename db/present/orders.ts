@@ -1,7 +1,7 @@
 // Orders as the contract shows them: V1 (spec 2.2 plus the decided extras), legacy (2.8), and
 // the webhook bodies of each (spec 6). Pure functions of a row; workers use them too, because
 // a webhook body is as much a contract as a response.
-import type { OrderRow } from '../orders.sql.ts';
+import type { OrderEventRow, OrderRow } from '../orders.sql.ts';
 import { RawJson, toJson } from './json-text.ts';
 import { iso, wib } from './time.ts';
 
@@ -14,12 +14,23 @@ export function checkoutUrl(baseUrl: string, order: Pick<OrderRow, 'ref_code'>):
   return `${baseUrl}/pay/${encodeURIComponent(order.ref_code)}`;
 }
 
+/**
+ * What a refund of the order may still take: the amount less its refunds not FAILED while it is
+ * PAID, else 0 (only PAID orders can be refunded). The accepting transaction checks the same
+ * under the order's lock (db/refunds.ts).
+ */
+export function refundableAmount(order: Pick<OrderRow, 'status' | 'amount' | 'refunded_amount'>): number {
+  return order.status === 'PAID' ? order.amount - order.refunded_amount : 0;
+}
+
 export function presentOrder(order: OrderRow, baseUrl: string) {
   return {
     id: order.id,
     ref_code: order.ref_code,
     merchant_order_id: order.merchant_order_id,
     amount: order.amount,
+    refunded_amount: order.refunded_amount,
+    refundable_amount: refundableAmount(order),
     status: order.status,
     qris_string: order.qris_string,
     qr_url: qrUrl(baseUrl, order),
@@ -58,6 +69,27 @@ export function presentLegacyOrder(order: OrderRow) {
     status: order.status,
     paidAt: wib(order.paid_at),
     qrString: order.qris_string,
+  };
+}
+
+/**
+ * One entry of GET /v1/orders/{ref}/events. Refund events (refund.requested, refund.succeeded,
+ * refund.failed) carry the refund's ref_code and amount and the order's refunded and refundable
+ * amounts after the event (db/refunds.ts records them); other events, and refund events written
+ * before the amounts were recorded, show null there.
+ */
+export function presentOrderEvent(e: OrderEventRow) {
+  const detail = e.event.startsWith('refund.') && e.detail !== null && typeof e.detail === 'object' ? (e.detail as Record<string, unknown>) : {};
+  const integer = (v: unknown) => (Number.isSafeInteger(v) ? (v as number) : null);
+  return {
+    status: e.status,
+    event: e.event,
+    source: e.source,
+    refund_ref_code: typeof detail.refund === 'string' ? detail.refund : null,
+    refund_amount: integer(detail.amount),
+    refunded_amount: integer(detail.refunded_amount),
+    refundable_amount: integer(detail.refundable_amount),
+    created_at: iso(e.created_at),
   };
 }
 

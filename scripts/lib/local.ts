@@ -57,12 +57,15 @@ async function runningUrl(): Promise<string | null> {
 }
 
 /**
- * The database a script should use: DATABASE_URL when set; else the cluster of a running
- * `npm start`; else the local cluster, started for the duration of the script.
+ * The database a script should use: DATABASE_DIRECT_URL or DATABASE_URL when set (a script is
+ * one short session: migrations and ops commands go to Postgres itself, never through a
+ * transaction pooler); else the cluster of a running `npm start`; else the local cluster,
+ * started for the duration of the script.
  */
 export async function resolveDatabase(): Promise<{ url: string; masterKey: string | undefined; release(): Promise<void> }> {
   const masterKey = process.env.KASIR_MASTER_KEY;
-  if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL, masterKey, release: async () => {} };
+  const given = process.env.DATABASE_DIRECT_URL || process.env.DATABASE_URL;
+  if (given) return { url: given, masterKey, release: async () => {} };
   const state = await localState();
   const running = await runningUrl();
   if (running) return { url: running, masterKey: masterKey ?? state.master_key, release: async () => {} };

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { sql, type Pool } from '../../db/pool.ts';
 import { sendJob } from '../../db/queue.ts';
 import { getVendor } from '../../db/vendors.ts';
-import { findDelivery, listAttempts, listOrderDeliveries, reopenDelivery } from '../../db/webhooks.ts';
+import { findDelivery, listAttempts, listDeliveriesByRef, listMerchantDeliveries, reopenDelivery } from '../../db/webhooks.ts';
 import { command, OpsError } from './command.ts';
 
 const refCode = z.string().regex(/^ORD-\d+-[0-9A-Z]+$/, '--ref must be an ORD- reference code');
@@ -57,17 +57,33 @@ export const simulatePay = command({
 
 export const webhooksList = command({
   name: 'webhooks:list',
-  summary: "List an order's webhook deliveries and their attempts",
-  usage: 'webhooks:list --ref ORD-... [--json]',
-  flags: { ref: { type: 'string' } },
-  input: z.object({ ref: refCode }),
+  summary: 'List webhook deliveries and their attempts: of one resource, or of a merchant',
+  usage: 'webhooks:list (--ref ORD-|DSB-|STL-|RFD-... | --merchant ID [--status PENDING|DELIVERED|FAILED]) [--json]',
+  flags: { ref: { type: 'string' }, merchant: { type: 'string' }, status: { type: 'string' } },
+  input: z
+    .object({
+      ref: z.string().regex(/^(ORD|DSB|RFD)-\d+-[0-9A-Z]+$|^STL-\d{8}-\d+(-\d+)?$/, '--ref must be an ORD-, DSB-, STL- or RFD- reference code').optional(),
+      merchant: z.uuid('--merchant must be a merchant id').optional(),
+      status: z.enum(['PENDING', 'DELIVERED', 'FAILED'], '--status must be PENDING, DELIVERED or FAILED').optional(),
+    })
+    .refine((i) => (i.ref === undefined) !== (i.merchant === undefined), 'give either --ref or --merchant')
+    .refine((i) => i.status === undefined || i.merchant !== undefined, '--status goes with --merchant'),
   async run(ctx, input) {
     const pool = await ctx.pool();
-    const order = await orderByRef(pool, input.ref);
+    const found = input.ref
+      ? await listDeliveriesByRef(pool, input.ref)
+      : (await listMerchantDeliveries(pool, input.merchant!, { status: input.status }, 1, 100))[0];
+    if (input.ref && found.length === 0) {
+      const known = await pool.exists(sql.unsafe`
+        select 1 from orders where ref_code = ${input.ref} union all select 1 from disbursements where ref_code = ${input.ref}
+        union all select 1 from settlements where ref_code = ${input.ref} union all select 1 from refunds where ref_code = ${input.ref}`);
+      if (!known) throw new OpsError(`no order, disbursement, settlement or refund ${input.ref}`);
+    }
     const deliveries = await Promise.all(
-      (await listOrderDeliveries(pool, order.id)).map(async (d) => ({
+      found.map(async (d) => ({
         id: d.id,
         event: d.event,
+        resource: d.resource_ref,
         url: d.url,
         status: d.status,
         attempts: (await listAttempts(pool, d.id)).map((a) => ({ ...a, created_at: a.created_at.toISOString() })),
@@ -77,7 +93,7 @@ export const webhooksList = command({
     );
     const text = deliveries.length
       ? deliveries
-          .map((d) => `${d.id}  ${d.event.padEnd(14)} ${d.status.padEnd(9)} ${d.url}\n${d.attempts.map((a) => `    #${a.attempt} ${a.status_code ?? '---'} ${a.latency_ms}ms ${a.error ?? ''}`).join('\n')}`)
+          .map((d) => `${d.id}  ${d.event.padEnd(24)} ${d.status.padEnd(9)} ${d.resource ?? ''} ${d.url}\n${d.attempts.map((a) => `    #${a.attempt} ${a.status_code ?? '---'} ${a.latency_ms}ms ${a.error ?? ''}`).join('\n')}`)
           .join('\n')
       : 'no webhook deliveries';
     return { json: { deliveries }, text };

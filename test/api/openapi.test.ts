@@ -224,6 +224,9 @@ t.test('real V1 answers match the documented schemas', async (t) => {
   t.equal(refunded.status, 201, refunded.text);
   conforms(t, 'post', '/v1/orders/:ref_code/refund', refunded);
   conforms(t, 'get', '/v1/orders/:ref_code/events', await v1(k, `/v1/orders/${paid.ref_code}/events`));
+  conforms(t, 'get', '/v1/orders/:ref_code/refunds', await v1(k, `/v1/orders/${paid.ref_code}/refunds`));
+  conforms(t, 'get', '/v1/refunds', await v1(k, '/v1/refunds?date_from=2026-01-01'));
+  conforms(t, 'get', '/v1/refunds/:id', await v1(k, `/v1/refunds/${refunded.json.data.ref_code}`));
 
   // Wallet: balance, movements, disbursements.
   await ctx.pool.transaction((tx) => adjustWallet(tx, { merchantId: merchant.merchant_id, adjustmentId: randomUUID(), amount: 1_000_000, reason: 'test float' }));
@@ -298,6 +301,15 @@ t.test('real V1 answers match the documented schemas', async (t) => {
     const parsed = webhooks.order.schema.safeParse(hook.json);
     t.ok(parsed.success, `the ${(hook.json as { event?: string })?.event} webhook matches the documented body${parsed.success ? '' : `:\n${z.prettifyError(parsed.error)}`}`);
   }
+
+  // The webhooks just sent, as the merchant reads them, and a resend.
+  const deliveries = await v1(k, '/v1/webhook-deliveries');
+  t.ok(deliveries.json?.data?.length > 0, deliveries.text);
+  conforms(t, 'get', '/v1/webhook-deliveries', deliveries);
+  const delivery = deliveries.json.data[0].id;
+  conforms(t, 'get', '/v1/webhook-deliveries/:id', await v1(k, `/v1/webhook-deliveries/${delivery}`));
+  conforms(t, 'post', '/v1/webhook-deliveries/:id/resend', await v1(k, `/v1/webhook-deliveries/${delivery}/resend`, { method: 'POST' }));
+  conforms(t, 'get', '/v1/webhook-deliveries/:id', await v1(k, `/v1/webhook-deliveries/${randomUUID()}`));
 });
 
 t.test('a settlement matches the documented schema', async (t) => {
@@ -325,6 +337,10 @@ t.test('V1 errors are documented for the operation that answers them', async (t)
   conforms(t, 'post', '/v1/orders', await v1(k, '/v1/orders', { body: { merchant_order_id: 'x', amount: 0, payment_method: 'QRIS' } }));
   conforms(t, 'post', '/v1/orders', await v1(k, '/v1/orders', { body: { merchant_order_id: 'x', amount: 10, payment_method: 'CARD' } }));
   conforms(t, 'post', '/v1/orders/:ref_code/refund', await v1(k, '/v1/orders/ORD-1-NOPE/refund', { body: {} }));
+  conforms(t, 'get', '/v1/orders/:ref_code/refunds', await v1(k, '/v1/orders/ORD-1-NOPE/refunds'));
+  conforms(t, 'get', '/v1/refunds', await v1(k, '/v1/refunds?status=DONE'));
+  conforms(t, 'get', '/v1/refunds/:id', await v1(k, '/v1/refunds/not-a-uuid'));
+  conforms(t, 'get', '/v1/refunds/:id', await v1(k, `/v1/refunds/${randomUUID()}`));
   conforms(t, 'get', '/v1/balance', await v1(manual.api_key, '/v1/balance'));
   conforms(t, 'post', '/v1/disbursements', await v1(k, '/v1/disbursements', {
     body: { idempotency_key: randomUUID(), channel: 'BANK', bank_short_code: 'BCA', account_number: '1234567890', account_name: 'Budi', amount: 5_000_000 },

@@ -23,7 +23,7 @@ type M = Awaited<ReturnType<typeof makeMerchant>>;
 const LAST_ATTEMPT = queues['beneficiary-verify'].options.retryLimit;
 
 const workerContext = (stack: Stack): WorkerContext => ({
-  config: stack.api.ctx.config, pool: stack.api.ctx.pool, boss: stack.api.ctx.boss, sealer: stack.api.ctx.sealer,
+  config: stack.api.ctx.config, pool: stack.api.ctx.pool, replica: stack.api.ctx.replica, boss: stack.api.ctx.boss, sealer: stack.api.ctx.sealer,
 });
 
 async function created(stack: Stack, merchant: M, extra: Record<string, unknown> = {}) {

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, parseConfig } from '../../db/config.ts';
+import { ConfigError, directDatabaseUrl, parseConfig, pooledConnections } from '../../db/config.ts';
 
 const base = { DATABASE_URL: 'postgres://u:p@127.0.0.1:5432/kasir', KASIR_MASTER_KEY: 'ab'.repeat(32) };
 
@@ -38,6 +38,20 @@ t.test('durations and lists parse from text', async (t) => {
   t.same(config.WEBHOOK_RETRY_SCHEDULE, [1, 2, 3]);
   t.equal(config.EXPIRY_SWEEP_INTERVAL_MS, 250);
   t.same(config.NOTIFY_URL_ALLOWLIST, ['hooks.local', '10.0.0.0/8']);
+});
+
+t.test('DATABASE_DIRECT_URL: sessions go there; set apart from DATABASE_URL, pooled connections behave for a pooler', async (t) => {
+  const alone = parseConfig(base);
+  t.equal(directDatabaseUrl(alone), base.DATABASE_URL, 'unset: DATABASE_URL is Postgres itself');
+  t.same(pooledConnections(alone), { throughPooler: false, preparedStatements: true });
+  const bouncer = { ...base, DATABASE_URL: 'postgres://u:p@127.0.0.1:6432/kasir', DATABASE_DIRECT_URL: base.DATABASE_URL };
+  t.equal(directDatabaseUrl(parseConfig(bouncer)), base.DATABASE_URL);
+  t.same(pooledConnections(parseConfig(bouncer)), { throughPooler: true, preparedStatements: false }, 'behind a pooler: no named statements by default');
+  t.same(pooledConnections(parseConfig({ ...bouncer, DATABASE_PREPARED_STATEMENTS: 'true' })), { throughPooler: true, preparedStatements: true }, 'PgBouncer 1.21+ may keep them');
+  t.same(pooledConnections(parseConfig({ ...base, DATABASE_DIRECT_URL: '' })), { throughPooler: false, preparedStatements: true }, 'empty is unset');
+  t.throws(() => parseConfig({ ...base, DATABASE_PREPARED_STATEMENTS: 'yes' }), /DATABASE_PREPARED_STATEMENTS/);
+  t.throws(() => parseConfig({ ...base, DATABASE_REPLICA_URL: 'mysql://x' }), /DATABASE_REPLICA_URL/);
+  t.equal(parseConfig(base).DATABASE_REPLICA_MAX_LAG_MS, 5_000);
 });
 
 t.test('a bad value is rejected with the variable named', async (t) => {

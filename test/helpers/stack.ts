@@ -27,12 +27,19 @@ export interface StackOptions {
   groups?: string[];
   env?: Record<string, string>;
   simulatorEnv?: Record<string, string>;
+  /** A migrated database to run on instead of a fresh clone (a test that runs its own server). */
+  databaseUrl?: string;
+  /**
+   * Variables derived from the database's URL, applied over `env`: DATABASE_URL through
+   * PgBouncer with DATABASE_DIRECT_URL the database itself, a replica's URL.
+   */
+  databaseEnv?: (databaseUrl: string) => Record<string, string>;
 }
 
 export async function startStack(t: Teardown, options: StackOptions = {}): Promise<Stack> {
-  const databaseUrl = await testDatabase(t);
+  const databaseUrl = options.databaseUrl ?? (await testDatabase(t));
   const port = await freePort();
-  const env = testEnv(databaseUrl, { PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, ...options.env });
+  const env = testEnv(databaseUrl, { PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}`, ...options.env, ...options.databaseEnv?.(databaseUrl) });
   const api = await startApi(t, testConfig(databaseUrl, env));
 
   const sims: SimulatorProcess[] = [];

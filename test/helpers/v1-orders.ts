@@ -12,12 +12,14 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 export const REF_CODE = /^ORD-\d+-[0-9A-Z]+$/;
 export const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
 
-/** The V1 order fields: spec 2.2 plus the extras DESIGN section 6 decides, and checkout_url (issue 13). */
+/** The V1 order fields: spec 2.2 plus the extras DESIGN section 6 decides, checkout_url (issue 13), refunded and refundable amounts (issue 22). */
 export const ORDER_FIELDS = [
   'id',
   'ref_code',
   'merchant_order_id',
   'amount',
+  'refunded_amount',
+  'refundable_amount',
   'status',
   'qris_string',
   'qr_url',

@@ -42,7 +42,7 @@ t.test('partial refunds up to the full amount, then REFUNDED; each shows in even
 
   const first = await refund(stack, merchant, order.ref_code, { amount: 50_000, reason: 'one item out of stock' });
   t.equal(first.status, 201, first.text);
-  t.same(Object.keys(first.json.data).sort(), ['amount', 'created_at', 'id', 'order_ref_code', 'reason', 'ref_code', 'status']);
+  t.same(Object.keys(first.json.data).sort(), ['amount', 'completed_at', 'created_at', 'failure_reason', 'id', 'order_ref_code', 'reason', 'ref_code', 'status']);
   t.match(first.json.data, { ref_code: /^RFD-\d+-[0-9A-Z]+$/, order_ref_code: order.ref_code, amount: 50_000, reason: 'one item out of stock', status: 'PENDING' });
   t.equal(await balanceOf(stack, merchant), 100_000, 'debited when accepted');
   await refundReaches(stack, first.json.data.id, 'SUCCEEDED');

@@ -40,7 +40,8 @@ const PROFIT_FIELDS = [
   'net_amount', 'order_count', 'refund_total',
 ];
 const HEADERS = {
-  orders: 'id,ref_code,merchant_order_id,api,payment_method,amount,status,customer_name,customer_email,customer_phone,vendor_rrn,is_settled,created_at,paid_at,expires_at',
+  // The last three came later, appended so that files read by position keep their columns.
+  orders: 'id,ref_code,merchant_order_id,api,payment_method,amount,status,customer_name,customer_email,customer_phone,vendor_rrn,is_settled,created_at,paid_at,expires_at,refunded_amount,mdr_amount,net_amount',
   settlements: 'id,ref_code,settlement_date,period_start,period_end,order_count,gross_amount,mdr_total,refund_total,disbursement_fee,platform_fee,aggregator_fee,net_payout,bank_id,bank_short_code,account_number,account_name,status,completed_at,created_at,updated_at',
   disbursements: 'id,ref_code,idempotency_key,source,channel,bank_id,bank_short_code,account_number,account_name,ewallet_provider,ewallet_phone,request_amount,fee,final_amount,total_debit,status,failure_reason,vendor_disbursement_id,requested_at,completed_at,created_at',
   balance_history: 'id,type,amount,balance_before,balance_after,reference_type,reference_id,ref_code,description,created_at',
@@ -275,7 +276,18 @@ t.test('orders export: one header row, the merchant\'s visible orders, whole Rup
       `${o.ref_code} as the API shows it`,
     );
   }
+  // refunded_amount, mdr_amount, net_amount: the refunded order's refund counts, the MDR is what
+  // the payment was charged, and net = amount − MDR − refunded (the MDR is not returned).
+  for (const [i, o] of shopOrders.entries()) {
+    const api = (await get(shop, `/v1/orders/${o.ref_code}`)).json.data;
+    const row = byRef.get(o.ref_code)!;
+    const refunded = i === 1 ? 30_000 : 0;
+    t.equal(api.refunded_amount, refunded, `${o.ref_code}: the order shows what its refunds took`);
+    t.strictSame(row.slice(15), [String(refunded), String(mdrOf(AMOUNTS[i], 70)), String(AMOUNTS[i] - mdrOf(AMOUNTS[i], 70) - refunded)],
+      `${o.ref_code}: refunded_amount, mdr_amount, net_amount`);
+  }
   const legacy = byRef.get(legacyOrder.json.data.refCode)!;
+  t.strictSame(legacy.slice(15), ['0', String(mdrOf(80_000, 70)), String(80_000 - mdrOf(80_000, 70))], 'legacy orders pay the same MDR');
   t.equal(legacy[3], 'LEGACY');
   t.equal(legacy[7], `'=HYPERLINK("x")`, 'a cell a spreadsheet would run as a formula is escaped');
   t.ok(data.every((r) => /^\d+$/.test(r[5]) && ISO_Z.test(r[12])), 'amounts are whole Rupiah, timestamps ISO 8601 UTC');
@@ -391,6 +403,8 @@ t.test('streaming: the worker\'s peak memory does not grow with the rows', async
   t.equal(a.record.row_count, 20_000);
   t.equal(b.record.row_count, 400_000);
   t.equal(b.rows.length, 400_001, 'every row downloaded, streamed from its chunks');
+  t.ok(a.rows.slice(1).every((r) => r[15] === '0' && r[16] === '' && r[17] === ''),
+    'orders without a payment transfer (synthetic rows, as an order never paid) have no MDR or net: empty cells');
   const mb = (n: number) => `${n.toFixed(0)} MB`;
   const fileMb = b.file.raw.length / 1e6;
   t.comment(`csv worker VmHWM: idle ${mb(idle)}, after 20k rows ${mb(afterSmall)}, after 400k rows ${mb(afterLarge)}; files ${mb(a.file.raw.length / 1e6)} and ${mb(fileMb)}`);

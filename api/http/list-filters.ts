@@ -1,0 +1,35 @@
+// Query filters of the V1 lists: WIB calendar days (YYYY-MM-DD) as the reports take them
+// (docs/decisions.md, Reports and exports) and enumerated values. A value that is not one of
+// these, or a repeated parameter, is 400 INVALID_BODY naming the parameter: a filter silently
+// ignored would answer a list the client did not ask for.
+import type { Request } from 'express';
+import { ApiError } from '../../db/errors.ts';
+
+const DATE = /^(19|[2-9]\d)\d{2}-\d{2}-\d{2}$/;
+
+/** A YYYY-MM-DD calendar date (1900–9999), or undefined when absent; anything else is INVALID_BODY naming it. */
+export function calendarDate(value: unknown, name: string): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'string' && DATE.test(value)) {
+    // Date.UTC rolls 2026-02-30 over into March: a real calendar date round-trips unchanged.
+    const [y, m, d] = value.split('-').map(Number);
+    if (new Date(Date.UTC(y, m - 1, d)).toISOString().startsWith(value)) return value;
+  }
+  throw new ApiError('INVALID_BODY', `${name} must be a date as YYYY-MM-DD`);
+}
+
+/** `date_from` and `date_to`: WIB days, inclusive, each optional, in order. */
+export function dayRange(req: Request): { dateFrom?: string; dateTo?: string } {
+  const dateFrom = calendarDate(req.query.date_from, 'date_from');
+  const dateTo = calendarDate(req.query.date_to, 'date_to');
+  if (dateFrom !== undefined && dateTo !== undefined && dateFrom > dateTo) throw new ApiError('INVALID_BODY', 'date_from must not be after date_to');
+  return { dateFrom, dateTo };
+}
+
+/** An optional query parameter that must be one of `values`. */
+export function oneOf<T extends string>(req: Request, name: string, values: readonly T[]): T | undefined {
+  const raw = req.query[name];
+  if (raw === undefined) return undefined;
+  if (typeof raw === 'string' && (values as readonly string[]).includes(raw)) return raw as T;
+  throw new ApiError('INVALID_BODY', `${name} must be one of ${values.join(', ')}`);
+}

@@ -1,0 +1,85 @@
+// A merchant sees its own webhook deliveries and asks for one again: GET /v1/webhook-deliveries
+// (filters), GET /v1/webhook-deliveries/{id} (with its attempts) and POST .../resend, through
+// the real webhook worker and a real receiver.
+import t from 'tap';
+import { makeMerchant } from '../helpers/factories.ts';
+import { call, eventually } from '../helpers/http.ts';
+import { paidOrder } from '../helpers/money.ts';
+import { ops } from '../helpers/processes.ts';
+import { startCallbackReceiver } from '../helpers/simulator.ts';
+import { startStack } from '../helpers/stack.ts';
+
+const stack = await startStack(t, { groups: ['vendor', 'webhook'] });
+const receiver = await startCallbackReceiver();
+t.teardown(() => receiver.close());
+type M = Awaited<ReturnType<typeof makeMerchant>>;
+const get = (m: M, path: string) => call(stack.api.url, { method: 'GET', path, headers: { 'x-api-key': m.api_key } });
+
+t.test('list, read with attempts, resend: the same body and webhook-id again', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx, { notifyUrl: receiver.url });
+  const other = await makeMerchant(stack.api.ctx, { notifyUrl: receiver.url });
+  const order = await paidOrder(stack, merchant, 50_000);
+  await paidOrder(stack, other, 40_000);
+  const delivered = await eventually(async () => {
+    const res = await get(merchant, '/v1/webhook-deliveries?status=DELIVERED');
+    return res.json?.data?.length === 1 ? res.json : undefined;
+  }, 'the order.paid webhook delivered');
+  const d = delivered.data[0];
+  t.match(d, { event: 'order.paid', url: receiver.url, status: 'DELIVERED', resource: { type: 'ORDER', ref_code: order.ref_code }, attempts: 1, last_status_code: 200 });
+  t.same(delivered.meta, { page: 1, limit: 20, total: 1, total_pages: 1 }, 'only this merchant\'s');
+  t.match(JSON.parse(d.body), { ref_code: order.ref_code, status: 'PAID' }, 'the body as sent');
+  t.same((await get(merchant, '/v1/webhook-deliveries?status=FAILED')).json.data, [], 'filtered by status');
+  t.same((await get(merchant, '/v1/webhook-deliveries?event=order.expired')).json.data, [], 'filtered by event');
+
+  const one = await get(merchant, `/v1/webhook-deliveries/${d.id}`);
+  t.equal(one.status, 200);
+  t.match(one.json.data.attempt_log, [{ attempt: 1, status_code: 200 }]);
+  t.equal((await get(other, `/v1/webhook-deliveries/${d.id}`)).status, 404, "another merchant's is unknown");
+  t.equal((await get(merchant, '/v1/webhook-deliveries/nope')).json?.error?.code, 'INVALID_ID');
+  t.equal((await get(merchant, '/v1/webhook-deliveries?status=LOST')).json?.error?.code, 'INVALID_BODY');
+
+  const sent = () => receiver.received.filter((r) => r.body.toString() === d.body);
+  const before = sent().length;
+  const resent = await call(stack.api.url, { path: `/v1/webhook-deliveries/${d.id}/resend`, headers: { 'x-api-key': merchant.api_key }, body: {} });
+  t.equal(resent.status, 202, resent.text);
+  t.equal(resent.json.data.status, 'PENDING');
+  await eventually(async () => {
+    const res = await get(merchant, `/v1/webhook-deliveries/${d.id}`);
+    return res.json?.data?.attempts === 2 && res.json.data.status === 'DELIVERED' ? true : undefined;
+  }, 'the second attempt delivered');
+  const copies = sent();
+  t.equal(copies.length, before + 1, 'sent once more');
+  t.equal(new Set(copies.map((c) => c.headers['webhook-id'])).size, 1, 'under the same webhook-id');
+  const notMine = await call(stack.api.url, { path: `/v1/webhook-deliveries/${d.id}/resend`, headers: { 'x-api-key': other.api_key }, body: {} });
+  t.equal(notMine.status, 404);
+});
+
+t.test('ops webhooks:list: by any resource reference (order, refund), or a merchant\'s by status', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx, { notifyUrl: receiver.url });
+  const order = await paidOrder(stack, merchant, 80_000);
+  const refund = await call(stack.api.url, { path: `/v1/orders/${order.ref_code}/refund`, headers: { 'x-api-key': merchant.api_key }, body: { amount: 10_000 } });
+  t.equal(refund.status, 201, refund.text);
+  const list = async (...args: string[]) => {
+    const res = await ops(stack.env, 'webhooks:list', ...args, '--json');
+    if (res.code !== 0) throw new Error(res.stderr + res.stdout);
+    return JSON.parse(res.stdout).deliveries as Array<{ event: string; resource: string; status: string }>;
+  };
+  const ofRefund = await eventually(async () => {
+    const found = await list('--ref', refund.json.data.ref_code);
+    return found.length > 0 ? found : undefined;
+  }, 'the refund webhook');
+  t.ok(ofRefund.every((d) => d.resource === order.ref_code && d.event !== 'order.paid'), 'only the deliveries naming the refund');
+  const ofOrder = await list('--ref', order.ref_code);
+  t.ok(ofOrder.length > ofRefund.length, "the order's include its payment");
+  const delivered = await eventually(async () => {
+    const found = await list('--merchant', merchant.merchant_id, '--status', 'DELIVERED');
+    return found.length === ofOrder.length ? found : undefined;
+  }, 'every delivery delivered');
+  t.ok(delivered.every((d) => d.status === 'DELIVERED'));
+  t.same(await list('--merchant', merchant.merchant_id, '--status', 'FAILED'), []);
+  const unknown = await ops(stack.env, 'webhooks:list', '--ref', 'DSB-1-NOPE');
+  t.equal(unknown.code === 0, false);
+  t.match(unknown.stderr + unknown.stdout, /no order, disbursement, settlement or refund DSB-1-NOPE/);
+  const both = await ops(stack.env, 'webhooks:list', '--ref', order.ref_code, '--merchant', merchant.merchant_id);
+  t.match(both.stderr + both.stdout, /either --ref or --merchant/);
+});
