@@ -167,7 +167,7 @@ async function checkRows(tx: Db, settings: MerchantMoneySettings, input: ImportI
     for (const d of await findByIdempotencyKeys(tx, input.merchantId, keys.slice(start, start + CHUNK))) existing.set(d.idempotency_key, d);
   }
   const lookups = {
-    keyUsed: () => false, // answered above, under the wallet lock
+    keyUsed: () => null, // answered above from the rows that hold the keys
     bank: memo<BankRow | null>((code) => findBankByShortCode(tx, code)),
     ewallet: memo<EwalletRow | null>((code) => findEwalletByShortCode(tx, code)),
   };

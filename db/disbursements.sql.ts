@@ -132,13 +132,27 @@ export function findMerchantDisbursement(db: Db, merchantId: string, idOrRef: { 
     select ${columns} from disbursements where ${match} and merchant_id = ${merchantId}`);
 }
 
-export function listMerchantDisbursements(db: Db, merchantId: string, page: number, limit: number) {
+export interface DisbursementFilter {
+  status?: DisbursementStatus;
+  /** The key a client created it with: after a timeout, the way to find what was made. */
+  idempotencyKey?: string;
+  /** WIB calendar days of created_at, inclusive (YYYY-MM-DD). */
+  dateFrom?: string;
+  dateTo?: string;
+}
+
+export function listMerchantDisbursements(db: Db, merchantId: string, page: number, limit: number, filter: DisbursementFilter = {}) {
+  const where = sql.fragment`merchant_id = ${merchantId}
+    ${filter.status === undefined ? sql.fragment`` : sql.fragment`and status = ${filter.status}`}
+    ${filter.idempotencyKey === undefined ? sql.fragment`` : sql.fragment`and idempotency_key = ${filter.idempotencyKey}`}
+    ${filter.dateFrom === undefined ? sql.fragment`` : sql.fragment`and created_at >= (${filter.dateFrom}::date)::timestamp at time zone 'Asia/Jakarta'`}
+    ${filter.dateTo === undefined ? sql.fragment`` : sql.fragment`and created_at < (${filter.dateTo}::date + 1)::timestamp at time zone 'Asia/Jakarta'`}`;
   return Promise.all([
     db.any(sql.type(disbursementRow)`
-      select ${columns} from disbursements where merchant_id = ${merchantId}
+      select ${columns} from disbursements where ${where}
       order by created_at desc, id desc
       limit ${limit} offset ${(page - 1) * limit}`),
-    db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from disbursements where merchant_id = ${merchantId}`),
+    db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from disbursements where ${where}`),
   ]);
 }
 

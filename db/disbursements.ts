@@ -53,7 +53,8 @@ export interface DisbursementRequest {
 
 /** Where the rules look things up: the database per request, or a bulk caller's own answers. */
 export interface RuleLookups {
-  keyUsed(key: string): Promise<boolean> | boolean;
+  /** The disbursement already holding the key, or null. */
+  keyUsed(key: string): Promise<{ id: string; ref_code: string } | null> | { id: string; ref_code: string } | null;
   bank(shortCode: string): Promise<BankRow | null> | BankRow | null;
   ewallet(shortCode: string): Promise<EwalletRow | null> | EwalletRow | null;
 }
@@ -69,15 +70,21 @@ export async function checkRequest(db: Db, settings: MerchantMoneySettings, r: D
   const cached = <T extends { short_code: string }>(list: (() => Promise<readonly T[]>) | undefined, read: (code: string) => Promise<T | null>) =>
     async (code: string) => (list ? (await list()).find((x) => x.short_code === code.toUpperCase()) : undefined) ?? read(code);
   return checkRules(settings, r, {
-    keyUsed: async (key) => (await findByIdempotencyKey(db, r.merchantId, key)) !== null,
+    keyUsed: (key) => findByIdempotencyKey(db, r.merchantId, key),
     bank: cached(masterData && (() => masterData.banks.get()), (code) => findBankByShortCode(db, code)),
     ewallet: cached(masterData && (() => masterData.ewallets.get()), (code) => findEwalletByShortCode(db, code)),
   });
 }
 
+/** 409 naming the disbursement that holds the key, so a client that lost its answer can read it. */
+function duplicateKey(holder: { id: string; ref_code: string }) {
+  return new ApiError('DUPLICATE_IDEMPOTENCY_KEY', `A disbursement with this idempotency_key exists: id ${holder.id}, ref_code ${holder.ref_code}`);
+}
+
 /** checkRequest's rules, for any source of lookups (the CSV import answers them in bulk). */
 export async function checkRules(settings: MerchantMoneySettings, r: DisbursementRequest, lookups: RuleLookups) {
-  if (await lookups.keyUsed(r.idempotencyKey)) throw new ApiError('DUPLICATE_IDEMPOTENCY_KEY');
+  const holder = await lookups.keyUsed(r.idempotencyKey);
+  if (holder) throw duplicateKey(holder);
   let bank: BankRow | null = null;
   if (r.channel === 'BANK') {
     if (!r.accountNumber || !r.accountName) throw new ApiError('MISSING_BANK_INFO');
@@ -148,7 +155,11 @@ export async function createDisbursement(pool: Pool, boss: PgBoss, settings: Mer
       },
       r.api === 'V1' ? 'api' : 'legacy-api',
     );
-    if (!row) throw new ApiError('DUPLICATE_IDEMPOTENCY_KEY');
+    // Taken by a request that committed meanwhile (the insert waited for it): name it.
+    if (!row) {
+      const holder = await findByIdempotencyKey(tx, r.merchantId, r.idempotencyKey);
+      throw holder ? duplicateKey(holder) : new ApiError('DUPLICATE_IDEMPOTENCY_KEY');
+    }
     if (!review) await sendJob(boss, 'disbursement-execute', { disbursement_id: row.id }, { db: inTransaction(tx) });
 
     // Under the wallet lock until commit: the day's running total, the balance, the transfer.

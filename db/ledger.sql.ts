@@ -130,7 +130,15 @@ const movementColumns = sql.fragment`
   t.ref_code, t.description, p.created_at`;
 
 /** A merchant's movements on one account, newest first (by posting sequence). */
-export function listMovements(db: Db, merchantId: string, kind: AccountKind, page: number, limit: number) {
+export interface MovementFilter {
+  type?: TransferKind;
+  /** WIB calendar days of the posting, inclusive (YYYY-MM-DD). */
+  dateFrom?: string;
+  dateTo?: string;
+}
+
+export function listMovements(db: Db, merchantId: string, kind: AccountKind, page: number, limit: number, filter: MovementFilter = {}) {
+  if (filter.type !== undefined || filter.dateFrom !== undefined || filter.dateTo !== undefined) return listMovementsFiltered(db, merchantId, kind, page, limit, filter);
   return Promise.all([
     db.any(sql.type(movementRow)`
       select ${movementColumns}
@@ -142,6 +150,19 @@ export function listMovements(db: Db, merchantId: string, kind: AccountKind, pag
       limit ${limit} offset ${(page - 1) * limit}`),
     db.oneFirst(sql.type(z.object({ n: z.number() }))`
       select coalesce((select version from ledger_accounts where merchant_id = ${merchantId} and kind = ${kind}), 0)::int as n`),
+  ]);
+}
+
+/** Filtered, the total is counted (the account's version counts every posting, unfiltered). */
+function listMovementsFiltered(db: Db, merchantId: string, kind: AccountKind, page: number, limit: number, filter: MovementFilter) {
+  const where = sql.fragment`a.merchant_id = ${merchantId} and a.kind = ${kind}
+    ${filter.type === undefined ? sql.fragment`` : sql.fragment`and t.kind = ${filter.type}`}
+    ${filter.dateFrom === undefined ? sql.fragment`` : sql.fragment`and p.created_at >= (${filter.dateFrom}::date)::timestamp at time zone 'Asia/Jakarta'`}
+    ${filter.dateTo === undefined ? sql.fragment`` : sql.fragment`and p.created_at < (${filter.dateTo}::date + 1)::timestamp at time zone 'Asia/Jakarta'`}`;
+  const from = sql.fragment`ledger_accounts a join ledger_postings p on p.account_id = a.id join ledger_transfers t on t.id = p.transfer_id`;
+  return Promise.all([
+    db.any(sql.type(movementRow)`select ${movementColumns} from ${from} where ${where} order by p.seq desc limit ${limit} offset ${(page - 1) * limit}`),
+    db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from ${from} where ${where}`),
   ]);
 }
 

@@ -9,6 +9,7 @@
 // `npm run openapi` writes the document to docs/openapi.json and GET /openapi.json serves it.
 import { z } from 'zod';
 import { disbursementStatus } from '../../db/disbursements.sql.ts';
+import { transferKind } from '../../db/ledger.sql.ts';
 import { errorCatalogue, type ErrorCode } from '../../db/errors.ts';
 import { refundStatus } from '../../db/refunds.sql.ts';
 import { settlementStatus } from '../../db/settlements.sql.ts';
@@ -256,7 +257,15 @@ export const operations: readonly Operation[] = [
   // Disbursements
   {
     method: 'get', path: '/v1/disbursements', tag: 'Disbursements', summary: 'List disbursements, newest first',
-    query: paged(10, 50),
+    description: 'After a timeout, idempotency_key finds what a create made (read from the primary, never a lagging replica). '
+      + 'A filter that is not valid is 400 INVALID_BODY naming it.',
+    query: {
+      ...paged(10, 50),
+      status: disbursementStatus.describe('Only disbursements in this status'),
+      idempotency_key: z.string().min(1).max(255).describe('The disbursement created with this key, if any'),
+      date_from: wibDay.describe('Created on or after this WIB (UTC+7) day, YYYY-MM-DD'),
+      date_to: wibDay.describe('Created on or before this WIB (UTC+7) day; not before date_from'),
+    },
     responses: { 200: { description: 'A page of disbursements', schema: s.v1Page(s.disbursement) } },
     errors: ['NOT_WALLET_MERCHANT', 'INVALID_BODY'],
   },
@@ -317,7 +326,12 @@ export const operations: readonly Operation[] = [
   },
   {
     method: 'get', path: '/v1/balance-history', tag: 'Balance', summary: 'Wallet movements, newest first',
-    query: paged(),
+    query: {
+      ...paged(),
+      type: transferKind.describe('Only movements of this type'),
+      date_from: wibDay.describe('Posted on or after this WIB (UTC+7) day, YYYY-MM-DD'),
+      date_to: wibDay.describe('Posted on or before this WIB (UTC+7) day; not before date_from'),
+    },
     responses: { 200: { description: 'A page of movements', schema: s.v1Page(s.movement) } },
     errors: ['NOT_WALLET_MERCHANT', 'INVALID_BODY'],
   },

@@ -3,7 +3,8 @@ import { Router } from 'express';
 import type { AppContext } from '../context.ts';
 import { ApiError } from '../../db/errors.ts';
 import { walletBalance } from '../../db/ledger.ts';
-import { findMovement, listMovements } from '../../db/ledger.sql.ts';
+import { findMovement, listMovements, transferKind } from '../../db/ledger.sql.ts';
+import { dayRange, oneOf } from '../http/list-filters.ts';
 import { pageMeta, sendData, sendPage } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
 import { requireWalletMerchant, uuidParam } from '../http/wallet.ts';
@@ -19,7 +20,8 @@ export function balanceRoutes(ctx: AppContext): Router {
 
   router.get('/v1/balance-history', async (req, res) => {
     const { page, limit } = pagination(req);
-    const [rows, total] = await listMovements(ctx.replica.reads(), req.merchant.id, 'WALLET', page, limit);
+    const filter = { type: oneOf(req, 'type', transferKind.options), ...dayRange(req) };
+    const [rows, total] = await listMovements(ctx.replica.reads(), req.merchant.id, 'WALLET', page, limit, filter);
     sendPage(res, rows.map(presentMovement), pageMeta(page, limit, total));
   });
 

@@ -9,7 +9,8 @@ import type { AppContext } from '../context.ts';
 import { destinationOf, type Destination } from '../../db/beneficiaries.ts';
 import { ApiError } from '../../db/errors.ts';
 import { createDisbursement } from '../../db/disbursements.ts';
-import { findMerchantDisbursement, listMerchantDisbursements } from '../../db/disbursements.sql.ts';
+import { disbursementStatus, findMerchantDisbursement, listMerchantDisbursements } from '../../db/disbursements.sql.ts';
+import { dayRange, oneOf } from '../http/list-filters.ts';
 import { checkNotifyUrl } from '../../db/notify-url.ts';
 import { pageMeta, sendData, sendPage } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
@@ -59,6 +60,11 @@ export function disbursementRoutes(ctx: AppContext): Router {
 
   router.post('/v1/disbursements', async (req, res) => {
     const body = parseBody(createBody, req.body);
+    // The key is the body's field (the spec's); a header, when sent as well, must say the same.
+    const header = req.get('idempotency-key');
+    if (header !== undefined && header !== body.idempotency_key) {
+      throw new ApiError('INVALID_BODY', 'Idempotency-Key header must equal idempotency_key when both are sent');
+    }
     const phone = checkContactFields(body, ctx.config.NOTIFY_URL_ALLOWLIST);
     const given: Destination = {
       channel: body.channel,
@@ -92,7 +98,14 @@ export function disbursementRoutes(ctx: AppContext): Router {
 
   router.get('/v1/disbursements', async (req, res) => {
     const { page, limit } = pagination(req, { limit: 10, max: 50 });
-    const [rows, total] = await listMerchantDisbursements(ctx.replica.reads(), req.merchant.id, page, limit);
+    const key = req.query.idempotency_key;
+    if (key !== undefined && (typeof key !== 'string' || !createBody.shape.idempotency_key.safeParse(key).success)) {
+      throw new ApiError('INVALID_BODY', 'idempotency_key must be 1 to 255 characters');
+    }
+    const filter = { status: oneOf(req, 'status', disbursementStatus.options), idempotencyKey: key, ...dayRange(req) };
+    // Looking up a key is looking for what was just made: the primary, never a lagging replica.
+    const db = key === undefined ? ctx.replica.reads() : ctx.pool;
+    const [rows, total] = await listMerchantDisbursements(db, req.merchant.id, page, limit, filter);
     sendPage(res, rows.map(presentDisbursement), pageMeta(page, limit, total));
   });
 
