@@ -74,7 +74,7 @@ export interface BeneficiaryRequest extends Destination {
 }
 
 /** Checks the destination in the order of a disbursement's rules, then saves it and queues its verification. */
-export async function createBeneficiary(pool: Pool, boss: PgBoss, r: BeneficiaryRequest): Promise<BeneficiaryRow> {
+export async function createBeneficiary(pool: Db, boss: PgBoss, r: BeneficiaryRequest): Promise<BeneficiaryRow> {
   let bankId: string | null = null;
   let provider: string | null = null;
   let label: string;

@@ -15,13 +15,13 @@ import { randomUUID } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
 import { ApiError } from './errors.ts';
 import { insertExport, type ExportRow, type ExportType } from './exports.sql.ts';
-import type { Pool } from './pool.ts';
+import type { Db } from './pool.ts';
 import { inTransaction, sendJob } from './queue.ts';
 
 const WALLET_ONLY: ReadonlySet<ExportType> = new Set(['balance_history', 'disbursements']);
 
 export async function requestExport(
-  pool: Pool,
+  pool: Db,
   boss: PgBoss,
   merchant: { id: string; settlement_type: 'WALLET' | 'MANUAL' },
   input: { type: ExportType; dateFrom: string | null; dateTo: string | null },

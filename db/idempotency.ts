@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
 import { ApiError } from './errors.ts';
+import type { Pool } from './pool.ts';
 import { constantTimeEqual } from './secrets.ts';
 
 export interface IdempotentRequest {
@@ -68,4 +69,29 @@ export function deleteAnswersOlderThan(db: Db, olderThanHours: number, limit: nu
       returning 1
     )
     select count(*)::int as n from deleted`);
+}
+
+/** A stored or fresh answer: the V1 envelope's bytes and its status. */
+export interface Answer {
+  status: number;
+  body: string;
+  /** The stored answer of an earlier request with the same key. */
+  replayed: boolean;
+}
+
+/**
+ * Runs `work` in one transaction with the key's claim and its answer, so the answer a client
+ * may lose is the one a retry gets: without a key, it just runs. `work` receives the open
+ * transaction and must do all its writes in it (a data function given `tx` nests in it).
+ */
+export function idempotent(pool: Pool, request: IdempotentRequest | null, work: (tx: Db) => Promise<{ status: number; body: string }>): Promise<Answer> {
+  return pool.transaction(async (tx) => {
+    if (request) {
+      const claim = await claimKey(tx, request);
+      if (claim.kind === 'replay') return { status: claim.status, body: claim.body, replayed: true };
+    }
+    const answer = await work(tx);
+    if (request) await storeAnswer(tx, request, answer.status, answer.body);
+    return { ...answer, replayed: false };
+  });
 }

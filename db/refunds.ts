@@ -29,18 +29,10 @@ import { enqueueWebhooks } from './webhooks.ts';
 import { refundableAmount } from './present/orders.ts';
 import { presentRefund, refundWebhookBody, type RefundEvent } from './present/refunds.ts';
 import { toJson } from './present/json-text.ts';
-import { claimKey, storeAnswer } from './idempotency.ts';
+import { idempotent, type Answer } from './idempotency.ts';
 
 function heldIn(settlementType: 'WALLET' | 'MANUAL'): AccountKind {
   return settlementType === 'WALLET' ? 'WALLET' : 'SETTLEMENT_ACCRUAL';
-}
-
-/** The answer to a refund request: the V1 envelope's bytes, stored under its Idempotency-Key. */
-export interface RefundAnswer {
-  status: number;
-  body: string;
-  /** The stored answer of an earlier request with the same key. */
-  replayed: boolean;
 }
 
 /**
@@ -50,24 +42,18 @@ export interface RefundAnswer {
  * Idempotency-Key, the key is claimed and the answer stored in the same transaction, so a
  * repeat gets that answer and never a second refund (db/idempotency.ts).
  */
-export async function createRefund(
+export function createRefund(
   pool: Pool,
   boss: PgBoss,
   merchant: { id: string; settlement_type: 'WALLET' | 'MANUAL' },
   refCode: string,
   input: { amount: number | undefined; reason: string | null },
   idempotency: { key: string; rawBody: Buffer } | null = null,
-): Promise<RefundAnswer> {
-  return pool.transaction(async (tx) => {
-    const request = idempotency && { merchantId: merchant.id, key: idempotency.key, operation: `refund:${refCode}`, rawBody: idempotency.rawBody };
-    if (request) {
-      const claim = await claimKey(tx, request);
-      if (claim.kind === 'replay') return { status: claim.status, body: claim.body, replayed: true };
-    }
+): Promise<Answer> {
+  const request = idempotency && { merchantId: merchant.id, key: idempotency.key, operation: `refund:${refCode}`, rawBody: idempotency.rawBody };
+  return idempotent(pool, request, async (tx) => {
     const { refund, order } = await acceptRefund(tx, boss, merchant, refCode, input);
-    const body = toJson({ success: true, data: presentRefund(refund, order) });
-    if (request) await storeAnswer(tx, request, 201, body);
-    return { status: 201, body, replayed: false };
+    return { status: 201, body: toJson({ success: true, data: presentRefund(refund, order) }) };
   });
 }
 

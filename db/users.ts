@@ -12,7 +12,7 @@
 //   and authentication (findCredential) also requires the user not removed.
 // - Key material leaves Kasir once, in issueUserKey's result; only its SHA-256 digest is stored.
 import { ApiError } from './errors.ts';
-import type { Pool } from './pool.ts';
+import type { Db, Pool } from './pool.ts';
 import { newApiKey } from './secrets.ts';
 import {
   findUser,
@@ -34,7 +34,7 @@ export function listUsers(pool: Pool, merchantId: string): Promise<readonly User
   return listMerchantUsers(pool, merchantId);
 }
 
-export async function createUser(pool: Pool, u: NewUser): Promise<UserRow> {
+export async function createUser(pool: Db, u: NewUser): Promise<UserRow> {
   const user = await insertUser(pool, u);
   if (!user) throw new ApiError('DUPLICATE_EMAIL', `email: ${u.email} is already a user of this merchant`);
   return user;

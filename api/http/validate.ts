@@ -24,3 +24,9 @@ export function idempotencyKeyOf(req: Request): string | undefined {
   if (key !== undefined && !idempotencyKey.safeParse(key).success) throw new ApiError('INVALID_BODY', 'Idempotency-Key: must be 1-255 printable characters');
   return key;
 }
+
+/** The request's Idempotency-Key as db/idempotency.ts takes it (null without one). */
+export function idempotentRequest(req: Request, operation: string) {
+  const key = idempotencyKeyOf(req);
+  return key === undefined ? null : { merchantId: req.merchant.id, key, operation, rawBody: req.rawBody ?? Buffer.alloc(0) };
+}

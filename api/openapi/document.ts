@@ -143,6 +143,15 @@ const refundIdempotencyHeader: HeaderParam = {
   schema: idempotencyKey,
 };
 
+const createIdempotencyHeader: HeaderParam = {
+  name: 'Idempotency-Key',
+  required: false,
+  description: 'Optional. A retry with the same key and byte-identical body answers the first request (with '
+    + '`Idempotent-Replayed: true`) and creates nothing more; another body is 400 IDEMPOTENCY_KEY_REUSED. Kept at least 24 hours '
+    + '(docs/idempotency.md).',
+  schema: idempotencyKey,
+};
+
 const signatureHeader: HeaderParam = {
   name: 'X-Signature',
   required: false,
@@ -351,9 +360,10 @@ export const operations: readonly Operation[] = [
     method: 'post', path: '/v1/beneficiaries', tag: 'Beneficiaries', summary: 'Save a beneficiary',
     description: 'Same destination rules as a disbursement. Created PENDING and verified with the vendors afterwards; '
       + 'is_default true unsets the previous default.',
+    headers: [createIdempotencyHeader],
     body: { schema: beneficiaries.createBody },
-    responses: { 201: { description: 'The beneficiary', schema: s.v1Data(s.beneficiary) } },
-    errors: ['MISSING_BANK_INFO', 'MISSING_EWALLET_INFO', 'BANK_NOT_FOUND', 'BANK_DISABLED'],
+    responses: { 201: { description: 'The beneficiary', schema: s.v1Data(s.beneficiary), headers: replayed } },
+    errors: ['MISSING_BANK_INFO', 'MISSING_EWALLET_INFO', 'BANK_NOT_FOUND', 'BANK_DISABLED', 'IDEMPOTENCY_KEY_REUSED'],
   },
   {
     method: 'get', path: '/v1/beneficiaries/:id', tag: 'Beneficiaries', summary: 'Read a beneficiary',
@@ -435,9 +445,10 @@ export const operations: readonly Operation[] = [
     method: 'post', path: '/v1/reports/export', tag: 'Reports', summary: 'Request a CSV export',
     description: 'Built asynchronously; poll GET /v1/reports/exports, then download. disbursements and balance_history '
       + 'exports are for WALLET merchants.',
+    headers: [createIdempotencyHeader],
     body: { schema: reports.exportBody },
-    responses: { 201: { description: 'The export, QUEUED', schema: s.v1Data(s.exportJob) } },
-    errors: ['NOT_WALLET_MERCHANT'],
+    responses: { 201: { description: 'The export, QUEUED', schema: s.v1Data(s.exportJob), headers: replayed } },
+    errors: ['NOT_WALLET_MERCHANT', 'IDEMPOTENCY_KEY_REUSED'],
   },
   {
     method: 'get', path: '/v1/reports/exports', tag: 'Reports', summary: 'List exports, newest first',
@@ -466,9 +477,10 @@ export const operations: readonly Operation[] = [
   {
     method: 'post', path: '/v1/my/users', tag: 'Team', summary: 'Add a user',
     description: 'Users get API keys from a platform operator (`user:issue-key`), not from the API.',
+    headers: [createIdempotencyHeader],
     body: { schema: team.createBody },
-    responses: { 201: { description: 'The user', schema: s.v1Data(s.user) } },
-    errors: ['DUPLICATE_EMAIL'],
+    responses: { 201: { description: 'The user', schema: s.v1Data(s.user), headers: replayed } },
+    errors: ['DUPLICATE_EMAIL', 'IDEMPOTENCY_KEY_REUSED'],
   },
   {
     method: 'patch', path: '/v1/my/users/:user_id/role', tag: 'Team', summary: 'Change a user\'s role',

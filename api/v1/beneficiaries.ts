@@ -9,9 +9,11 @@ import type { AppContext } from '../context.ts';
 import { createBeneficiary, requestVerification } from '../../db/beneficiaries.ts';
 import { findMerchantBeneficiary, listMerchantBeneficiaries, softDeleteBeneficiary } from '../../db/beneficiaries.sql.ts';
 import { ApiError } from '../../db/errors.ts';
-import { sendData } from '../http/envelope.ts';
+import { sendData, sendStored } from '../http/envelope.ts';
 import { normalizePhone } from '../http/phone.ts';
-import { parseBody } from '../http/validate.ts';
+import { idempotentRequest, parseBody } from '../http/validate.ts';
+import { idempotent } from '../../db/idempotency.ts';
+import { toJson } from '../../db/present/json-text.ts';
 import { uuidParam } from '../http/wallet.ts';
 import { presentBeneficiary } from '../../db/present/beneficiaries.ts';
 
@@ -43,18 +45,21 @@ export function beneficiaryRoutes(ctx: AppContext): Router {
       phone = normalizePhone(body.ewallet_phone);
       if (!phone) throw new ApiError('INVALID_BODY', 'ewallet_phone: must be an Indonesian phone number');
     }
-    const beneficiary = await createBeneficiary(ctx.pool, ctx.boss, {
-      merchantId: req.merchant.id,
-      channel: body.channel,
-      label: body.label,
-      bankShortCode: body.bank_short_code,
-      accountNumber: body.account_number,
-      accountName: body.account_name,
-      ewalletProvider: body.ewallet_provider,
-      ewalletPhone: phone,
-      isDefault: body.is_default,
+    const answer = await idempotent(ctx.pool, idempotentRequest(req, 'beneficiary'), async (tx) => {
+      const beneficiary = await createBeneficiary(tx, ctx.boss, {
+        merchantId: req.merchant.id,
+        channel: body.channel,
+        label: body.label,
+        bankShortCode: body.bank_short_code,
+        accountNumber: body.account_number,
+        accountName: body.account_name,
+        ewalletProvider: body.ewallet_provider,
+        ewalletPhone: phone,
+        isDefault: body.is_default,
+      });
+      return { status: 201, body: toJson({ success: true, data: presentBeneficiary(beneficiary) }) };
     });
-    sendData(res, presentBeneficiary(beneficiary), 201);
+    sendStored(res, answer.status, answer.body, answer.replayed);
   });
 
   router.get('/v1/beneficiaries/:id', async (req, res) => {

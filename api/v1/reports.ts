@@ -13,10 +13,12 @@ import { ApiError } from '../../db/errors.ts';
 import { exportFileName, requestExport } from '../../db/exports.ts';
 import { exportType, findMerchantExport, listMerchantExports, readExportChunk } from '../../db/exports.sql.ts';
 import { sumProfits } from '../../db/reports.sql.ts';
-import { drained, pageMeta, sendData, sendPage } from '../http/envelope.ts';
+import { drained, pageMeta, sendData, sendPage, sendStored } from '../http/envelope.ts';
 import { calendarDate as dateParam } from '../http/list-filters.ts';
 import { pagination } from '../http/pagination.ts';
-import { parseBody } from '../http/validate.ts';
+import { idempotentRequest, parseBody } from '../http/validate.ts';
+import { idempotent } from '../../db/idempotency.ts';
+import { toJson } from '../../db/present/json-text.ts';
 import { uuidParam } from '../http/wallet.ts';
 import { presentExport } from '../../db/present/exports.ts';
 
@@ -59,8 +61,11 @@ export function reportRoutes(ctx: AppContext): Router {
     const dateFrom = dateParam(body.date_from, 'date_from') ?? null;
     const dateTo = dateParam(body.date_to, 'date_to') ?? null;
     checkOrder(dateFrom ?? undefined, dateTo ?? undefined);
-    const created = await requestExport(ctx.pool, ctx.boss, req.merchant, { type: body.type, dateFrom, dateTo });
-    sendData(res, presentExport(created), 201);
+    const answer = await idempotent(ctx.pool, idempotentRequest(req, 'export'), async (tx) => {
+      const created = await requestExport(tx, ctx.boss, req.merchant, { type: body.type, dateFrom, dateTo });
+      return { status: 201, body: toJson({ success: true, data: presentExport(created) }) };
+    });
+    sendStored(res, answer.status, answer.body, answer.replayed);
   });
 
   router.get('/v1/reports/exports', async (req, res) => {

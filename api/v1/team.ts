@@ -6,9 +6,11 @@ import { z } from 'zod';
 import type { AppContext } from '../context.ts';
 import { ApiError } from '../../db/errors.ts';
 import { changeRole, createUser, listUsers, removeUser, role } from '../../db/users.ts';
-import { sendData } from '../http/envelope.ts';
+import { sendData, sendStored } from '../http/envelope.ts';
 import { normalizePhone } from '../http/phone.ts';
-import { parseBody } from '../http/validate.ts';
+import { idempotentRequest, parseBody } from '../http/validate.ts';
+import { idempotent } from '../../db/idempotency.ts';
+import { toJson } from '../../db/present/json-text.ts';
 import { uuidParam } from '../http/wallet.ts';
 import { presentUser } from '../../db/present/users.ts';
 
@@ -37,14 +39,11 @@ export function teamRoutes(ctx: AppContext): Router {
       phone = normalizePhone(body.phone_number);
       if (!phone) throw new ApiError('INVALID_BODY', 'phone_number: must be an Indonesian phone number');
     }
-    const user = await createUser(ctx.pool, {
-      merchantId: req.merchant.id,
-      fullName: body.full_name,
-      email: body.email,
-      phoneNumber: phone,
-      role: body.role,
+    const answer = await idempotent(ctx.pool, idempotentRequest(req, 'team-user'), async (tx) => {
+      const user = await createUser(tx, { merchantId: req.merchant.id, fullName: body.full_name, email: body.email, phoneNumber: phone, role: body.role });
+      return { status: 201, body: toJson({ success: true, data: presentUser(user) }) };
     });
-    sendData(res, presentUser(user), 201);
+    sendStored(res, answer.status, answer.body, answer.replayed);
   });
 
   router.patch('/v1/my/users/:user_id/role', async (req, res) => {
