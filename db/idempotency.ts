@@ -57,15 +57,25 @@ export async function storeAnswer(tx: Db, r: Pick<IdempotentRequest, 'merchantId
 
 /** Deletes up to `limit` answers older than `olderThanHours`; returns how many (the sweep). */
 export function deleteAnswersOlderThan(db: Db, olderThanHours: number, limit: number) {
+  return deleteKeysOlderThan(db, 'idempotent_responses', olderThanHours, limit);
+}
+
+/**
+ * Deletes up to `limit` rows of a key table (primary key merchant_id, key) created more than
+ * `olderThanHours` ago, oldest first over its created_at index; returns how many. SKIP LOCKED:
+ * a key some request holds is left for the next pass.
+ */
+export function deleteKeysOlderThan(db: Db, table: 'idempotent_responses' | 'idempotency_keys', olderThanHours: number, limit: number) {
+  const t = sql.identifier([table]);
   return db.oneFirst(sql.type(z.object({ n: z.number() }))`
     with old as (
-      select merchant_id as old_merchant_id, key as old_key from idempotent_responses
+      select merchant_id as old_merchant_id, key as old_key from ${t}
       where created_at < now() - make_interval(hours => ${olderThanHours})
       order by created_at
       limit ${limit}
       for update skip locked
     ), deleted as (
-      delete from idempotent_responses using old where merchant_id = old_merchant_id and key = old_key
+      delete from ${t} using old where merchant_id = old_merchant_id and key = old_key
       returning 1
     )
     select count(*)::int as n from deleted`);

@@ -1,5 +1,6 @@
 // One function per statement on the orders aggregate (orders, order_events, idempotency_keys).
 import { z } from 'zod';
+import { deleteKeysOlderThan } from './idempotency.ts';
 import { sql, type Db } from './pool.ts';
 
 export const orderStatus = z.enum(['CREATING', 'PENDING', 'PAID', 'EXPIRED', 'REFUNDED', 'FAILED']);
@@ -283,25 +284,9 @@ export function repointIdempotencyKey(db: Db, merchantId: string, key: string, o
     where merchant_id = ${merchantId} and key = ${key}`);
 }
 
-/**
- * Deletes up to `limit` keys created more than `olderThanHours` ago (oldest first, over the
- * created_at index); returns how many. Orders are not touched: keys only point at them.
- * SKIP LOCKED: a key some create transaction holds is left for the next pass.
- */
+/** Deletes up to `limit` order keys older than `olderThanHours`; orders are not touched: keys only point at them. */
 export function deleteIdempotencyKeysOlderThan(db: Db, olderThanHours: number, limit: number) {
-  return db.oneFirst(sql.type(z.object({ n: z.number() }))`
-    with old as (
-      select merchant_id as old_merchant_id, key as old_key from idempotency_keys
-      where created_at < now() - make_interval(hours => ${olderThanHours})
-      order by created_at
-      limit ${limit}
-      for update skip locked
-    ), deleted as (
-      delete from idempotency_keys
-      using old where merchant_id = old_merchant_id and key = old_key
-      returning 1
-    )
-    select count(*)::int as n from deleted`);
+  return deleteKeysOlderThan(db, 'idempotency_keys', olderThanHours, limit);
 }
 
 export function storeIdempotentResponse(db: Db, where: { orderId: string } | { merchantId: string; key: string }, status: number, body: string) {

@@ -1,6 +1,6 @@
 // One function per statement on the team aggregate (tables merchant_users and api_keys).
 import { z } from 'zod';
-import { merchantColumns, merchantRow } from './merchants.ts';
+import { merchantColumns, merchantMoneySettings, merchantRow } from './merchants.ts';
 import { sql, type Db } from './pool.ts';
 import { hashApiKey } from './secrets.ts';
 
@@ -124,12 +124,7 @@ export const credentialRow = merchantRow.extend({
   role,
   key_hash: z.instanceof(Buffer),
   // The money settings come with the key: a disbursement needs no second read of the merchant.
-  mdr_bps: z.number(),
-  fee_bank: z.number(),
-  fee_ewallet: z.number(),
-  disbursement_limit: z.number(),
-  daily_disbursement_limit: z.number(),
-  review_threshold: z.number().nullable(),
+  ...merchantMoneySettings.omit({ settlement_type: true }).shape,
 });
 export type CredentialRow = z.infer<typeof credentialRow>;
 

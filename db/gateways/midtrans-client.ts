@@ -2,11 +2,10 @@
 // got with a timeout, no retries (retrying is the caller's decision: failover or reconcile) and
 // no thrown HTTP errors. Core API calls use the server key; Iris calls the creator key (create)
 // or the approver key (approve, reject). Logs carry the path, status and time, never a key.
-import got from 'got';
 import { logger } from '../logger.ts';
 import { observeVendorRateLimited } from '../metrics.ts';
 import type { Outcome, VendorRecord } from './gateway.ts';
-import { classifyTransportError } from './simulator.ts';
+import { vendorCall } from './http.ts';
 
 export interface MidtransAnswer {
   status: number;
@@ -43,38 +42,24 @@ export function createMidtransClient(vendor: VendorRecord, creds: MidtransCreden
   const log = logger.child({ vendor: vendor.code });
 
   async function send(base: string, method: 'GET' | 'POST', path: string, key: string, payload?: object, headers: Record<string, string> = {}): Promise<Outcome<MidtransAnswer>> {
-    const started = performance.now();
-    try {
-      const response = await got(base + path, {
-        method,
-        body: payload === undefined ? undefined : JSON.stringify(payload),
-        headers: {
-          accept: 'application/json',
-          ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
-          authorization: basic(key),
-          ...headers,
-        },
-        timeout: { request: timeoutMs },
-        retry: { limit: 0 },
-        throwHttpErrors: false,
-        followRedirect: false,
-      });
-      let body: unknown;
-      try {
-        body = JSON.parse(response.body);
-      } catch {
-        body = undefined;
-      }
-      // Midtrans may say 429 in the HTTP status or in the body's status_code.
-      if (response.statusCode === 429 || String((body as { status_code?: unknown } | undefined)?.status_code) === '429') observeVendorRateLimited(vendor.code);
-      // The path may hold an order_id (Kasir's reference) but never a key or an account number.
-      log.debug({ method, path: path.split('?')[0], status: response.statusCode, ms: Math.round(performance.now() - started) }, 'midtrans call');
-      return { kind: 'ok', value: { status: response.statusCode, body } };
-    } catch (error) {
-      const outcome = classifyTransportError(error as { code?: string; timings?: { connect?: number } });
-      log.debug({ method, path: path.split('?')[0], outcome: outcome.kind, ms: Math.round(performance.now() - started) }, 'midtrans call without an answer');
-      return outcome;
+    // The path may hold an order_id (Kasir's reference) but never a key or an account number.
+    const answer = await vendorCall(log, {
+      method,
+      url: base + path,
+      body: payload === undefined ? undefined : JSON.stringify(payload),
+      headers: {
+        accept: 'application/json',
+        ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+        authorization: basic(key),
+        ...headers,
+      },
+      timeoutMs,
+    });
+    // Midtrans may say 429 in the HTTP status or in the body's status_code.
+    if (answer.kind === 'ok' && (answer.value.status === 429 || String((answer.value.body as { status_code?: unknown } | undefined)?.status_code) === '429')) {
+      observeVendorRateLimited(vendor.code);
     }
+    return answer;
   }
 
   return {

@@ -6,7 +6,6 @@
 // timeout) or a 4xx answer is `failed`. A 404 on a query is a real answer (NOT_FOUND) only when
 // the vendor names the missing resource; a bare 404 may be a wrong base URL.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import got from 'got';
 import { z } from 'zod';
 import { logger } from '../logger.ts';
 import type {
@@ -24,6 +23,7 @@ import type {
   RefundResult,
   VendorRecord,
 } from './gateway.ts';
+import { interpretAnswer, vendorCall, type HttpAnswer } from './http.ts';
 import { parseQris, validateVendorQris } from './qris.ts';
 
 /** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
@@ -33,67 +33,32 @@ const MAX_SKEW_SECONDS = 300;
 
 const ok = <T>(value: T): Outcome<T> => ({ kind: 'ok', value });
 const failed = (reason: string) => ({ kind: 'failed' as const, reason });
-const unknown = (reason: string) => ({ kind: 'unknown' as const, reason });
 
 // ---------------------------------------------------------------- client
 
 const sign = (secret: string, timestamp: string, body: Buffer | string) =>
   createHmac('sha256', secret).update(`${timestamp}.`).update(body).digest();
 
-/** Errors that happen before a single byte reaches the vendor. */
-const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH']);
-
-/** Classifies a request that got no HTTP answer: did it surely not reach the vendor? */
-export function classifyTransportError(error: { code?: string; timings?: { connect?: number } }): Outcome<never> {
-  const code = error.code ?? 'UNKNOWN';
-  if (NOT_SENT.has(code)) return failed(`connection failed before sending (${code})`);
-  // A timeout before the TCP connection existed sent nothing; after it, the vendor may be working.
-  if (code === 'ETIMEDOUT' && error.timings && error.timings.connect === undefined) return failed('timed out before connecting');
-  return unknown(`no answer (${code})`);
-}
-
-interface HttpAnswer {
-  status: number;
-  body: unknown;
-}
+export { classifyTransportError } from './http.ts';
 
 function createClient(vendor: VendorRecord, timeoutMs: number) {
   const secret = vendor.credentials.secret;
   const base = vendor.baseUrl.replace(/\/+$/, '');
   const log = logger.child({ vendor: vendor.code });
-  return async function request(method: 'GET' | 'POST', path: string, payload?: object): Promise<Outcome<HttpAnswer>> {
+  return function request(method: 'GET' | 'POST', path: string, payload?: object): Promise<Outcome<HttpAnswer>> {
     const body = payload === undefined ? '' : JSON.stringify(payload);
     const timestamp = String(Math.floor(Date.now() / 1000));
-    const started = performance.now();
-    const ms = () => Math.round(performance.now() - started);
-    try {
-      const response = await got(base + path, {
-        method,
-        body: payload === undefined ? undefined : body,
-        headers: {
-          ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
-          'x-sim-timestamp': timestamp,
-          'x-sim-signature': sign(secret, timestamp, body).toString('hex'),
-        },
-        timeout: { request: timeoutMs },
-        // Retrying is the caller's decision (failover or reconcile), never the transport's.
-        retry: { limit: 0 },
-        throwHttpErrors: false,
-        followRedirect: false,
-      });
-      log.debug({ method, path, status: response.statusCode, ms: ms() }, 'vendor call');
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(response.body);
-      } catch {
-        parsed = undefined;
-      }
-      return ok({ status: response.statusCode, body: parsed });
-    } catch (error) {
-      const outcome = classifyTransportError(error as { code?: string; timings?: { connect?: number } });
-      log.debug({ method, path, error: (error as { code?: string }).code, outcome: outcome.kind, ms: ms() }, 'vendor call failed');
-      return outcome;
-    }
+    return vendorCall(log, {
+      method,
+      url: base + path,
+      body: payload === undefined ? undefined : body,
+      headers: {
+        ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+        'x-sim-timestamp': timestamp,
+        'x-sim-signature': sign(secret, timestamp, body).toString('hex'),
+      },
+      timeoutMs,
+    });
   };
 }
 
@@ -238,14 +203,10 @@ const vendorErrorCode = (body: unknown) => {
 
 /** 2xx: the parsed value, or unknown if unreadable; 4xx: failed; anything else: unknown. */
 function interpret<T>(answer: HttpAnswer, parse: (body: unknown) => T | null): Outcome<T> {
-  const { status, body } = answer;
-  if (status >= 200 && status < 300) {
-    const value = parse(body);
-    return value === null ? unknown(`unreadable HTTP ${status} answer`) : ok(value);
-  }
-  const error = errorBody.safeParse(body);
-  const reason = `HTTP ${status}${error.success ? ` ${error.data.error.code}: ${error.data.error.message}` : ''}`;
-  return status >= 400 && status < 500 ? failed(reason) : unknown(reason);
+  return interpretAnswer(answer, parse, ({ status, body }) => {
+    const error = errorBody.safeParse(body);
+    return `HTTP ${status}${error.success ? ` ${error.data.error.code}: ${error.data.error.message}` : ''}`;
+  });
 }
 
 function verifyCallback(secret: string, headers: Record<string, string | string[] | undefined>, rawBody: Buffer): boolean {

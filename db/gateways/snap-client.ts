@@ -12,10 +12,10 @@
 //   reference, so a retry of it the same day carries the same id and the provider recognises it
 //   (409, "already received"); reads take random ones, as each is a new request.
 import { createHash, createHmac, createPrivateKey, createPublicKey, randomBytes, randomInt, sign, timingSafeEqual, verify, type KeyObject } from 'node:crypto';
-import got from 'got';
+import type { Logger } from 'pino';
 import { logger } from '../logger.ts';
 import type { Outcome, VendorRecord } from './gateway.ts';
-import { classifyTransportError } from './simulator.ts';
+import { vendorCall } from './http.ts';
 import { jakartaDay, jakartaTimestamp, minifyJson, notifyStringToSign, parseTimestamp, PATHS, serviceStringToSign, tokenStringToSign } from './snap-transforms.ts';
 
 /** Requests and notifies signed further from now than this are refused (replays). */
@@ -109,27 +109,8 @@ export interface SnapAnswer {
 }
 
 /** Errors that happen before a single byte reaches the provider are `failed`; after, `unknown`. */
-async function post(url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<Outcome<SnapAnswer>> {
-  try {
-    const response = await got.post(url, {
-      body,
-      headers,
-      timeout: { request: timeoutMs },
-      // Retrying is the caller's decision (failover or reconcile), never the transport's.
-      retry: { limit: 0 },
-      throwHttpErrors: false,
-      followRedirect: false,
-    });
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(response.body);
-    } catch {
-      parsed = undefined;
-    }
-    return ok({ status: response.statusCode, body: parsed });
-  } catch (error) {
-    return classifyTransportError(error as { code?: string; timings?: { connect?: number } });
-  }
+function post(log: Logger, url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<Outcome<SnapAnswer>> {
+  return vendorCall(log, { method: 'POST', url, body, headers, timeoutMs });
 }
 
 // ---------------------------------------------------------------- access token
@@ -166,6 +147,7 @@ export function createSnapClient(vendor: VendorRecord, creds: SnapCredentials, t
     const body = JSON.stringify({ grantType: 'client_credentials' });
     const started = performance.now();
     const answer = await post(
+      log,
       base + PATHS.token,
       body,
       {
@@ -238,6 +220,7 @@ export function createSnapClient(vendor: VendorRecord, creds: SnapCredentials, t
       const timestamp = jakartaTimestamp();
       const started = performance.now();
       const answer = await post(
+        log,
         base + path,
         body,
         {

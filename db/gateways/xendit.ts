@@ -17,12 +17,11 @@
 // Classification: 2xx is read (unreadable → unknown); 429 RATE_LIMIT_EXCEEDED and every other
 // 4xx are failed (Xendit did nothing); 5xx and lost answers are unknown.
 import { timingSafeEqual } from 'node:crypto';
-import got from 'got';
 import { logger } from '../logger.ts';
 import { observeVendorRateLimited } from '../metrics.ts';
 import type { AccountInquiry, Gateway, Outcome, QrisStatus, RefundResult, VendorRecord } from './gateway.ts';
+import { interpretAnswer, vendorCall, type HttpAnswer } from './http.ts';
 import { validateVendorQris } from './qris.ts';
-import { classifyTransportError } from './simulator.ts';
 import {
   channelCodeOf,
   isPaid,
@@ -52,11 +51,6 @@ const ok = <T>(value: T): Outcome<T> => ({ kind: 'ok', value });
 const failed = (reason: string) => ({ kind: 'failed' as const, reason });
 const unknown = (reason: string) => ({ kind: 'unknown' as const, reason });
 
-interface Answer {
-  status: number;
-  body: unknown;
-}
-
 export interface XenditCredentials {
   secretKey: string;
   callbackToken: string;
@@ -73,38 +67,21 @@ function createClient(vendor: VendorRecord, creds: XenditCredentials, timeoutMs:
   // HTTP Basic: the secret key is the user name, the password is empty.
   const authorization = `Basic ${Buffer.from(`${creds.secretKey}:`).toString('base64')}`;
   const log = logger.child({ vendor: vendor.code });
-  return async function request(method: 'GET' | 'POST', path: string, payload?: object, headers: Record<string, string> = {}): Promise<Outcome<Answer>> {
-    const started = performance.now();
-    try {
-      const response = await got(base + path, {
-        method,
-        body: payload === undefined ? undefined : JSON.stringify(payload),
-        headers: {
-          authorization,
-          ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
-          ...(path.startsWith('/qr_codes') ? { 'api-version': QR_API_VERSION } : {}),
-          ...headers,
-        },
-        timeout: { request: timeoutMs },
-        // Retrying is the caller's decision (failover or reconcile), never the transport's.
-        retry: { limit: 0 },
-        throwHttpErrors: false,
-        followRedirect: false,
-      });
-      log.debug({ method, path: path.split('?')[0], status: response.statusCode, ms: Math.round(performance.now() - started) }, 'vendor call');
-      let body: unknown;
-      try {
-        body = JSON.parse(response.body);
-      } catch {
-        body = undefined;
-      }
-      if (response.statusCode === 429) observeVendorRateLimited(vendor.code);
-      return ok({ status: response.statusCode, body });
-    } catch (error) {
-      const outcome = classifyTransportError(error as { code?: string; timings?: { connect?: number } });
-      log.debug({ method, path: path.split('?')[0], error: (error as { code?: string }).code, outcome: outcome.kind }, 'vendor call failed');
-      return outcome;
-    }
+  return async function request(method: 'GET' | 'POST', path: string, payload?: object, headers: Record<string, string> = {}): Promise<Outcome<HttpAnswer>> {
+    const answer = await vendorCall(log, {
+      method,
+      url: base + path,
+      body: payload === undefined ? undefined : JSON.stringify(payload),
+      headers: {
+        authorization,
+        ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(path.startsWith('/qr_codes') ? { 'api-version': QR_API_VERSION } : {}),
+        ...headers,
+      },
+      timeoutMs,
+    });
+    if (answer.kind === 'ok' && answer.value.status === 429) observeVendorRateLimited(vendor.code);
+    return answer;
   };
 }
 
@@ -114,15 +91,11 @@ const errorCodeOf = (body: unknown) => {
 };
 
 /** 2xx: the parsed value, or unknown if unreadable; 4xx (429 included): failed; else unknown. */
-function interpret<T>(answer: Answer, parse: (body: unknown) => T | null): Outcome<T> {
-  const { status, body } = answer;
-  if (status >= 200 && status < 300) {
-    const value = parse(body);
-    return value === null ? unknown(`unreadable HTTP ${status} answer`) : ok(value);
-  }
-  const error = errorBody.safeParse(body);
-  const reason = `HTTP ${status}${error.success ? ` ${error.data.error_code}${error.data.message ? `: ${error.data.message}` : ''}` : ''}`;
-  return status >= 400 && status < 500 ? failed(reason) : unknown(reason);
+function interpret<T>(answer: HttpAnswer, parse: (body: unknown) => T | null): Outcome<T> {
+  return interpretAnswer(answer, parse, ({ status, body }) => {
+    const error = errorBody.safeParse(body);
+    return `HTTP ${status}${error.success ? ` ${error.data.error_code}${error.data.message ? `: ${error.data.message}` : ''}` : ''}`;
+  });
 }
 
 const header = (headers: Record<string, string | string[] | undefined>, name: string) => {

@@ -20,19 +20,30 @@ export function merchantApi(stack: Stack, label: string) {
 
   const getOrder = (m: Merchant, ref: string) => call(api, { path: `/v1/orders/${ref}`, headers: key(m) });
   const fetchStatus = (m: Merchant, ref: string) => call(api, { method: 'POST', path: `/v1/orders/${ref}/fetch-status`, headers: key(m) });
-  const createOrder = (m: Merchant, amount: number) => call(api, { path: '/v1/orders', headers: key(m), body: orderBody(amount) });
+  const createOrder = (m: Merchant, amount: number, body: object = orderBody(amount)) => call(api, { path: '/v1/orders', headers: key(m), body });
+
+  const orderReaches = (m: Merchant, ref: string, status: string, deadlineMs = 10_000) =>
+    eventually(async () => {
+      const res = await getOrder(m, ref);
+      return res.json?.data?.status === status ? res.json.data : undefined;
+    }, `order ${ref} to become ${status}`, deadlineMs);
 
   return {
     orderBody,
     createOrder,
     getOrder,
     fetchStatus,
+    orderReaches,
 
-    orderReaches(m: Merchant, ref: string, status: string, deadlineMs = 10_000) {
-      return eventually(async () => {
-        const res = await getOrder(m, ref);
-        return res.json?.data?.status === status ? res.json.data : undefined;
-      }, `order ${ref} to become ${status}`, deadlineMs);
+    /** An order paid at the vendor and made PAID by its callback (or notification). */
+    async paid(m: Merchant, amount: number, simulatorUrl = stack.sim.url): Promise<string> {
+      const created = await createOrder(m, amount);
+      if (created.status !== 201) throw new Error(`order create: ${created.status} ${created.text}`);
+      const ref: string = created.json.data.ref_code;
+      const paid = await simulatePay(simulatorUrl, { reference: ref });
+      if (paid.status !== 200) throw new Error(`pay: ${paid.status} ${JSON.stringify(paid.body)}`);
+      await orderReaches(m, ref, 'PAID');
+      return ref;
     },
 
     /** An order paid at the vendor (its callback dropped) and made PAID by fetch-status. */

@@ -5,10 +5,10 @@
 import { createHash, randomUUID } from 'node:crypto';
 import t from 'tap';
 import { z } from 'zod';
-import { adjustWallet } from '../../db/ledger.ts';
 import { sql } from '../../db/pool.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { call, eventually } from '../helpers/http.ts';
+import { bankPayout, merchantApi } from '../helpers/merchant-api.ts';
 import { MIDTRANS_ACCOUNT, midtransAdmin, startMidtransStack } from '../helpers/midtrans.ts';
 import { balanceOf, ledgerAudit } from '../helpers/money.ts';
 import { ops } from '../helpers/processes.ts';
@@ -21,36 +21,11 @@ type M = Awaited<ReturnType<typeof makeMerchant>>;
 
 t.beforeEach(() => clearFaults(stack.sim.url));
 
-let seq = 0;
-const orderBody = (amount: number) => ({ merchant_order_id: `MT-${process.pid}-${Date.now()}-${++seq}`, amount, payment_method: 'QRIS' });
-const createOrder = (merchant: M, amount: number, body = orderBody(amount)) => call(stack.api.url, { path: '/v1/orders', headers: { 'x-api-key': merchant.api_key }, body });
-const getOrder = (merchant: M, ref: string) => call(stack.api.url, { path: `/v1/orders/${ref}`, headers: { 'x-api-key': merchant.api_key } });
-const orderReaches = (merchant: M, ref: string, status: string, deadlineMs = 10_000) =>
-  eventually(async () => {
-    const res = await getOrder(merchant, ref);
-    return res.json?.data?.status === status ? res.json.data : undefined;
-  }, `order ${ref} to become ${status}`, deadlineMs);
-
-async function paidOrder(merchant: M, amount: number): Promise<string> {
-  const created = await createOrder(merchant, amount);
-  if (created.status !== 201) throw new Error(`order create: ${created.status} ${created.text}`);
-  const ref: string = created.json.data.ref_code;
-  if ((await simulatePay(stack.sim.url, { reference: ref })).status !== 200) throw new Error('pay');
-  await orderReaches(merchant, ref, 'PAID');
-  return ref;
-}
-
-const fund = (merchant: M, amount: number) => pool.transaction((tx) => adjustWallet(tx, { merchantId: merchant.merchant_id, adjustmentId: randomUUID(), amount, reason: 'test float' }));
-const disburse = (merchant: M, body: Record<string, unknown>) => call(stack.api.url, { path: '/v1/disbursements', headers: { 'x-api-key': merchant.api_key }, body: { idempotency_key: randomUUID(), ...body } });
-const bank = (amount: number, account: string) => ({ channel: 'BANK', bank_short_code: 'BCA', account_number: account, account_name: 'Budi Santoso', amount });
-const disbursementReaches = (merchant: M, id: string, status: string, deadlineMs = 15_000) =>
-  eventually(async () => {
-    const res = await call(stack.api.url, { path: `/v1/disbursements/${id}`, headers: { 'x-api-key': merchant.api_key } });
-    return res.json?.data?.status === status ? res.json.data : undefined;
-  }, `disbursement ${id} to become ${status}`, deadlineMs);
-const refundReaches = (id: string, status: string, deadlineMs = 20_000) =>
-  eventually(async () => ((await pool.maybeOneFirst(sql.unsafe`select status from refunds where id = ${id}`)) === status ? true : undefined), `refund ${id} ${status}`, deadlineMs);
-const refund = (merchant: M, ref: string, amount: number) => call(stack.api.url, { method: 'POST', path: `/v1/orders/${ref}/refund`, headers: { 'x-api-key': merchant.api_key }, body: { amount } });
+const m = merchantApi(stack, 'MT');
+const { orderBody, createOrder, getOrder, orderReaches, fund, disburse, disbursementReaches, refundReaches } = m;
+const paidOrder = (merchant: M, amount: number) => m.paid(merchant, amount);
+const bank = (amount: number, account: string) => bankPayout(amount, account);
+const refund = (merchant: M, ref: string, amount: number) => m.refund(merchant, ref, { amount });
 const callbacksFor = (reference: string) => pool.anyFirst(sql.unsafe`select event_id from vendor_callbacks where reference = ${reference} order by event_id`);
 
 t.test('QRIS: create, pay, Midtrans notifies Kasir, PAID, credited, webhook; repeats and forgeries change nothing', async (t) => {

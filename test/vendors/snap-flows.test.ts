@@ -2,15 +2,15 @@
 // child processes, the simulator process speaking SNAP (test/helpers/snap.ts), webhooks to a
 // real receiver, the ops CLI for settlements and the audit. Every money test ends with the
 // ledger audit.
-import { createHash, randomUUID, sign } from 'node:crypto';
+import { createHash, sign } from 'node:crypto';
 import t from 'tap';
 import { z } from 'zod';
-import { adjustWallet } from '../../db/ledger.ts';
 import { setRoute, upsertVendor } from '../../db/vendors.ts';
 import { sql } from '../../db/pool.ts';
 import { periodOf } from '../../db/settlements.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { call, eventually } from '../helpers/http.ts';
+import { bankPayout, merchantApi } from '../helpers/merchant-api.ts';
 import { balanceOf, ledgerAudit } from '../helpers/money.ts';
 import { ops } from '../helpers/processes.ts';
 import { clearFaults, setFaults, simulatePay, startCallbackReceiver, startSimulatorProcess } from '../helpers/simulator.ts';
@@ -23,56 +23,10 @@ type M = Awaited<ReturnType<typeof makeMerchant>>;
 
 t.beforeEach(() => clearFaults(stack.sim.url));
 
-let seq = 0;
-const orderBody = (amount: number) => ({ merchant_order_id: `SNAP-${process.pid}-${Date.now()}-${++seq}`, amount, payment_method: 'QRIS' });
-
-function createOrder(merchant: M, amount: number) {
-  return call(stack.api.url, { path: '/v1/orders', headers: { 'x-api-key': merchant.api_key }, body: orderBody(amount) });
-}
-
-function getOrder(merchant: M, ref: string) {
-  return call(stack.api.url, { path: `/v1/orders/${ref}`, headers: { 'x-api-key': merchant.api_key } });
-}
-
-function fetchStatus(merchant: M, ref: string) {
-  return call(stack.api.url, { method: 'POST', path: `/v1/orders/${ref}/fetch-status`, headers: { 'x-api-key': merchant.api_key } });
-}
-
-function orderReaches(merchant: M, ref: string, status: string, deadlineMs = 10_000) {
-  return eventually(async () => {
-    const res = await getOrder(merchant, ref);
-    return res.json?.data?.status === status ? res.json.data : undefined;
-  }, `order ${ref} to become ${status}`, deadlineMs);
-}
-
-/** An order paid at the provider and made PAID by asking it (fetch-status: the QR MPM query). */
-async function paidByQuery(merchant: M, amount: number): Promise<string> {
-  const created = await createOrder(merchant, amount);
-  if (created.status !== 201) throw new Error(`order create: ${created.status} ${created.text}`);
-  const ref: string = created.json.data.ref_code;
-  const paid = await simulatePay(stack.sim.url, { reference: ref }, { 'x-sim-fault': 'drop_callback' });
-  if (paid.status !== 200) throw new Error(`pay: ${paid.status} ${JSON.stringify(paid.body)}`);
-  const res = await fetchStatus(merchant, ref);
-  if (res.json?.data?.status !== 'PAID') throw new Error(`fetch-status: ${res.status} ${res.text}`);
-  return ref;
-}
-
-async function fund(merchant: M, amount: number) {
-  await pool.transaction((tx) => adjustWallet(tx, { merchantId: merchant.merchant_id, adjustmentId: randomUUID(), amount, reason: 'test float' }));
-}
-
-function disburse(merchant: M, body: Record<string, unknown>) {
-  return call(stack.api.url, { path: '/v1/disbursements', headers: { 'x-api-key': merchant.api_key }, body: { idempotency_key: randomUUID(), ...body } });
-}
-
-const bank = (amount: number, account: string) => ({ channel: 'BANK', bank_short_code: 'BCA', account_number: account, account_name: 'Budi Santoso', amount });
-
-function disbursementReaches(merchant: M, id: string, status: string, deadlineMs = 15_000) {
-  return eventually(async () => {
-    const res = await call(stack.api.url, { path: `/v1/disbursements/${id}`, headers: { 'x-api-key': merchant.api_key } });
-    return res.json?.data?.status === status ? res.json.data : undefined;
-  }, `disbursement ${id} to become ${status}`, deadlineMs);
-}
+const m = merchantApi(stack, 'SNAP');
+const { orderBody, createOrder, getOrder, fetchStatus, orderReaches, fund, disburse, disbursementReaches } = m;
+const paidByQuery = (merchant: M, amount: number) => m.paidByQuery(merchant, amount);
+const bank = (amount: number, account: string) => bankPayout(amount, account);
 
 async function calls(path: string) {
   return (await admin.stats()).calls[path] ?? 0;
