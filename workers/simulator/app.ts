@@ -20,7 +20,7 @@ import { irisDialect } from './dialects/iris.ts';
 import { midtransDialect } from './dialects/midtrans.ts';
 import { snapDialect } from './dialects/snap.ts';
 import { xenditDialect } from './dialects/xendit.ts';
-import type { DialectContext } from './dialect.ts';
+import { readBody, type DialectContext } from './dialect.ts';
 import { accountHolder, disbursementOutcome } from './magic.ts';
 import { verifySignature } from './signing.ts';
 import { createStore, disbursementJson, newId, newRrn, qrJson, qrStatus, refundJson, type DisbursementRecord, type QrRecord } from './store.ts';
@@ -84,18 +84,10 @@ function rawBody(req: Request): Buffer {
 }
 
 function parseBody<T extends z.ZodType>(schema: T, req: Request): z.output<T> {
-  let json: unknown;
-  try {
-    json = JSON.parse(rawBody(req).toString('utf8'));
-  } catch {
-    throw new SimError(400, 'INVALID_JSON', 'body must be a JSON object');
-  }
-  const result = schema.safeParse(json);
-  if (!result.success) {
-    const issue = result.error.issues[0];
-    throw new SimError(400, 'VALIDATION_ERROR', `${issue.path.join('.') || 'body'}: ${issue.message}`);
-  }
-  return result.data;
+  const body = readBody(schema, req);
+  if (body.ok) return body.data;
+  if (body.notJson) throw new SimError(400, 'INVALID_JSON', 'body must be a JSON object');
+  throw new SimError(400, 'VALIDATION_ERROR', `${body.field}: ${body.message}`);
 }
 
 /** Turns the CRC into something else, leaving the rest intact: a subtle, realistic corruption. */

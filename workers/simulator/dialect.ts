@@ -1,7 +1,8 @@
 // The seam between the native simulator (app.ts) and its vendor dialects (dialects/*.ts):
 // each dialect speaks one real gateway's paths, auth, bodies and callbacks over the same store,
 // faults and payer, so `simulate:pay` pays an order whichever dialect created it.
-import type { RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
+import type { z } from 'zod';
 import type { Logger } from 'pino';
 import type { SimulatorOptions } from './config.ts';
 import type { Delivery } from './callbacks.ts';
@@ -31,4 +32,24 @@ export interface DialectContext {
   qrCreated(qr: QrRecord): void;
   /** Stores an accepted payout (its notifySettled set) and settles it after the configured delay. */
   disbursementAccepted(d: DisbursementRecord, callbackFault: Fault | null): void;
+}
+
+/** A request body read against a schema: its value, or why not (each API words the refusal its own way). */
+export type BodyReading<T> =
+  | { ok: true; data: T }
+  | { ok: false; notJson: true }
+  | { ok: false; notJson: false; field: string; message: string; missing: boolean };
+
+/** Reads the raw JSON body (the app keeps bodies as bytes) against `schema`; the first problem is reported. */
+export function readBody<T extends z.ZodType>(schema: T, req: Request): BodyReading<z.output<T>> {
+  let json: unknown;
+  try {
+    json = JSON.parse((Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0)).toString('utf8'));
+  } catch {
+    return { ok: false, notJson: true };
+  }
+  const result = schema.safeParse(json);
+  if (result.success) return { ok: true, data: result.data };
+  const issue = result.error.issues[0];
+  return { ok: false, notJson: false, field: issue.path.join('.') || 'body', message: issue.message, missing: issue.code === 'invalid_type' && issue.input === undefined };
 }

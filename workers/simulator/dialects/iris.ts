@@ -21,7 +21,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import { QRIS_MAX_AMOUNT } from '../../../db/gateways/qris.ts';
-import type { DialectContext } from '../dialect.ts';
+import { readBody, type DialectContext } from '../dialect.ts';
 import { loopbackOnly } from '../loopback.ts';
 import type { Fault, RequestOp } from '../faults.ts';
 import { accountHolder } from '../magic.ts';
@@ -91,18 +91,10 @@ const rejectBody = z.object({ reference_nos: z.array(z.string().min(1)).min(1), 
 
 
 function parse<T extends z.ZodType>(schema: T, req: Request): z.output<T> {
-  let json: unknown;
-  try {
-    json = JSON.parse((req.body as Buffer).toString('utf8'));
-  } catch {
-    throw new IrisError(400, 'Request body is not valid JSON');
-  }
-  const result = schema.safeParse(json);
-  if (!result.success) {
-    const issue = result.error.issues[0];
-    throw new IrisError(400, 'An error occurred when processing the request', [`${issue.path.join('.') || 'body'} ${issue.message}`]);
-  }
-  return result.data;
+  const body = readBody(schema, req);
+  if (body.ok) return body.data;
+  if (body.notJson) throw new IrisError(400, 'Request body is not valid JSON');
+  throw new IrisError(400, 'An error occurred when processing the request', [`${body.field} ${body.message}`]);
 }
 
 export function irisDialect(ctx: DialectContext): Router {

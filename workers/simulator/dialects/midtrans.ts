@@ -19,7 +19,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import { buildDynamicQris, QRIS_MAX_AMOUNT } from '../../../db/gateways/qris.ts';
-import type { DialectContext } from '../dialect.ts';
+import { readBody, type DialectContext } from '../dialect.ts';
 import { loopbackOnly } from '../loopback.ts';
 import { applies, isCallbackMode, parseFaultHeader, type Fault, type RequestOp } from '../faults.ts';
 import { newRrn, qrStatus, type QrRecord, type RefundRecord } from '../store.ts';
@@ -75,18 +75,10 @@ interface Charge {
 
 
 function parse<T extends z.ZodType>(schema: T, req: Request): z.output<T> {
-  let json: unknown;
-  try {
-    json = JSON.parse((req.body as Buffer).toString('utf8'));
-  } catch {
-    throw new MidtransError(400, '400', 'One or more parameters in the payload is invalid.', { validation_messages: ['body is not JSON'] });
-  }
-  const result = schema.safeParse(json);
-  if (!result.success) {
-    const issue = result.error.issues[0];
-    throw new MidtransError(200, '400', 'One or more parameters in the payload is invalid.', { validation_messages: [`${issue.path.join('.') || 'body'} ${issue.message}`] });
-  }
-  return result.data;
+  const body = readBody(schema, req);
+  if (body.ok) return body.data;
+  const problem = body.notJson ? 'body is not JSON' : `${body.field} ${body.message}`;
+  throw new MidtransError(body.notJson ? 400 : 200, '400', 'One or more parameters in the payload is invalid.', { validation_messages: [problem] });
 }
 
 export function midtransDialect(ctx: DialectContext): Router {

@@ -21,7 +21,7 @@ import { Router, type NextFunction, type Request, type RequestHandler, type Resp
 import got from 'got';
 import { z } from 'zod';
 import { buildDynamicQris, QRIS_MAX_AMOUNT } from '../../../db/gateways/qris.ts';
-import type { DialectContext } from '../dialect.ts';
+import { readBody, type DialectContext } from '../dialect.ts';
 import { loopbackOnly } from '../loopback.ts';
 import { applies, isCallbackMode, parseFaultHeader, type Fault, type RequestOp } from '../faults.ts';
 import { accountHolder } from '../magic.ts';
@@ -125,20 +125,10 @@ function rupiah(amount: { value: string }, service: string, field: string): numb
 }
 
 function parse<T extends z.ZodType>(schema: T, req: Request, service: string): z.output<T> {
-  let json: unknown;
-  try {
-    json = JSON.parse((req.body as Buffer).toString('utf8'));
-  } catch {
-    throw new SnapError(400, service, '00', 'Bad Request');
-  }
-  const result = schema.safeParse(json);
-  if (!result.success) {
-    const issue = result.error.issues[0];
-    const field = issue.path.join('.') || 'body';
-    const missing = issue.code === 'invalid_type' && issue.input === undefined;
-    throw new SnapError(400, service, missing ? '02' : '01', `${missing ? 'Invalid Mandatory Field' : 'Invalid Field Format'} ${field}`);
-  }
-  return result.data;
+  const body = readBody(schema, req);
+  if (body.ok) return body.data;
+  if (body.notJson) throw new SnapError(400, service, '00', 'Bad Request');
+  throw new SnapError(400, service, body.missing ? '02' : '01', `${body.missing ? 'Invalid Mandatory Field' : 'Invalid Field Format'} ${body.field}`);
 }
 
 export function snapDialect(ctx: DialectContext): Router {

@@ -18,7 +18,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import { buildDynamicQris, QRIS_MAX_AMOUNT } from '../../../db/gateways/qris.ts';
-import type { DialectContext } from '../dialect.ts';
+import { readBody, type DialectContext } from '../dialect.ts';
 import { loopbackOnly } from '../loopback.ts';
 import type { Fault } from '../faults.ts';
 import { qrStatus, type DisbursementRecord, type QrRecord } from '../store.ts';
@@ -89,18 +89,10 @@ interface XenditRefund {
 }
 
 function parse<T extends z.ZodType>(schema: T, req: Request): z.output<T> {
-  let json: unknown;
-  try {
-    json = JSON.parse((req.body as Buffer).toString('utf8'));
-  } catch {
-    throw new XenditError(400, 'INVALID_JSON_FORMAT', 'The request body is not valid JSON');
-  }
-  const result = schema.safeParse(json);
-  if (!result.success) {
-    const issue = result.error.issues[0];
-    throw new XenditError(400, 'API_VALIDATION_ERROR', `${issue.path.join('.') || 'body'}: ${issue.message}`);
-  }
-  return result.data;
+  const body = readBody(schema, req);
+  if (body.ok) return body.data;
+  if (body.notJson) throw new XenditError(400, 'INVALID_JSON_FORMAT', 'The request body is not valid JSON');
+  throw new XenditError(400, 'API_VALIDATION_ERROR', `${body.field}: ${body.message}`);
 }
 
 /** Stable per QR: the payment of a paid QR is always the same object. */
