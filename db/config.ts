@@ -114,8 +114,12 @@ export const configSchema = z.object({
    * retried elsewhere. Must exceed the longest run: the routed vendors × VENDOR_TIMEOUT_MS.
    */
   ORDER_CREATE_JOB_EXPIRE_SECONDS: z.coerce.number().int().min(1).default(120),
-  /** How often each worker process looks for abandoned jobs (pg-boss supervise/monitor interval). */
-  QUEUE_MONITOR_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(60),
+  /**
+   * How often each worker process looks for abandoned jobs (pg-boss supervise/monitor interval):
+   * a job whose heartbeat went stale (db/queue.ts) is retried at the next pass. One process per
+   * queue does the pass each interval (pg-boss claims it), so more replicas cost nothing more.
+   */
+  QUEUE_MONITOR_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
   /** Delay before order-reconcile asks the vendor about an unresolved create. */
   ORDER_RECONCILE_DELAY_SECONDS: z.coerce.number().int().min(0).default(5),
   /** Delay before a sent disbursement whose callback has not come is queried at its vendor. */

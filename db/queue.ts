@@ -10,6 +10,16 @@ import { rawQuery, type Db } from './pool.ts';
 
 const uuid = z.uuid();
 
+/**
+ * How stale a running job's heartbeat may grow before the supervisor fails it for a retry
+ * (pg-boss's minimum). A worker refreshes it every half of this while a handler runs. Expiry
+ * alone would leave a job whose worker died, or whose database went away under it (the handler
+ * threw and could not record that), "active" for its whole expireInSeconds: an order would
+ * stay CREATING for minutes after a Postgres crash. With the heartbeat it is retried within
+ * this plus one supervision pass (QUEUE_MONITOR_INTERVAL_SECONDS) of the database returning.
+ */
+const HEARTBEAT_SECONDS = 10;
+
 export const queues = {
   /** Diagnostic: proves a job reaches a worker (ops jobs:ping, tests). */
   ping: {
@@ -18,61 +28,61 @@ export const queues = {
   },
   'order-create': {
     schema: z.object({ order_id: uuid }),
-    options: { retryLimit: 5, retryDelay: 2, retryBackoff: true, expireInSeconds: 120 },
+    options: { retryLimit: 5, retryDelay: 2, retryBackoff: true, expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS },
   },
   'order-reconcile': {
     schema: z.object({ order_id: uuid }),
-    options: { retryLimit: 20, retryDelay: 5, retryBackoff: true, retryDelayMax: 600, expireInSeconds: 120 },
+    options: { retryLimit: 20, retryDelay: 5, retryBackoff: true, retryDelayMax: 600, expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS },
   },
   'disbursement-execute': {
     schema: z.object({ disbursement_id: uuid }),
-    options: { retryLimit: 10, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 120 },
+    options: { retryLimit: 10, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS },
   },
   // Asks the vendor what became of a sent disbursement (a lost callback, an unknown send
   // outcome). Throws while the vendor says "processing", so pg-boss's backoff is its clock.
   'disbursement-reconcile': {
     schema: z.object({ disbursement_id: uuid }),
-    options: { retryLimit: 30, retryDelay: 10, retryBackoff: true, retryDelayMax: 1800, expireInSeconds: 120 },
+    options: { retryLimit: 30, retryDelay: 10, retryBackoff: true, retryDelayMax: 1800, expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS },
   },
   // Account-name inquiry for a new beneficiary. Throws while no vendor gives a definite answer.
   'beneficiary-verify': {
     schema: z.object({ beneficiary_id: uuid }),
-    options: { retryLimit: 10, retryDelay: 5, retryBackoff: true, retryDelayMax: 600, expireInSeconds: 120 },
+    options: { retryLimit: 10, retryDelay: 5, retryBackoff: true, retryDelayMax: 600, expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS },
   },
   // Sends a refund to the vendor that took the payment. Unknown outcomes and "pending" answers
   // throw, so pg-boss retries; a retry re-sends with the same refund reference, which the
   // vendor dedupes (a refund has no separate status query in the vendor interface).
   'refund-execute': {
     schema: z.object({ refund_id: uuid }),
-    options: { retryLimit: 20, retryDelay: 5, retryBackoff: true, retryDelayMax: 1800, expireInSeconds: 120 },
+    options: { retryLimit: 20, retryDelay: 5, retryBackoff: true, retryDelayMax: 1800, expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS },
   },
   'webhook-deliver': {
     schema: z.object({ delivery_id: uuid }),
     // Webhook retries follow their own schedule (WEBHOOK_RETRY_SCHEDULE), recorded per attempt;
     // pg-boss retries only cover a worker dying mid-delivery.
-    options: { retryLimit: 3, retryDelay: 5, expireInSeconds: 120 },
+    options: { retryLimit: 3, retryDelay: 5, expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS },
   },
   // A day's settlement build over every MANUAL merchant (pg-boss schedule, or ops). Each
   // merchant is its own transaction and reruns are idempotent, so a run cut off by a crash is
   // simply run again: the heartbeat notices a dead worker within seconds, not an hour.
   'settlement-run': {
     schema: z.object({ settlement_date: z.iso.date().optional(), merchant_id: uuid.optional() }),
-    options: { retryLimit: 5, retryDelay: 10, retryBackoff: true, expireInSeconds: 3600, heartbeatSeconds: 10 },
+    options: { retryLimit: 5, retryDelay: 10, retryBackoff: true, expireInSeconds: 3600, heartbeatSeconds: HEARTBEAT_SECONDS },
   },
   'settlement-payout': {
     schema: z.object({ settlement_id: uuid }),
-    options: { retryLimit: 10, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 120 },
+    options: { retryLimit: 10, retryDelay: 5, retryBackoff: true, retryDelayMax: 300, expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS },
   },
   // Asks the vendor what became of a sent payout; throws while it says "processing".
   'settlement-reconcile': {
     schema: z.object({ settlement_id: uuid }),
-    options: { retryLimit: 30, retryDelay: 10, retryBackoff: true, retryDelayMax: 1800, expireInSeconds: 120 },
+    options: { retryLimit: 30, retryDelay: 10, retryBackoff: true, retryDelayMax: 1800, expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS },
   },
   // Builds a report export's CSV (csv group). A build is one transaction, so a retry starts
   // over; the heartbeat notices a dead worker within seconds while a long build may run an hour.
   'export-build': {
     schema: z.object({ export_id: uuid }),
-    options: { retryLimit: 2, retryDelay: 30, retryBackoff: true, expireInSeconds: 3600, heartbeatSeconds: 10 },
+    options: { retryLimit: 2, retryDelay: 30, retryBackoff: true, expireInSeconds: 3600, heartbeatSeconds: HEARTBEAT_SECONDS },
   },
 } satisfies Record<string, { schema: z.ZodType; options: QueueOptions }>;
 
@@ -151,15 +161,27 @@ class ListenElsewhereDb extends PgBossDb {
   }
 }
 
-/** Creates every missing queue and applies expiry overrides. Idempotent; run at every process start. */
+/**
+ * Creates every missing queue, applies expiry overrides, and brings an existing queue's
+ * heartbeat to the contract's (queues made before it had one). Idempotent; run at every
+ * process start.
+ */
 export async function createQueues(boss: PgBoss, expireInSeconds: Partial<Record<QueueName, number>> = {}): Promise<void> {
   const existing = new Map((await boss.getQueues()).map((q) => [q.name, q]));
   for (const name of queueNames) {
     const expire = expireInSeconds[name];
     const options = { ...queues[name].options, ...(expire ? { expireInSeconds: expire } : {}), notify: true };
     const queue = existing.get(name);
-    if (!queue) await boss.createQueue(name, options);
-    else if (expire && queue.expireInSeconds !== expire) await boss.updateQueue(name, { expireInSeconds: expire });
+    if (!queue) {
+      await boss.createQueue(name, options);
+      continue;
+    }
+    const heartbeat = (queues[name].options as QueueOptions).heartbeatSeconds ?? null;
+    const changes = {
+      ...(expire && queue.expireInSeconds !== expire ? { expireInSeconds: expire } : {}),
+      ...(queue.heartbeatSeconds !== heartbeat ? { heartbeatSeconds: heartbeat } : {}),
+    };
+    if (Object.keys(changes).length) await boss.updateQueue(name, changes);
   }
 }
 

@@ -56,6 +56,15 @@ export function periodOf(settlementDate: string, cutoffHour: number): { periodSt
   return { periodStart: new Date(periodEnd - DAY_MS), periodEnd: new Date(periodEnd) };
 }
 
+/**
+ * Whether day D's period has closed by `now`. A run of a day still open (today, or any later
+ * day) would settle part of it and leave the rest for no later run to pick up under that date,
+ * so the operator command and the job refuse it.
+ */
+export function dayHasEnded(settlementDate: string, cutoffHour: number, now = new Date()): boolean {
+  return periodOf(settlementDate, cutoffHour).periodEnd.getTime() <= now.getTime();
+}
+
 /** The settlement day whose period most recently closed at or before `at`. */
 export function settlementDateAt(at: Date, cutoffHour: number): string {
   const wib = at.getTime() + WIB_OFFSET_MS;

@@ -7,7 +7,7 @@
 import type { Job } from 'pg-boss';
 import { logger } from '../db/logger.ts';
 import type { Payload } from '../db/queue.ts';
-import { runSettlements, settlementDateAt } from '../db/settlements.ts';
+import { dayHasEnded, runSettlements, settlementDateAt } from '../db/settlements.ts';
 import type { WorkerContext } from './context.ts';
 
 /** Registers (or updates) the daily schedule; every scheduler process may do it at start. */
@@ -24,6 +24,12 @@ async function createdOn(ctx: WorkerContext, job: Job<unknown>): Promise<Date> {
 
 export async function handleSettlementRun(ctx: WorkerContext, payload: Payload<'settlement-run'>, job: Job<unknown>) {
   const settlementDate = payload.settlement_date ?? settlementDateAt(await createdOn(ctx, job), ctx.config.SETTLEMENT_CUTOFF_HOUR);
+  // A job sent by hand for a day still running is refused, not retried: a partial day is worse
+  // than none (ops settlements:run refuses it the same way).
+  if (!dayHasEnded(settlementDate, ctx.config.SETTLEMENT_CUTOFF_HOUR)) {
+    logger.error({ date: settlementDate }, 'settlement run refused: the day has not ended');
+    return { date: settlementDate, refused: 'day_not_ended' };
+  }
   const report = await runSettlements(
     ctx.pool,
     ctx.boss,

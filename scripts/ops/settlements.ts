@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { configSchema } from '../../db/config.ts';
 import { findBankByShortCode } from '../../db/master-data.ts';
 import { getMerchant, setSettlementAccount } from '../../db/merchants.ts';
-import { cancelSettlement, retrySettlement, runSettlements, SettlementRefused } from '../../db/settlements.ts';
+import { cancelSettlement, dayHasEnded, periodOf, retrySettlement, runSettlements, SettlementRefused } from '../../db/settlements.ts';
 import { listSettlements, type SettlementRow } from '../../db/settlements.sql.ts';
 import { presentSettlement } from '../../db/present/settlements.ts';
 import { command, OpsError, type OpsContext } from './command.ts';
@@ -24,15 +24,21 @@ const shown = (s: SettlementRow) => ({ ...presentSettlement(s), merchant_id: s.m
 
 export const settlementsRun = command({
   name: 'settlements:run',
-  summary: 'Build the settlements of a day for every MANUAL merchant (or one); a rerun creates nothing twice',
+  summary: 'Build the settlements of a day that has ended for every MANUAL merchant (or one); a rerun creates nothing twice',
   usage: 'settlements:run --date YYYY-MM-DD [--merchant ID] [--json]',
   flags: { date: { type: 'string' }, merchant: { type: 'string' } },
   input: z.object({ date, merchant: merchantId.optional() }),
   async run(ctx, input) {
+    const cutoff = cutoffHour();
+    // No --force: a day still running would be settled in part, and nothing builds the rest.
+    if (!dayHasEnded(input.date, cutoff)) {
+      const end = periodOf(input.date, cutoff).periodEnd.toISOString();
+      throw new OpsError(`settlement day ${input.date} has not ended: its period closes at ${end} (cut-off ${cutoff}:00 WIB); run it after that`);
+    }
     const report = await runSettlements(
       await ctx.pool(),
       await ctx.boss(),
-      { settlementDate: input.date, cutoffHour: cutoffHour(), merchantId: input.merchant }
+      { settlementDate: input.date, cutoffHour: cutoff, merchantId: input.merchant }
     );
     const results = report.results.map((r) => ('settlement' in r ? { ...r, settlement: shown(r.settlement) } : r));
     const lines = results.map((r) =>

@@ -159,7 +159,9 @@ t.test('the formula over V1 and legacy orders with partial and full refunds; pai
   await refundReaches(stack, full.json.data.id, 'SUCCEEDED');
   t.equal((await orderOf(stack, merchant, c.ref_code)).status, 'REFUNDED');
 
-  const date = wibDate(new Date());
+  // A run builds a day that has ended: the four payments move to yesterday noon (WIB).
+  const date = addDays(wibDate(new Date()), -1);
+  for (const order of [a, b, c, d]) await setPaidAt(stack, order.ref_code, wibNoon(date));
   const report = await runDay(stack, date);
   t.equal(report.created, 1, 'one settlement built');
   const built = report.results.find((r: any) => r.merchant_id === merchant.merchant_id);
@@ -216,13 +218,16 @@ t.test('reruns create nothing twice; a late payment lands in the next day; a ref
   const stack = await startStack(t, { groups: ['disbursement', 'webhook'] });
   let vendor = await startWorkerGroup(t, 'vendor', stack.env);
   const merchant = await manualMerchant(stack);
-  const today = wibDate(new Date());
+  // Two days that have both ended (a run refuses a day still running): "yesterday" is the day
+  // before "today", which is itself yesterday (WIB).
+  const today = addDays(wibDate(new Date()), -1);
   const yesterday = addDays(today, -1);
 
   const a = await paidOrder(stack, merchant, 100_000);
   const late = await paidOrder(stack, merchant, 60_000);
   const c = await paidOrder(stack, merchant, 20_000);
   await setPaidAt(stack, a.ref_code, wibNoon(yesterday));
+  await setPaidAt(stack, c.ref_code, wibNoon(today));
   // Refunds now stay PENDING: no vendor worker sends them.
   await vendor.stop();
   const pending = await refund(stack, merchant, a.ref_code, { amount: 10_000 });
@@ -269,11 +274,16 @@ t.test('FAILED payouts: retried as a new attempt, or cancelled and the day rebui
   const stack = await startStack(t, { groups: ['vendor', 'disbursement', 'webhook'] });
   const receiver = await startCallbackReceiver();
   t.teardown(() => receiver.close());
-  const date = wibDate(new Date());
+  const date = addDays(wibDate(new Date()), -1);
+  const paidYesterday = async (m: M, amount: number) => {
+    const order = await paidOrder(stack, m, amount);
+    await setPaidAt(stack, order.ref_code, wibNoon(date));
+    return order;
+  };
 
   // A transfer the vendor refuses outright: FAILED, then an operator's retry pays it.
   const x = await manualMerchant(stack);
-  await paidOrder(stack, x, 100_000);
+  await paidYesterday(x, 100_000);
   await setFaults(stack.sim.url, { op: 'disburse', mode: 'reject', count: 1 });
   const sx = (await runDay(stack, date, x)).results[0].settlement;
   const failed = await settlementReaches(stack, x, sx.id, 'FAILED');
@@ -294,8 +304,8 @@ t.test('FAILED payouts: retried as a new attempt, or cancelled and the day rebui
 
   // A closed account (the simulator fails numbers ending 0000): cancel, fix the account, rebuild.
   const y = await manualMerchant(stack, { notifyUrl: receiver.url, account: '1234560000' });
-  const o1 = await paidOrder(stack, y, 70_000);
-  const o2 = await paidOrder(stack, y, 30_000);
+  const o1 = await paidYesterday(y, 70_000);
+  const o2 = await paidYesterday(y, 30_000);
   const sy = (await runDay(stack, date, y)).results[0].settlement;
   await settlementReaches(stack, y, sy.id, 'FAILED');
   const cancelled = await ops(stack.env, 'settlements:cancel', '--id', sy.id, '--reason', 'account closed', '--json');
@@ -321,7 +331,7 @@ t.test('FAILED payouts: retried as a new attempt, or cancelled and the day rebui
 
   // A transfer the vendor never finishes (account ending 7777) stays PROCESSING: no cancel.
   const z = await manualMerchant(stack, { account: '1234567777' });
-  await paidOrder(stack, z, 50_000);
+  await paidYesterday(z, 50_000);
   const sz = (await runDay(stack, date, z)).results[0].settlement;
   await settlementReaches(stack, z, sz.id, 'PROCESSING');
   const refused = await ops(stack.env, 'settlements:cancel', '--id', sz.id);
@@ -381,6 +391,26 @@ t.test('a scheduler killed mid-run: the rerun and the retried job leave exactly 
   const scheduled = await eventually(async () => (await pool.maybeOne(sql.type(z.object({ settlement_date: z.string(), order_count: z.number() }))`
     select settlement_date, order_count from settlements where merchant_id = ${late.merchant_id}`)) ?? undefined, 'the scheduled run', 20_000);
   t.same(scheduled, { settlement_date: yesterday, order_count: 1 }, 'a dateless run builds yesterday (WIB)');
+
+  // A day still running (today, or any later day) is refused by the command and by a job sent
+  // for it: building it would settle part of the day.
+  const today = wibDate(new Date());
+  const early = await makeMerchant(stack.api.ctx, { settlement: 'MANUAL' });
+  await setSettlementAccount(pool, early.merchant_id, { bankId: bca.id, accountNumber: '1234567890', accountName: 'PT Toko' });
+  await seedPaidOrder(pool, early.merchant_id, 40_000, new Date());
+  for (const day of [today, addDays(today, 1), addDays(today, 400)]) {
+    const res = await ops(stack.env, 'settlements:run', '--date', day, '--merchant', early.merchant_id);
+    t.equal(res.code, 1, `settlements:run ${day} is refused`);
+    t.match(res.stderr, new RegExp(`settlement day ${day} has not ended`));
+  }
+  const refusedJob = await sendJob(stack.api.ctx.boss, 'settlement-run', { settlement_date: today, merchant_id: early.merchant_id });
+  const finished = await eventually(async () => {
+    const [job] = await stack.api.ctx.boss.findJobs('settlement-run', { id: refusedJob! });
+    return job?.state === 'completed' ? job : undefined;
+  }, 'the job for today to finish', 20_000);
+  t.match(finished.output, { refused: 'day_not_ended' }, 'the job refuses today without retrying');
+  const earlyCount = await pool.oneFirst(sql.unsafe`select count(*)::int from settlements where merchant_id = ${early.merchant_id}`);
+  t.equal(earlyCount, 0, 'nothing built for a day still running');
   await ledgerAudit(t, stack.env);
 });
 
@@ -439,10 +469,11 @@ t.test('reads: pagination, INVALID_ID, another merchant 404; skipped merchants; 
 
   // No account: skipped with a reason. A net payout that would not be positive: nothing built.
   const noAccount = await manualMerchant(stack, { account: null });
-  await seedPaidOrder(pool, noAccount.merchant_id, 50_000, wibNoon(today));
+  const yesterday = addDays(today, -1);
+  await seedPaidOrder(pool, noAccount.merchant_id, 50_000, wibNoon(yesterday));
   const tiny = await manualMerchant(stack);
-  const small = await seedPaidOrder(pool, tiny.merchant_id, 2_000, wibNoon(today));
-  const run = await runDay(stack, today);
+  const small = await seedPaidOrder(pool, tiny.merchant_id, 2_000, wibNoon(yesterday));
+  const run = await runDay(stack, yesterday);
   const result = (m: M) => run.results.find((r: any) => r.merchant_id === m.merchant_id);
   t.match(result(noAccount), { status: 'skipped', reason: 'no_settlement_account' });
   t.match(result(tiny), { status: 'skipped', reason: 'net_payout_not_positive', detail: { gross_amount: 2_000, mdr_total: 14, disbursement_fee: 2_500 } });

@@ -186,8 +186,10 @@ t.test('a settlement payout goes out as an interbank transfer under its referenc
   const set = await ops(stack.env, 'merchant:set-settlement-account', '--merchant', merchant.merchant_id, '--bank', 'BCA', '--account-number', '1234567890', '--account-name', 'PT Toko Maju', '--json');
   t.equal(set.code, 0, set.stderr);
   await paidByQuery(merchant, 200_000);
-  const date = new Date(Date.now() + 7 * 3600_000).toISOString().slice(0, 10);
-  t.ok(periodOf(date, 0).periodEnd > new Date(), 'today (WIB) is the period being built');
+  // A run builds a day that has ended: the payment moves to yesterday noon (WIB).
+  const date = new Date(Date.now() + 7 * 3600_000 - 86_400_000).toISOString().slice(0, 10);
+  await pool.query(sql.unsafe`update orders set paid_at = ${`${date}T12:00:00+07:00`} where merchant_id = ${merchant.merchant_id} and status = 'PAID'`);
+  t.ok(periodOf(date, 0).periodEnd <= new Date(), 'yesterday (WIB) has ended');
   const run = await ops(stack.env, 'settlements:run', '--date', date, '--merchant', merchant.merchant_id, '--json');
   t.equal(run.code, 0, run.stderr);
   const built = JSON.parse(run.stdout).results.find((r: any) => r.merchant_id === merchant.merchant_id);
