@@ -81,6 +81,14 @@ function duplicateKey(holder: { id: string; ref_code: string }) {
   return new ApiError('DUPLICATE_IDEMPOTENCY_KEY', `A disbursement with this idempotency_key exists: id ${holder.id}, ref_code ${holder.ref_code}`);
 }
 
+/** 422 saying what the wallet holds and what this disbursement needs (amount plus fee). */
+function insufficientBalance(balance: number, row: { request_amount: number; fee: number; total_debit: number }) {
+  return new ApiError(
+    'INSUFFICIENT_BALANCE',
+    `Balance is below amount plus fee: ${balance} available, ${row.total_debit} needed (amount ${row.request_amount} + fee ${row.fee})`,
+  );
+}
+
 /** checkRequest's rules, for any source of lookups (the CSV import answers them in bulk). */
 export async function checkRules(settings: MerchantMoneySettings, r: DisbursementRequest, lookups: RuleLookups) {
   const holder = await lookups.keyUsed(r.idempotencyKey);
@@ -166,7 +174,8 @@ export async function createDisbursement(pool: Pool, boss: PgBoss, settings: Mer
     const accounts = await lockMerchantAccounts(tx, r.merchantId, ['WALLET', 'DISBURSEMENTS_IN_FLIGHT']);
     // The day's running total, this row included (a refusal below rolls the addition back).
     if ((await addToDailyTotal(tx, r.merchantId, amount)) > settings.daily_disbursement_limit) throw new ApiError('DAILY_LIMIT_EXCEEDED');
-    if (accounts.get('WALLET')!.balance < row.total_debit) throw new ApiError('INSUFFICIENT_BALANCE');
+    const balance = accounts.get('WALLET')!.balance;
+    if (balance < row.total_debit) throw insufficientBalance(balance, row);
     await postTransfer(
       tx,
       {

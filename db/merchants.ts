@@ -101,6 +101,13 @@ export async function setMerchantStatus(db: Db, id: string, status: MerchantStat
   if (!updated) throw new MerchantNotFound(id);
 }
 
+/** The merchant's default webhook URL (orders and disbursements without their own); null: none. */
+export async function setNotifyUrl(db: Db, id: string, url: string | null): Promise<void> {
+  const updated = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+    update merchants set notify_url = ${url}, updated_at = now() where id = ${id} returning id`);
+  if (!updated) throw new MerchantNotFound(id);
+}
+
 /**
  * Replaces the API key and returns the new one. With graceMinutes > 0 the key being replaced
  * keeps working until then (findCredential reads previous_api_key_hash), so a merchant can

@@ -96,7 +96,9 @@ async function acceptRefund(
       accounts,
     );
   } catch (err) {
-    if (err instanceof InsufficientFunds) throw new ApiError('INSUFFICIENT_BALANCE', 'The balance cannot cover this refund');
+    if (err instanceof InsufficientFunds) {
+      throw new ApiError('INSUFFICIENT_BALANCE', `The balance cannot cover this refund: ${err.balance} available, ${amount} needed`);
+    }
     throw err;
   }
   const full = amount === remaining;

@@ -53,8 +53,13 @@ export function orderRoutes(ctx: AppContext): Router {
   router.post('/v1/orders', async (req, res) => {
     const merchant = req.merchant;
     const secret = webhookSecretOf(ctx.sealer, merchant);
-    if (secret && !verifyBodySignature(secret, req.rawBody ?? Buffer.alloc(0), req.get('x-signature'))) {
-      throw new ApiError('INVALID_SIGNATURE');
+    if (secret) {
+      const signature = req.get('x-signature');
+      // Absent is its own mistake (the integration does not sign yet), not a wrong key or body.
+      if (!signature) {
+        throw new ApiError('INVALID_SIGNATURE', 'X-Signature is required for this merchant: sha256=<hex HMAC-SHA256 of the raw body, keyed with the webhook secret>');
+      }
+      if (!verifyBodySignature(secret, req.rawBody ?? Buffer.alloc(0), signature)) throw new ApiError('INVALID_SIGNATURE');
     }
     const body = parseBody(createBody, req.body);
     if (body.payment_method !== 'QRIS') throw new ApiError('UNSUPPORTED_PAYMENT_METHOD');

@@ -11,9 +11,12 @@ import {
   rotateLegacyClientSecret,
   setLegacyPublicKey,
   setMerchantStatus,
+  setNotifyUrl,
   setWebhookSecret,
   settlementType,
 } from '../../db/merchants.ts';
+import { configSchema } from '../../db/config.ts';
+import { checkNotifyUrl } from '../../db/notify-url.ts';
 import { newWebhookSecret } from '../../db/secrets.ts';
 import { legacyKeyProblem } from '../../api/legacy/rsa-signature.ts';
 import { command, OpsError } from './command.ts';
@@ -111,6 +114,37 @@ export const merchantSetStatus = command({
   async run(ctx, input) {
     await setMerchantStatus(await ctx.pool(), input.merchant, input.status);
     return { json: { merchant_id: input.merchant, status: input.status }, text: `merchant ${input.merchant} is now ${input.status}` };
+  },
+});
+
+/**
+ * The hosts a private notify URL may name: NOTIFY_URL_ALLOWLIST as the processes read it, and
+ * under `npm start` (no DATABASE_URL) the loopback names it allows.
+ */
+function notifyAllowlist(): string[] {
+  const raw = process.env.NOTIFY_URL_ALLOWLIST ?? (process.env.DATABASE_URL ? '' : '127.0.0.1,localhost');
+  return configSchema.shape.NOTIFY_URL_ALLOWLIST.parse(raw);
+}
+
+export const merchantSetNotifyUrl = command({
+  name: 'merchant:set-notify-url',
+  summary: "Set (or clear) a merchant's default webhook URL, used when an order or disbursement names none",
+  usage: 'merchant:set-notify-url --merchant ID (--url URL | --clear) [--json]',
+  flags: { merchant: { type: 'string' }, url: { type: 'string' }, clear: { type: 'boolean' } },
+  input: z
+    .object({ merchant: merchantId, url: httpUrl.max(2048, '--url is too long (2048 at most)').optional(), clear: z.boolean().optional() })
+    .refine((v) => (v.url !== undefined) !== (v.clear === true), { message: 'give --url URL or --clear' }),
+  async run(ctx, input) {
+    const url = input.clear ? null : input.url!;
+    // The rules an order's notify_url meets at the API, so the operator hears of a private
+    // address now rather than from a delivery that is refused later.
+    const problem = url === null ? null : checkNotifyUrl(url, notifyAllowlist());
+    if (problem) throw new OpsError(`--url ${problem}`);
+    await setNotifyUrl(await ctx.pool(), input.merchant, url);
+    return {
+      json: { merchant_id: input.merchant, notify_url: url },
+      text: url ? `webhooks of ${input.merchant} without their own URL now go to ${url}` : `merchant ${input.merchant} has no default webhook URL`,
+    };
   },
 });
 

@@ -132,7 +132,8 @@ t.test('rules in the contract order, each refusing with its code and writing not
   await expect({ ...key(), channel: 'EWALLET', ewallet_provider: 'PAYPAL', ewallet_phone: '081234567890', amount: 1_000 }, 400, 'INVALID_BODY', 'unknown e-wallet');
   for (const amount of [0, -5, 1.5, '1000', null]) await expect({ ...key(), ...bank(1_000), amount }, 400, 'INVALID_BODY', `amount ${JSON.stringify(amount)}`);
   await expect({ ...key(), ...bank(100_000_001) }, 422, 'AMOUNT_EXCEEDS_LIMIT', 'above the per-transaction limit');
-  await expect({ ...key(), ...bank(7_501) }, 422, 'INSUFFICIENT_BALANCE', 'amount + fee above the balance');
+  const short = await expect({ ...key(), ...bank(7_501) }, 422, 'INSUFFICIENT_BALANCE', 'amount + fee above the balance');
+  t.equal(short.json.error.message, 'Balance is below amount plus fee: 10000 available, 10001 needed (amount 7501 + fee 2500)', 'says what is available and what is needed');
   // Order: a bank problem is reported before an amount problem, the limit before the balance.
   await expect({ ...key(), ...bank(0), bank_short_code: 'NOPE' }, 400, 'BANK_NOT_FOUND', 'bank before amount');
   t.equal(await rows(stack, merchant.merchant_id), 0, 'nothing was written');

@@ -90,6 +90,7 @@ t.test('refusals: not paid, unknown, another merchant, the wallet cannot cover i
   const short = await refund(stack, merchant, paid.ref_code, {});
   t.equal(short.status, 422);
   t.equal(short.json.error.code, 'INSUFFICIENT_BALANCE', 'the wallet holds amount − MDR only');
+  t.equal(short.json.error.message, 'The balance cannot cover this refund: 99300 available, 100000 needed', 'says what is available and what is needed');
   const count = await stack.api.ctx.pool.oneFirst(sql.unsafe`select count(*)::int from refunds`);
   t.equal(count, 0, 'refused refunds write nothing');
   t.equal((await refund(stack, merchant, paid.ref_code, { amount: 99_300 })).status, 201, 'what the wallet holds can be refunded');

@@ -432,8 +432,12 @@ t.test('X-Signature (spec 5.2)', async (t) => {
     const merchant = await makeMerchant(ctx, { webhookSecret: secret });
     const moid = uniqueId('SIG');
     const raw = signedBody(moid);
-    errorIs(t, await api.create(merchant.api_key, raw), 401, 'INVALID_SIGNATURE', 'absent');
-    errorIs(t, await api.create(merchant.api_key, raw, { 'x-signature': `sha256=${'0'.repeat(64)}` }), 401, 'INVALID_SIGNATURE', 'wrong');
+    const absent = await api.create(merchant.api_key, raw);
+    errorIs(t, absent, 401, 'INVALID_SIGNATURE', 'absent');
+    t.match(absent.json.error.message, /^X-Signature is required for this merchant/, 'absent says it is required, not that it does not match');
+    const wrong = await api.create(merchant.api_key, raw, { 'x-signature': `sha256=${'0'.repeat(64)}` });
+    errorIs(t, wrong, 401, 'INVALID_SIGNATURE', 'wrong');
+    t.equal(wrong.json.error.message, 'X-Signature does not match the request body', 'wrong says it does not match');
     const ok = await api.create(merchant.api_key, raw, { 'x-signature': `sha256=${hmacHex(Buffer.from(secret, 'utf8'), raw)}` });
     t.equal(ok.status, 201);
     await listed(t, merchant.api_key, moid, 1);

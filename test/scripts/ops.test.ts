@@ -61,6 +61,33 @@ t.test('set-status, rotate-key and brand domains act on the live API', async (t)
   t.equal(res.status, 404);
 });
 
+t.test('merchant:set-notify-url sets and clears the default webhook URL, by the rules an order URL meets', async (t) => {
+  const created = JSON.parse((await ops('merchant:create', '--name', 'Toko Hook', '--settlement', 'WALLET', '--json')).stdout);
+  const id = created.merchant_id;
+  const set = await ops('merchant:set-notify-url', '--merchant', id, '--url', 'https://hooks.example.co.id/kasir', '--json');
+  t.equal(set.code, 0, set.stderr);
+  t.same(JSON.parse(set.stdout), { merchant_id: id, notify_url: 'https://hooks.example.co.id/kasir' });
+  t.equal((await getMerchant(api.ctx.pool, id)).notify_url, 'https://hooks.example.co.id/kasir', 'stored');
+
+  const local = await ops('merchant:set-notify-url', '--merchant', id, '--url', 'http://127.0.0.1:8080/hooks');
+  t.equal(local.code, 0, `an allowlisted host (NOTIFY_URL_ALLOWLIST): ${local.stderr}`);
+  const privateUrl = await ops('merchant:set-notify-url', '--merchant', id, '--url', 'http://10.1.2.3/hooks');
+  t.equal(privateUrl.code, 1, 'a private address is refused');
+  t.match(privateUrl.stderr, /--url/);
+  const notHttp = await ops('merchant:set-notify-url', '--merchant', id, '--url', 'ftp://hooks.example.co.id/');
+  t.equal(notHttp.code, 64, 'only http(s): a usage error');
+  const neither = await ops('merchant:set-notify-url', '--merchant', id);
+  t.equal(neither.code, 64, 'a usage error');
+  t.match(neither.stderr, /--url URL or --clear/);
+  t.equal((await getMerchant(api.ctx.pool, id)).notify_url, 'http://127.0.0.1:8080/hooks', 'refusals changed nothing');
+
+  const cleared = await ops('merchant:set-notify-url', '--merchant', id, '--clear', '--json');
+  t.equal(cleared.code, 0, cleared.stderr);
+  t.equal((await getMerchant(api.ctx.pool, id)).notify_url, null, 'cleared');
+  const unknown = await ops('merchant:set-notify-url', '--merchant', '00000000-0000-4000-8000-000000000000', '--clear');
+  t.equal(unknown.code, 1, 'an unknown merchant');
+});
+
 t.test('merchant:set-public-key accepts an RSA PEM and refuses anything else', async (t) => {
   const created = JSON.parse((await ops('merchant:create', '--name', 'Legacy', '--settlement', 'WALLET', '--json')).stdout);
   const dir = t.testdir({});
