@@ -2,7 +2,9 @@
 // schemas the routes validate with (exported from api/v1/*.ts and api/legacy/*.ts), responses
 // the record schemas of api/openapi/schemas.ts, error codes and statuses come from
 // db/errors.ts, and who may call what from api/http/roles.ts. zod 4's own z.toJSONSchema
-// (draft 2020-12, OpenAPI 3.1's dialect) does the conversion; no generator library.
+// (draft 2020-12, OpenAPI 3.1's dialect) does the conversion; no generator library. What it would
+// repeat is written once: records with an id are components, formats are found by their JSON and
+// referenced (SHARED_SHAPES), and an error answer several operations give is a shared response.
 //
 // `operations` is the one list of documented endpoints. test/api/openapi.test.ts holds it equal
 // to the routes Express has mounted and validates real responses against it;
@@ -650,6 +652,8 @@ export function openApiPath(expressPath: string): string {
 
 interface Build {
   components: Record<string, JsonSchema>;
+  /** Error answers by name, with every place that answers them (see shareResponses). */
+  responses: Map<string, { object: Record<string, unknown>; uses: [Record<string, unknown>, number][] }>;
 }
 
 /**
@@ -663,6 +667,51 @@ const FORMAT_EXAMPLES: Record<string, string> = {
   uri: 'https://shop.example/orders/INV-1001',
   uuid: '3f0c2a8e-5b7d-4c1e-9a6f-2d8b7e4c1a90',
 };
+
+/**
+ * Shapes named once under components and referenced everywhere else. z.toJSONSchema inlines a
+ * format's whole pattern at every use (a date-time's is ~400 characters, a UUID's ~150) and the
+ * request bodies of api/v1 and api/legacy build their own instances, so a use is found by its
+ * converted JSON, not by zod instance: a subschema whose keywords other than annotations equal
+ * a shape's becomes `{ $ref }`, keeping the annotations of its own that differ.
+ */
+const SHARED_SHAPES: Record<string, z.ZodType> = {
+  Uuid: z.uuid(),
+  Instant: z.iso.datetime().describe('ISO 8601 UTC'),
+  Day: z.iso.date(),
+  Email: z.email(),
+  Url: z.url(),
+  ErrorCode: s.errorCode,
+  WibTime: s.wibTime,
+  DecimalRupiah: s.decimal,
+};
+
+const ANNOTATIONS = new Set(['description', 'examples', 'default', 'title']);
+
+/** Stable JSON with sorted keys: two subschemas equal as JSON Schema compare equal. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as JsonSchema)[k])}`).join(',')}}`;
+}
+
+function withoutAnnotations(schema: JsonSchema): JsonSchema {
+  return Object.fromEntries(Object.entries(schema).filter(([k]) => !ANNOTATIONS.has(k)));
+}
+
+/** Replaces every use of a shared shape under `value` (examples are instance data, left alone). */
+function referShared(value: unknown, shapes: Map<string, { name: string; schema: JsonSchema }>): unknown {
+  if (Array.isArray(value)) return value.map((item) => referShared(item, shapes));
+  if (value === null || typeof value !== 'object') return value;
+  const object = value as JsonSchema;
+  const shape = typeof object.type === 'string' ? shapes.get(canonical(withoutAnnotations(object))) : undefined;
+  if (shape) {
+    const own = Object.entries(object).filter(([k, v]) => ANNOTATIONS.has(k) && canonical(v) !== canonical(shape.schema[k]));
+    return { $ref: `#/components/schemas/${shape.name}`, ...Object.fromEntries(own) };
+  }
+  return Object.fromEntries(Object.entries(object).map(([k, v]) =>
+    [k, k === 'examples' || k === 'example' ? v : referShared(v, shapes)]));
+}
 
 function convert(build: Build, schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
   const json = z.toJSONSchema(schema, {
@@ -698,6 +747,36 @@ function json(build: Build, schema: z.ZodType, examples?: Record<string, { summa
   return { 'application/json': { schema: convert(build, schema, 'output'), ...(examples ? { examples } : {}) } };
 }
 
+/** `INVALID_BODY` → `InvalidBody`. */
+function pascal(code: string): string {
+  return code.toLowerCase().split('_').filter(Boolean).map((w) => w[0].toUpperCase() + w.slice(1)).join('');
+}
+
+/**
+ * Records an error answer under `name` and returns it to be placed inline; shareResponses later
+ * moves those answered by two operations or more to components/responses. Names come from the
+ * codes (or legacy messages), so one name must always describe the same answer.
+ */
+function shareResponse(build: Build, name: string, holder: Record<string, unknown>, status: number, object: Record<string, unknown>) {
+  const known = build.responses.get(name);
+  if (known && canonical(known.object) !== canonical(object)) throw new Error(`response ${name} is described two ways`);
+  const entry = known ?? { object, uses: [] };
+  entry.uses.push([holder, status]);
+  build.responses.set(name, entry);
+  return object;
+}
+
+/** Error answers given by several operations become one `#/components/responses/<name>` each. */
+function shareResponses(build: Build): Record<string, unknown> {
+  const shared: Record<string, unknown> = {};
+  for (const [name, { object, uses }] of [...build.responses].sort(([a], [b]) => a.localeCompare(b))) {
+    if (uses.length < 2) continue;
+    shared[name] = object;
+    for (const [holder, status] of uses) holder[status] = { $ref: `#/components/responses/${name}` };
+  }
+  return shared;
+}
+
 function operationObject(build: Build, op: Operation) {
   const parameters: unknown[] = [];
   for (const name of [...op.path.matchAll(/:([A-Za-z_]+)/g)].map((m) => m[1])) {
@@ -728,11 +807,15 @@ function operationObject(build: Build, op: Operation) {
       summary: errorCatalogue[code][1],
       value: { success: false, error: { code, message: errorCatalogue[code][1] } },
     }]));
-    responses[status] = { description: codes.join(', '), content: json(build, s.v1Error(codes as [ErrorCode, ...ErrorCode[]]), examples) };
+    const name = codes.map(pascal).join('Or');
+    responses[status] = shareResponse(build, name, responses, status,
+      { description: codes.join(', '), content: json(build, s.v1Error(codes as [ErrorCode, ...ErrorCode[]]), examples) });
   }
   for (const [status, messages] of legacyErrorsOf(op)) {
     const examples = Object.fromEntries(messages.map((message, i) => [`m${i + 1}`, { summary: message, value: { code: status, message, data: null } }]));
-    responses[status] = { description: messages.join(' | '), content: json(build, s.legacyError(status as LegacyStatus | 500), examples) };
+    const name = `Legacy${status}${messages.map((m) => pascal(m.replace(/[^A-Za-z0-9]+/g, '_'))).join('Or')}`;
+    responses[status] = shareResponse(build, name, responses, status,
+      { description: messages.join(' | '), content: json(build, s.legacyError(status as LegacyStatus | 500), examples) });
   }
 
   const roles = rolesOf(op);
@@ -820,7 +903,7 @@ export function openApiText(): string {
 /** The OpenAPI 3.1 document (built once per process; deterministic, so docs/openapi.json can be compared). */
 export function openApiDocument(): Record<string, unknown> {
   if (built) return built;
-  const build: Build = { components: {} };
+  const build: Build = { components: {}, responses: new Map() };
   const paths: Record<string, Record<string, unknown>> = {};
   for (const op of operations) {
     const path = openApiPath(op.path);
@@ -829,7 +912,15 @@ export function openApiDocument(): Record<string, unknown> {
   }
   const hooks = Object.fromEntries(Object.entries(webhooks).map(([name, hook]) => [name, webhookObject(build, hook)]));
   convert(build, s.errorEnvelope, 'output');
-  built = {
+  const responses = shareResponses(build);
+  const shapes = new Map(Object.entries(SHARED_SHAPES).map(([name, schema]) => {
+    const json = convert(build, schema, 'output');
+    return [canonical(withoutAnnotations(json)), { name, schema: json }];
+  }));
+  const schemas = referShared(build.components, shapes) as Record<string, JsonSchema>;
+  // Added after the pass: a shape is not a use of itself.
+  for (const { name, schema } of shapes.values()) schemas[name] = schema;
+  built = referShared({
     openapi: '3.1.1',
     info: {
       title: 'Kasir merchant payment API',
@@ -848,8 +939,9 @@ export function openApiDocument(): Record<string, unknown> {
       securitySchemes: {
         ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The merchant\'s (or a team user\'s) 64-hex API key. Never in the query string.' },
       },
-      schemas: Object.fromEntries(Object.entries(build.components).sort(([a], [b]) => a.localeCompare(b))),
+      responses,
     },
-  };
+  }, shapes) as Record<string, unknown>;
+  (built.components as Record<string, unknown>).schemas = Object.fromEntries(Object.entries(schemas).sort(([a], [b]) => a.localeCompare(b)));
   return built;
 }

@@ -157,7 +157,7 @@ export const importResult = named('DisbursementImport', 'The outcome of a CSV im
   ])),
 }));
 
-const errorCode = z.enum(Object.keys(errorCatalogue) as [ErrorCode, ...ErrorCode[]]);
+export const errorCode = z.enum(Object.keys(errorCatalogue) as [ErrorCode, ...ErrorCode[]]).describe('Every V1 error code (spec 7)');
 
 export const importRecord = named('DisbursementImportRecord', 'A past CSV import: who uploaded it, when, and what it decided (the counts of its answer).', z.strictObject({
   id: uuid.describe('The import_id of the import\'s answer'),
@@ -361,8 +361,8 @@ export const errorEnvelope = named('Error', 'The V1 error envelope. Clients bran
 
 // ---------- Legacy (spec 2.8, 2.9, 4.10)
 
-const wibTime = z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/).meta({ description: 'WIB (UTC+7) wall time', examples: ['2026-11-21 15:30:00'] });
-const decimal = z.string().regex(/^\d+\.\d{2}$/).meta({ description: 'Whole Rupiah as a decimal string with two decimals', examples: ['150000.00'] });
+export const wibTime = z.string().regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/).meta({ description: 'WIB (UTC+7) wall time', examples: ['2026-11-21 15:30:00'] });
+export const decimal = z.string().regex(/^\d+\.\d{2}$/).meta({ description: 'Whole Rupiah as a decimal string with two decimals', examples: ['150000.00'] });
 
 export function legacyOk<S extends z.ZodType>(data: S) {
   return z.strictObject({ code: z.literal(200), message: z.literal('Success'), data });

@@ -1,11 +1,14 @@
 // The OpenAPI document (api/openapi/document.ts) against the running system: every route
 // Express has mounted is documented and every documented operation is mounted; real answers
 // (successes and errors, V1 and legacy, and a webhook) validate against the documented zod
-// schemas of their operation and status; each list's documented default and maximum limit are
-// what the API applies; the committed docs/openapi.json is the generated document; /openapi.json
+// schemas of their operation and status, and against the generated JSON itself; each list's
+// documented default and maximum limit are what the API applies; the document passes Redocly's
+// structural rules for OpenAPI 3.1; the committed docs/openapi.json, the client types generated
+// from it (docs/client/schema.d.ts) and the Postman collection are as generated; /openapi.json
 // and /docs are served without an API key, and the page renders offline in headless Chromium
 // when one is installed.
 import t from 'tap';
+import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { createHash, generateKeyPairSync, randomBytes, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -21,6 +24,7 @@ import { call, eventually, type TestResponse } from '../helpers/http.ts';
 import { paidOrder } from '../helpers/money.ts';
 import { simulatePay, startCallbackReceiver } from '../helpers/simulator.ts';
 import { startStack } from '../helpers/stack.ts';
+import { generatedFiles, postmanCollection } from '../../scripts/openapi.ts';
 import { issueKey, makeUser } from '../helpers/team.ts';
 
 const ROOT = new URL('../../', import.meta.url);
@@ -88,6 +92,32 @@ function operation(method: Method, path: string) {
   return op;
 }
 
+interface Document {
+  paths: Record<string, Record<string, { responses: Record<string, Reply> }>>;
+  components: { schemas: Record<string, unknown>; responses: Record<string, Reply> };
+}
+type Reply = { $ref?: string; content?: Record<string, { schema?: unknown }> };
+
+const toDefs = (schema: unknown) => JSON.parse(JSON.stringify(schema).replaceAll('"#/components/schemas/', '"#/$defs/'));
+const documentedSchemas = new Map<string, z.ZodType | null>();
+
+/**
+ * The JSON Schema docs/openapi.json gives an answer, its shared responses and components
+ * resolved, as zod (z.fromJSONSchema): the generated JSON itself is checked against real answers,
+ * not only the zod schemas it was generated from.
+ */
+function documentedSchema(method: Method, path: string, status: number): z.ZodType | null {
+  const key = `${method} ${path} ${status}`;
+  if (documentedSchemas.has(key)) return documentedSchemas.get(key)!;
+  const doc = openApiDocument() as unknown as Document;
+  let reply = doc.paths[openApiPath(path)]?.[method]?.responses[status];
+  if (reply?.$ref) reply = doc.components.responses[reply.$ref.replace('#/components/responses/', '')];
+  const json = reply?.content?.['application/json']?.schema;
+  const schema = json ? z.fromJSONSchema({ ...toDefs(json), $defs: toDefs(doc.components.schemas) }) : null;
+  documentedSchemas.set(key, schema);
+  return schema;
+}
+
 /** The answer validates against the schema the document gives its operation and status. */
 function conforms(tt: Pick<typeof t, 'ok' | 'fail'>, method: Method, path: string, res: TestResponse): void {
   const op = operation(method, path);
@@ -105,6 +135,8 @@ function conforms(tt: Pick<typeof t, 'ok' | 'fail'>, method: Method, path: strin
   }
   const parsed = schema.safeParse(res.json);
   tt.ok(parsed.success, `${name} matches its documented schema${parsed.success ? '' : `:\n${z.prettifyError(parsed.error)}\n${res.text.slice(0, 1000)}`}`);
+  const fromJson = documentedSchema(method, path, res.status)?.safeParse(res.json);
+  tt.ok(fromJson?.success, `${name} matches docs/openapi.json${fromJson?.success !== false ? '' : `:\n${z.prettifyError(fromJson.error)}`}`);
   seen.add(`${method} ${path} ${res.status}`);
 }
 
@@ -145,15 +177,27 @@ t.test('the document is well formed, committed as generated, and served without 
     }
   })(doc);
   t.ok(refs.length > 0, 'records are referenced as components');
-  t.same(refs.filter((r) => !r.startsWith('#/components/schemas/') || !doc.components.schemas[r.split('/').pop()!]), [], 'every $ref resolves');
+  const resolves = (ref: string) => {
+    const [, kind, name] = /^#\/components\/(schemas|responses)\/([^/]+)$/.exec(ref) ?? [];
+    return Boolean(kind && doc.components[kind][name]);
+  };
+  t.same(refs.filter((r) => !resolves(r)), [], 'every $ref resolves');
   t.notOk(openApiText().includes('"$schema"'), 'no per-schema dialect markers');
   for (const op of operations.filter((o) => (o.auth ?? 'apiKey') === 'apiKey')) {
     const codes = [...errorsOf(op).values()].flat();
     t.ok(codes.includes('UNAUTHORIZED') && codes.includes('MERCHANT_INACTIVE'), `${key(op)} lists the authentication errors`);
   }
 
+  // Redocly's structural rules (the OpenAPI 3.1 schema of every object) and $ref resolution.
+  const lint = await createConfig({ rules: { struct: 'error', 'no-unresolved-refs': 'error' } } as Parameters<typeof createConfig>[0]);
+  const problems = await lintFromString({ source: openApiText(), absoluteRef: '/openapi.json', config: lint });
+  t.same(problems.map((p) => `${p.message} at ${p.location[0]?.pointer}`), [], 'a valid OpenAPI 3.1 document');
+
   const committed = await readFile(new URL('docs/openapi.json', ROOT), 'utf8');
   t.ok(committed === openApiText(), 'docs/openapi.json is the generated document (run `npm run openapi`)');
+  const instant = JSON.stringify((doc.components.schemas.Instant as { pattern: string }).pattern);
+  t.equal(openApiText().split(instant).length - 1, 1, 'a shared format is written once, under components');
+  t.ok(Object.keys(doc.components.responses).length > 0, 'error answers given by several operations are shared responses');
 
   const served = await call(url, { path: '/openapi.json' });
   t.equal(served.status, 200, 'no API key needed');
@@ -176,6 +220,21 @@ t.test('the document is well formed, committed as generated, and served without 
   for (const path of ['/docs/package.json', '/docs/index.html', '/docs/swagger-initializer.js', '/docs/../package.json']) {
     t.equal((await call(url, { path })).status, 404, `${path} is not served`);
   }
+});
+
+t.test('the client types and the Postman collection are committed as generated', async (t) => {
+  const files = await generatedFiles();
+  t.same(Object.keys(files).sort(), ['docs/client/schema.d.ts', 'docs/kasir.postman_collection.json', 'docs/openapi.json']);
+  for (const [path, text] of Object.entries(files)) {
+    t.ok(await readFile(new URL(path, ROOT), 'utf8') === text, `${path} is as generated (run \`npm run openapi\`)`);
+  }
+  t.ok(files['docs/kasir.postman_collection.json'] === await postmanCollection(), 'the collection is the same on every run');
+
+  const types = files['docs/client/schema.d.ts'];
+  for (const op of operations) t.ok(types.includes(`"${openApiPath(op.path)}": {`), `the client types have ${key(op)}`);
+  const collection = JSON.parse(files['docs/kasir.postman_collection.json']) as { item: { item: { request: { method: string } }[] }[] };
+  t.equal(collection.item.flatMap((folder) => folder.item).length, operations.length, 'the collection has one request per operation');
+  t.notMatch(files['docs/kasir.postman_collection.json'], /"(id|_postman_id)":/, 'no random ids');
 });
 
 t.test('each list applies the documented default and maximum limit', async (t) => {
