@@ -25,11 +25,14 @@ export interface SimulatorProcess {
   vendor(): VendorRecord;
   /** SIGTERM, then SIGKILL after 5 s; resolves with how the process ended. */
   stop(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** SIGKILL at once (a crash: nothing is flushed or closed); resolves once the process is gone. */
+  kill(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 /**
  * Spawns `node workers/simulator/server.ts` on an ephemeral port with `env` on top of this
  * process's environment (LOG_LEVEL: this process's, else warn), and resolves once it prints its URL.
+ * With SIMULATOR_STATE_FILE in `env` its state outlives the process (kill() then start again).
  */
 export async function startSimulatorProcess(env: Record<string, string> = {}): Promise<SimulatorProcess> {
   const fullEnv: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', SIMULATOR_SECRET: TEST_SECRET, ...env, SIMULATOR_PORT: env.SIMULATOR_PORT ?? '0' };
@@ -74,6 +77,10 @@ export async function startSimulatorProcess(env: Record<string, string> = {}): P
         clearTimeout(kill);
         return result;
       }
+      return exited;
+    },
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       return exited;
     },
   };

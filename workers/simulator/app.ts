@@ -7,6 +7,8 @@
 //   request retried or reconciled after a timeout never makes a second QR or transfer.
 // - A fault that answers error or reject does no work; timeout does the work and never answers.
 // - Every timer and outgoing callback is cancelled by stop(), so nothing outlives the server.
+// - With SIMULATOR_STATE_FILE, every change is journaled before the answer or callback that
+//   shows it leaves (journal.ts), and delayed work and owed callbacks resume after a restart.
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
@@ -20,11 +22,12 @@ import { irisDialect } from './dialects/iris.ts';
 import { midtransDialect } from './dialects/midtrans.ts';
 import { snapDialect } from './dialects/snap.ts';
 import { xenditDialect } from './dialects/xendit.ts';
-import { readBody, type DialectContext } from './dialect.ts';
+import { readBody, type DialectContext, type DialectHooks } from './dialect.ts';
+import { memoryJournal, openJournal } from './journal.ts';
 import { accountHolder, disbursementOutcome } from './magic.ts';
 import { verifySignature } from './signing.ts';
-import { createStore, disbursementJson, newId, newRrn, qrJson, qrStatus, refundJson, type DisbursementRecord, type QrRecord } from './store.ts';
-import { createTimers } from './timers.ts';
+import { createStore, disbursementJson, newId, newRrn, qrJson, qrStatus, refundJson, type DialectName, type DisbursementRecord, type QrRecord } from './store.ts';
+import { createDeadlines, createTimers } from './timers.ts';
 
 export type { SimulatorOptions } from './config.ts';
 
@@ -96,11 +99,14 @@ const corruptCrc = (qris: string) =>
 
 export function createSimulatorApp(options: SimulatorOptions) {
   const { code, secret, logger } = options;
-  const store = createStore();
+  const journal = options.stateFile ? openJournal(options.stateFile, logger) : memoryJournal();
+  const store = createStore(journal);
   const faults = createFaults();
   const timers = createTimers();
+  const deadlines = createDeadlines({ journal, timers, logger });
   const abort = new AbortController();
-  const callbacks = createCallbackSender({ secret, logger, faults, timers, signal: abort.signal });
+  const callbacks = createCallbackSender({ secret, logger, faults, timers, signal: abort.signal, journal });
+  const dialects = new Map<DialectName, DialectHooks>();
 
   /** Answers unless a timeout fault holds the request; bad_qris corrupts the QRIS it carries. */
   function reply(res: Response, status: number, body: Record<string, unknown>): void {
@@ -168,8 +174,9 @@ export function createSimulatorApp(options: SimulatorOptions) {
   function markPaid(qr: QrRecord, callbackFault: Fault | null): void {
     qr.paidAt = new Date();
     qr.rrn = newRrn();
+    store.saveQr(qr);
     logger.info({ reference: qr.reference, rrn: qr.rrn }, 'qr paid');
-    if (qr.notifyPaid) return qr.notifyPaid(qr, callbackFault);
+    if (qr.dialect !== 'native') return dialects.get(qr.dialect)?.paid?.(qr, callbackFault);
     const payload: CallbackPayload = {
       type: 'qris.paid',
       reference: qr.reference,
@@ -181,20 +188,54 @@ export function createSimulatorApp(options: SimulatorOptions) {
     callbacks.send(qr.callbackUrl, payload, callbackFault);
   }
 
+  /** Stores a new QR and, when configured, its auto-pay deadline. */
+  function qrCreated(qr: QrRecord): void {
+    store.saveQr(qr);
+    logger.info({ reference: qr.reference, amount: qr.amount }, 'qr created');
+    if (options.autoPaySeconds !== null) deadlines.at('qr.autopay', qr.reference, new Date(Date.now() + options.autoPaySeconds * 1000));
+  }
+
+  /** Stores an accepted disbursement and its settlement deadline. */
+  function disbursementAccepted(d: DisbursementRecord, callbackFault: Fault | null): void {
+    store.saveDisbursement(d);
+    logger.info({ reference: d.reference, amount: d.amount }, 'disbursement accepted');
+    deadlines.at('disbursement.settle', d.reference, new Date(Date.now() + options.disburseDelayMs), callbackFault);
+  }
+
+  deadlines.on('qr.autopay', (reference) => {
+    const qr = store.qrs.get(reference);
+    if (qr && qrStatus(qr) === 'PENDING') markPaid(qr, null);
+  });
+  deadlines.on('disbursement.settle', (reference, callbackFault) => {
+    const d = store.disbursements.get(reference);
+    if (d?.status === 'PROCESSING') settle(d, callbackFault);
+  });
+
   function settle(d: DisbursementRecord, callbackFault: Fault | null): void {
     const outcome = disbursementOutcome(d.accountNumber);
     if (!outcome) return;
     d.status = outcome.status;
     d.failureReason = outcome.status === 'FAILED' ? outcome.reason : null;
     d.updatedAt = new Date();
+    store.saveDisbursement(d);
     logger.info({ reference: d.reference, status: d.status }, 'disbursement settled');
-    if (d.notifySettled) return d.notifySettled(d, callbackFault);
+    if (d.dialect !== 'native') return dialects.get(d.dialect)?.settled?.(d, callbackFault);
     callbacks.send(d.callbackUrl, { type: 'disbursement.updated', reference: d.reference, id: d.id, status: d.status, failure_reason: d.failureReason }, callbackFault);
   }
 
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  // An answer may leave only once the changes it reports are in the journal: a SIGKILL right
+  // after it must not forget what it said. Every way of answering ends in res.end.
+  app.use((req, res, next) => {
+    const end = res.end;
+    res.end = function (this: Response, ...args: unknown[]) {
+      journal.flush();
+      return (end as (...a: unknown[]) => Response).apply(this, args);
+    } as Response['end'];
+    next();
+  });
   // Raw bytes for every route: the signature covers the body exactly as sent.
   app.use(express.raw({ type: () => true, limit: '64kb' }));
   app.use((req, res, next) => {
@@ -241,14 +282,9 @@ export function createSimulatorApp(options: SimulatorOptions) {
       paidAt: null,
       rrn: null,
       refunded: 0,
+      dialect: 'native',
     };
-    store.qrs.set(qr.reference, qr);
-    logger.info({ reference: qr.reference, amount: qr.amount }, 'qr created');
-    if (options.autoPaySeconds !== null) {
-      timers.after(options.autoPaySeconds * 1000, () => {
-        if (qrStatus(qr) === 'PENDING') markPaid(qr, null);
-      });
-    }
+    qrCreated(qr);
     reply(res, 201, qrJson(qr));
   });
 
@@ -273,7 +309,8 @@ export function createSimulatorApp(options: SimulatorOptions) {
     if (body.amount > qr.amount - qr.refunded) throw new SimError(400, 'AMOUNT_EXCEEDS_REFUNDABLE', `at most ${qr.amount - qr.refunded} is refundable`);
     const refund = { id: newId('rfd'), refundReference: body.refund_reference, reference: qr.reference, amount: body.amount, createdAt: new Date() };
     qr.refunded += refund.amount;
-    store.refunds.set(refund.refundReference, refund);
+    store.saveQr(qr);
+    store.saveRefund(refund);
     logger.info({ reference: qr.reference, refund_reference: refund.refundReference, amount: refund.amount }, 'refund succeeded');
     reply(res, 201, refundJson(refund));
   });
@@ -302,11 +339,9 @@ export function createSimulatorApp(options: SimulatorOptions) {
       failureReason: null,
       createdAt: now,
       updatedAt: now,
+      dialect: 'native',
     };
-    store.disbursements.set(d.reference, d);
-    logger.info({ reference: d.reference, amount: d.amount }, 'disbursement accepted');
-    const callbackFault = (res.locals.callbackFault as Fault | undefined) ?? null;
-    timers.after(options.disburseDelayMs, () => settle(d, callbackFault));
+    disbursementAccepted(d, (res.locals.callbackFault as Fault | undefined) ?? null);
     reply(res, 201, disbursementJson(d));
   });
 
@@ -336,31 +371,29 @@ export function createSimulatorApp(options: SimulatorOptions) {
     options,
     logger,
     store,
+    journal,
     faults,
     timers,
+    deadlines,
     signal: abort.signal,
     inject,
     reply,
-    sendCallback: (url, body, delivery, fault) => callbacks.sendAs(url, body, delivery, fault),
-    qrCreated(qr) {
-      store.qrs.set(qr.reference, qr);
-      logger.info({ reference: qr.reference, amount: qr.amount }, 'qr created');
-      if (options.autoPaySeconds !== null) {
-        timers.after(options.autoPaySeconds * 1000, () => {
-          if (qrStatus(qr) === 'PENDING') markPaid(qr, null);
-        });
-      }
+    register(name, hooks) {
+      dialects.set(name, hooks);
+      callbacks.channel(name, hooks.channel);
     },
-    disbursementAccepted(d, callbackFault) {
-      store.disbursements.set(d.reference, d);
-      logger.info({ reference: d.reference, amount: d.amount }, 'disbursement accepted');
-      timers.after(options.disburseDelayMs, () => settle(d, callbackFault));
-    },
+    sendCallback: (name, url, body, about, fault, takesFaults = true) => callbacks.sendAs({ channel: name, url, body, about }, fault, takesFaults),
+    qrCreated,
+    disbursementAccepted,
   };
   app.use('/xendit', xenditDialect(dialect));
   app.use('/midtrans', midtransDialect(dialect));
   app.use('/iris', irisDialect(dialect));
   app.use('/snap', snapDialect(dialect));
+
+  // Everything that can run owed work is registered now: what the journal held resumes.
+  callbacks.resume();
+  deadlines.resume();
 
   // The payer's phone: no signature, any client may pay.
   app.post('/simulate/pay', (req, res) => {
@@ -423,6 +456,8 @@ export function createSimulatorApp(options: SimulatorOptions) {
       timers.stop();
       abort.abort();
     },
+    /** Writes what is pending and closes the state file (after shutdown). */
+    closeState: () => journal.close(),
   };
 }
 
@@ -434,7 +469,7 @@ export interface RunningSimulator {
 
 /** Listens on host:port (0 = ephemeral). stop() returns once every connection is closed. */
 export async function startSimulator(options: SimulatorOptions & { host: string; port: number }): Promise<RunningSimulator> {
-  const { app, shutdown } = createSimulatorApp(options);
+  const { app, shutdown, closeState } = createSimulatorApp(options);
   const server = app.listen(options.port, options.host);
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
@@ -449,6 +484,7 @@ export async function startSimulator(options: SimulatorOptions & { host: string;
       // Held (timeout-fault) and keep-alive sockets would otherwise block close() for minutes.
       server.closeAllConnections();
       await closed;
+      await closeState();
     },
   };
 }

@@ -3,10 +3,16 @@
 // Delivery runs in the background with its own backoff (got's retry is off: a retry must be
 // re-signed with a fresh timestamp). Each callback carries a unique event_id; a duplicate
 // delivery, whether injected or a retry after a lost answer, reuses it so Kasir can dedupe.
+// A callback is journaled as owed when queued (in the same step as the change it reports) and
+// removed once delivered or given up, so a restart sends again what was still owed: at least
+// once, with the same body. A dialect's channel (how its callbacks are signed) is registered by
+// name, so a callback queued before a restart is signed the same way after it.
 import { randomUUID } from 'node:crypto';
 import got from 'got';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import type { Fault, Faults } from './faults.ts';
+import type { Journal } from './journal.ts';
 import { signedHeaders } from './signing.ts';
 import type { Timers } from './timers.ts';
 
@@ -20,27 +26,38 @@ export type CallbackPayload =
   | { type: 'qris.paid'; reference: string; id: string; amount: number; paid_at: string; rrn: string }
   | { type: 'disbursement.updated'; reference: string; id: string; status: 'SUCCESS' | 'FAILED'; failure_reason: string | null };
 
-/** How one callback is sent: its headers per attempt, and who hears the answers. */
-export interface Delivery {
+/** How one sender's callbacks go out: headers per attempt, and who hears the answers. */
+export interface Channel {
   /** Headers for an attempt (a fresh signature each time); null skips the attempt (no token yet). */
-  headers(body: string): Record<string, string> | null | Promise<Record<string, string> | null>;
-  /** Log fields naming the callback. */
-  about: Record<string, string>;
+  headers(url: string, body: string): Record<string, string> | null | Promise<Record<string, string> | null>;
   /** Hears every HTTP answer (a dialect's stats of what Kasir answered). */
   onAnswer?(status: number, body: string): void;
-  /** false: fault rules pass it by (only its request's X-Sim-Fault applies). */
-  takesFaults?: boolean;
 }
 
-export function createCallbackSender(deps: { secret: string; logger: Logger; faults: Faults; timers: Timers; signal: AbortSignal }) {
-  const { secret, logger, faults, timers, signal } = deps;
+/** One callback to send, as journaled while owed. */
+export interface Callback {
+  /** The registered channel that signs it ('native' or a dialect). */
+  channel: string;
+  url: string;
+  body: string;
+  /** Log fields naming the callback. */
+  about: Record<string, string>;
+}
+
+const owedSchema = z.object({ channel: z.string(), url: z.string(), body: z.string(), about: z.record(z.string(), z.string()) });
+
+export function createCallbackSender(deps: { secret: string; logger: Logger; faults: Faults; timers: Timers; signal: AbortSignal; journal: Journal }) {
+  const { secret, logger, faults, timers, signal, journal } = deps;
+  const channels = new Map<string, Channel>([['native', { headers: (url, body) => signedHeaders(secret, body) }]]);
   /** Callbacks created so far; orders out_of_order holds against later callbacks. */
   let sequence = 0;
   /** out_of_order callbacks, each released by the first delivery attempt of a later one. */
   let held: Array<{ seq: number; release: () => void }> = [];
 
-  async function attempt(url: string, body: string, delivery: Delivery): Promise<number | string> {
-    const headers = await delivery.headers(body);
+  async function attempt({ channel, url, body }: Callback): Promise<number | string> {
+    const via = channels.get(channel);
+    if (!via) return 'NO_CHANNEL';
+    const headers = await via.headers(url, body);
     if (!headers) return 'NO_HEADERS';
     try {
       const response = await got.post(url, {
@@ -52,17 +69,19 @@ export function createCallbackSender(deps: { secret: string; logger: Logger; fau
         followRedirect: false,
         signal,
       });
-      delivery.onAnswer?.(response.statusCode, response.body);
+      via.onAnswer?.(response.statusCode, response.body);
       return response.statusCode;
     } catch (error) {
       return (error as { code?: string }).code ?? 'ERROR';
     }
   }
 
-  async function deliver(url: string, body: string, delivery: Delivery, log: Logger, seq: number): Promise<void> {
+  async function deliver(callback: Callback, log: Logger, seq: number): Promise<void> {
     for (let n = 0; n <= RETRY_DELAYS_MS.length; n++) {
       if (n > 0) await timers.sleep(RETRY_DELAYS_MS[n - 1]);
-      const result = await attempt(url, body, delivery);
+      const result = await attempt(callback);
+      // Stopped mid-attempt: abandoned like a stopped sleep, so it stays owed for the next start.
+      if (signal.aborted) return new Promise<void>(() => {});
       if (n === 0) {
         const earlier = held.filter((h) => h.seq < seq);
         held = held.filter((h) => h.seq >= seq);
@@ -77,28 +96,32 @@ export function createCallbackSender(deps: { secret: string; logger: Logger; fau
     log.error('callback given up after all attempts');
   }
 
-  /** Queues a callback; `override` is a fault given in the X-Sim-Fault header of the request that caused it. */
+  /** Queues a native callback; `override` is a fault given in the X-Sim-Fault header of the request that caused it. */
   function send(url: string, payload: CallbackPayload, override: Fault | null = null): void {
     const eventId = `evt_${randomUUID()}`;
     const body = JSON.stringify({ event_id: eventId, ...payload });
-    sendAs(url, body, { headers: (signed) => signedHeaders(secret, signed), about: { event_id: eventId, type: payload.type, reference: payload.reference } }, override);
+    sendAs({ channel: 'native', url, body, about: { event_id: eventId, type: payload.type, reference: payload.reference } }, override);
   }
 
   /**
-   * Queues a callback in a vendor dialect's own body and headers (made per attempt, so a
-   * signature can carry a fresh timestamp), with the same retries and callback faults.
+   * Queues a callback of any channel, with the same retries and callback faults; `takesFaults`
+   * false lets fault rules pass it by (only `override` applies).
    */
-  function sendAs(url: string, body: string, delivery: Delivery, override: Fault | null = null): void {
+  function sendAs(callback: Callback, override: Fault | null = null, takesFaults = true): void {
     const seq = ++sequence;
-    const log = logger.child(delivery.about);
-    const fault = override ?? (delivery.takesFaults === false ? null : faults.take('callback'));
+    const log = logger.child(callback.about);
+    const fault = override ?? (takesFaults ? faults.take('callback') : null);
     if (fault) log.info({ fault: fault.mode }, 'fault injected on callback');
-    const go = () => void deliver(url, body, delivery, log, seq);
+    if (fault?.mode === 'drop_callback') return;
+    const id = randomUUID();
+    journal.put('callback', id, callback);
+    const done = () => journal.remove('callback', id);
+    const go = () => void deliver(callback, log, seq).then(done);
     switch (fault?.mode) {
-      case 'drop_callback':
-        return;
       case 'duplicate_callback':
-        void deliver(url, body, delivery, log, seq).then(() => deliver(url, body, delivery, log, seq));
+        void deliver(callback, log, seq)
+          .then(() => deliver(callback, log, seq))
+          .then(done);
         return;
       case 'latency':
         timers.after(fault.latencyMs ?? 1000, go);
@@ -121,7 +144,21 @@ export function createCallbackSender(deps: { secret: string; logger: Logger; fau
     }
   }
 
-  return { send, sendAs };
+  /** Sends again, once each and without faults, the callbacks still owed when the journal was last written. */
+  function resume(): void {
+    for (const [id, callback] of journal.loaded('callback', owedSchema)) {
+      const log = logger.child(callback.about);
+      log.info('callback owed before the restart: sending it again');
+      void deliver(callback, log, ++sequence).then(() => journal.remove('callback', id));
+    }
+  }
+
+  /** Registers how a dialect's callbacks are signed and heard, before resume(). */
+  function channel(name: string, via: Channel): void {
+    channels.set(name, via);
+  }
+
+  return { send, sendAs, resume, channel };
 }
 
 export type CallbackSender = ReturnType<typeof createCallbackSender>;

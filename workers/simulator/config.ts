@@ -17,6 +17,9 @@ const envSchema = z.object({
   SIMULATOR_MERCHANT_NAME: z.string().min(1).default('KASIR DEMO MERCHANT'),
   SIMULATOR_MERCHANT_CITY: z.string().min(1).default('JAKARTA'),
   SIMULATOR_NMID: z.string().regex(/^[A-Z0-9]{1,15}$/, 'uppercase letters or digits, up to 15').default('ID1026000000001'),
+  // Where the simulator keeps its state across restarts (workers/simulator/journal.ts); unset,
+  // state lives in memory only. A path, created with its directory when missing.
+  SIMULATOR_STATE_FILE: z.string().min(1).optional(),
   // The keys the vendor dialects (docs/simulator.md) accept and sign with, like a sandbox
   // account's dashboard would show them. Development defaults; set them to test key handling.
   SIMULATOR_XENDIT_SECRET_KEY: z.string().min(8).default('xnd_development_kasir_simulator_key'),
@@ -74,6 +77,8 @@ export interface SimulatorConfig {
   merchantName: string;
   merchantCity: string;
   nmid: string;
+  /** The journal that keeps state across restarts; null: memory only. */
+  stateFile: string | null;
   /** Credentials of the vendor dialects, as the vendor would issue them. */
   dialects: {
     xendit: { secretKey: string; callbackToken: string; callbackUrl: string | null };
@@ -121,6 +126,7 @@ export function loadSimulatorConfig(env: Record<string, string | undefined>): Si
     merchantName: e.SIMULATOR_MERCHANT_NAME,
     merchantCity: e.SIMULATOR_MERCHANT_CITY,
     nmid: e.SIMULATOR_NMID,
+    stateFile: e.SIMULATOR_STATE_FILE ?? null,
     dialects: {
       xendit: { secretKey: e.SIMULATOR_XENDIT_SECRET_KEY, callbackToken: e.SIMULATOR_XENDIT_CALLBACK_TOKEN, callbackUrl: e.SIMULATOR_XENDIT_CALLBACK_URL ?? null },
       midtrans: { serverKey: e.SIMULATOR_MIDTRANS_SERVER_KEY },

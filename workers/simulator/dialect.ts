@@ -5,18 +5,36 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { z } from 'zod';
 import type { Logger } from 'pino';
 import type { SimulatorOptions } from './config.ts';
-import type { Delivery } from './callbacks.ts';
+import type { Channel } from './callbacks.ts';
 import type { Fault, Faults, RequestOp } from './faults.ts';
-import type { DisbursementRecord, QrRecord, Store } from './store.ts';
-import type { Timers } from './timers.ts';
+import type { Journal } from './journal.ts';
+import type { DialectName, DisbursementRecord, QrRecord, Store } from './store.ts';
+import type { Deadlines, Timers } from './timers.ts';
+
+/**
+ * What a dialect does on the app's behalf, registered once by name so that records and callbacks
+ * it made before a restart are still its own after it.
+ */
+export interface DialectHooks {
+  /** How its callbacks are signed (per attempt) and whose stats hear the answers. */
+  channel: Channel;
+  /** Sends the payment callback of one of its QRs, just paid. */
+  paid?(qr: QrRecord, callbackFault: Fault | null): void;
+  /** Sends the final-status callback of one of its payouts, just settled. */
+  settled?(d: DisbursementRecord, callbackFault: Fault | null): void;
+}
 
 /** What a vendor dialect shares with the native simulator. */
 export interface DialectContext {
   options: SimulatorOptions;
   logger: Logger;
   store: Store;
+  /** For the dialect's own records (journal kinds named `<dialect>.<what>`), loaded at start. */
+  journal: Journal;
   faults: Faults;
   timers: Timers;
+  /** Delayed work a restart must not lose; actions named `<dialect>.<what>`. */
+  deadlines: Deadlines;
   /** Aborted when the simulator stops: outgoing callbacks pass it to got. */
   signal: AbortSignal;
   /**
@@ -24,13 +42,18 @@ export interface DialectContext {
    * and reject faults answer with `errorBody` (the dialect's own error shape) when given.
    */
   inject(op: RequestOp, causesCallback?: boolean, errorBody?: (status: number, mode: 'error' | 'reject') => Record<string, unknown>): RequestHandler;
-  /** Sends a callback in the dialect's own body and headers, with the shared retries and callback faults. */
-  sendCallback(url: string, body: string, delivery: Delivery, fault: Fault | null): void;
+  /** Registers the dialect's hooks; called once, when the dialect is made. */
+  register(name: DialectName, hooks: DialectHooks): void;
+  /**
+   * Sends a callback in the dialect's own body through its channel, with the shared retries and
+   * callback faults (`takesFaults` false: fault rules pass it by, only `fault` applies).
+   */
+  sendCallback(name: DialectName, url: string, body: string, about: Record<string, string>, fault: Fault | null, takesFaults?: boolean): void;
   /** Answers unless a timeout fault holds the request (bad_qris corrupts `qris_string`). */
   reply(res: Response, status: number, body: Record<string, unknown>): void;
-  /** Stores a new QR (its notifyPaid set) and starts its auto-pay timer when configured. */
+  /** Stores a new QR (its `dialect` set) and starts its auto-pay deadline when configured. */
   qrCreated(qr: QrRecord): void;
-  /** Stores an accepted payout (its notifySettled set) and settles it after the configured delay. */
+  /** Stores an accepted payout (its `dialect` set) and settles it after the configured delay. */
   disbursementAccepted(d: DisbursementRecord, callbackFault: Fault | null): void;
 }
 

@@ -9,7 +9,7 @@ export type Op = RequestOp | 'callback';
 
 const REQUEST_MODES: readonly string[] = ['latency', 'error', 'timeout', 'reject', 'bad_qris'];
 const CALLBACK_MODES: readonly string[] = ['latency', 'duplicate_callback', 'out_of_order_callback', 'drop_callback'];
-const MODES = ['latency', 'error', 'timeout', 'reject', 'bad_qris', 'duplicate_callback', 'out_of_order_callback', 'drop_callback'] as const;
+export const MODES = ['latency', 'error', 'timeout', 'reject', 'bad_qris', 'duplicate_callback', 'out_of_order_callback', 'drop_callback'] as const;
 export type Mode = (typeof MODES)[number];
 
 export interface Fault {

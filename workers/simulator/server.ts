@@ -16,7 +16,14 @@ try {
 const logger = pino({ level: process.env.LOG_LEVEL ?? 'info', base: { proc: 'simulator', code: config.code } }, pino.destination(2));
 if (config.secret === DEV_SECRET) logger.warn('SIMULATOR_SECRET is the dev-only default; set it wherever the simulator is shared');
 
-const simulator = await startSimulator({ ...config, logger });
+let simulator: Awaited<ReturnType<typeof startSimulator>>;
+try {
+  simulator = await startSimulator({ ...config, logger });
+} catch (error) {
+  // An unreadable state file or a port in use: say which, without a stack.
+  process.stderr.write(`${(error as Error).message}\n`);
+  process.exit(1);
+}
 process.stdout.write(`simulator listening on ${simulator.url}\n`);
 
 async function stop(signal: string) {

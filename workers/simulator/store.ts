@@ -1,8 +1,15 @@
-// The simulator's state: plain Maps in memory. A restart forgets every QR, refund and
-// disbursement (queries then answer 404 / NOT_FOUND), which is acceptable for a sandbox and is
-// itself a case Kasir's reconciliation must survive.
+// The simulator's shared records: Maps in memory, each change also put in the journal
+// (journal.ts), so with SIMULATOR_STATE_FILE set a restart finds them again as a real gateway's
+// database would. Records are changed in place and saved in the step that changes them; the
+// journal serializes them when the step's changes are written (before its answer leaves).
 import { randomBytes, randomInt } from 'node:crypto';
-import type { Fault } from './faults.ts';
+import { z } from 'zod';
+import type { Journal } from './journal.ts';
+
+/** The vendor dialects (dialects/*.ts); a record made by one gets its callbacks from it. */
+export type DialectName = 'xendit' | 'midtrans' | 'iris' | 'snap';
+export type Origin = 'native' | DialectName;
+const origin = z.enum(['native', 'xendit', 'midtrans', 'iris', 'snap']);
 
 export interface QrRecord {
   id: string;
@@ -15,11 +22,8 @@ export interface QrRecord {
   paidAt: Date | null;
   rrn: string | null;
   refunded: number;
-  /**
-   * Set by the vendor dialect that created the QR (docs/simulator.md): sends that vendor's own
-   * payment callback once the QR is paid. Without it the native callback goes out.
-   */
-  notifyPaid?: (qr: QrRecord, callbackFault: Fault | null) => void;
+  /** Who created it: a dialect sends its own payment callback (docs/simulator.md), native the native one. */
+  dialect: Origin;
 }
 
 export interface RefundRecord {
@@ -44,18 +48,66 @@ export interface DisbursementRecord {
   failureReason: string | null;
   createdAt: Date;
   updatedAt: Date;
-  /** Set by the vendor dialect that accepted the payout: sends its own final-status callback. */
-  notifySettled?: (d: DisbursementRecord, callbackFault: Fault | null) => void;
+  /** Who accepted it: a dialect sends its own final-status callback, native the native one. */
+  dialect: Origin;
 }
 
-export function createStore() {
+const date = z.coerce.date();
+const qrSchema = z.object({
+  id: z.string(),
+  reference: z.string(),
+  amount: z.number().int(),
+  qrisString: z.string(),
+  expiresAt: date.nullable(),
+  callbackUrl: z.string(),
+  createdAt: date,
+  paidAt: date.nullable(),
+  rrn: z.string().nullable(),
+  refunded: z.number().int(),
+  dialect: origin,
+});
+export const refundSchema = z.object({ id: z.string(), refundReference: z.string(), reference: z.string(), amount: z.number().int(), createdAt: date });
+const disbursementSchema = z.object({
+  id: z.string(),
+  reference: z.string(),
+  channel: z.enum(['BANK', 'EWALLET']),
+  bankCode: z.string().nullable(),
+  ewalletCode: z.string().nullable(),
+  accountNumber: z.string(),
+  accountName: z.string().nullable(),
+  amount: z.number().int(),
+  callbackUrl: z.string(),
+  status: z.enum(['PROCESSING', 'SUCCESS', 'FAILED']),
+  failureReason: z.string().nullable(),
+  createdAt: date,
+  updatedAt: date,
+  dialect: origin,
+});
+
+/** The records the journal holds, loaded again; changes go through the save functions. */
+export function createStore(journal: Journal) {
+  /** By Kasir's reference, the idempotency key of a create. */
+  const qrs = new Map<string, QrRecord>(journal.loaded('qr', qrSchema));
+  /** By refund_reference. */
+  const refunds = new Map<string, RefundRecord>(journal.loaded('refund', refundSchema));
+  /** By Kasir's reference. */
+  const disbursements = new Map<string, DisbursementRecord>(journal.loaded('disbursement', disbursementSchema));
   return {
-    /** By Kasir's reference, the idempotency key of a create. */
-    qrs: new Map<string, QrRecord>(),
-    /** By refund_reference. */
-    refunds: new Map<string, RefundRecord>(),
-    /** By Kasir's reference. */
-    disbursements: new Map<string, DisbursementRecord>(),
+    qrs,
+    refunds,
+    disbursements,
+    saveQr(qr: QrRecord) {
+      qrs.set(qr.reference, qr);
+      journal.put('qr', qr.reference, qr);
+    },
+    saveRefund(refund: RefundRecord) {
+      refunds.set(refund.refundReference, refund);
+      journal.put('refund', refund.refundReference, refund);
+    },
+    saveDisbursement(d: DisbursementRecord) {
+      disbursements.set(d.reference, d);
+      journal.put('disbursement', d.reference, d);
+    },
   };
 }
 

@@ -66,9 +66,20 @@ interface Payout {
   state: 'queued' | 'approved' | 'rejected';
   createdAt: Date;
   updatedAt: Date;
-  /** The shared store's record, once approved. */
-  record: DisbursementRecord | null;
 }
+
+const payoutRecord = z.object({
+  referenceNo: z.string(),
+  name: z.string(),
+  account: z.string(),
+  bank: z.string(),
+  email: z.string().nullable(),
+  amount: z.number().int(),
+  notes: z.string(),
+  state: z.enum(['queued', 'approved', 'rejected']),
+  createdAt: z.coerce.date(),
+  updatedAt: z.coerce.date(),
+});
 
 const amountString = z.string().regex(/^\d{1,16}(\.\d{1,2})?$/, 'must be digits with at most 2 decimals');
 const payoutsBody = z.object({
@@ -101,9 +112,14 @@ export function irisDialect(ctx: DialectContext): Router {
   const cfg = ctx.options.dialects.iris;
   const log = ctx.logger.child({ dialect: 'iris' });
   const router = Router();
-  const payouts = new Map<string, Payout>();
+  // Journaled as iris.payout (by reference_no) and iris.setting, so a restart keeps them.
+  const payouts = new Map<string, Payout>(ctx.journal.loaded('iris.payout', payoutRecord));
   const stats = { calls: {} as Record<string, number>, rejected: {} as Record<string, number>, notificationsSent: 0, notifyAnswers: {} as Record<string, number>, notified: [] as string[] };
-  let notifyUrl = cfg.notifyUrl;
+  /** A URL set through the admin route outlasts a restart, like the dashboard setting it stands for. */
+  let notifyUrl = new Map(ctx.journal.loaded('iris.setting', z.string())).get('notify_url') ?? cfg.notifyUrl;
+  const savePayout = (p: Payout) => ctx.journal.put('iris.payout', p.referenceNo, p);
+  /** The shared store's record of an approved payout (same reference). */
+  const recordOf = (p: Payout): DisbursementRecord | null => (p.state === 'approved' ? (ctx.store.disbursements.get(p.referenceNo) ?? null) : null);
   let garble = 0;
   let approveFaults: { mode: 'error' | 'reject' | 'timeout'; count: number } | null = null;
 
@@ -156,10 +172,11 @@ export function irisDialect(ctx: DialectContext): Router {
 
   const statusOf = (p: Payout): IrisStatus => {
     if (p.state !== 'approved') return p.state;
-    if (!p.record || p.record.status === 'PROCESSING') return 'approved';
-    return p.record.status === 'SUCCESS' ? 'completed' : 'failed';
+    const record = recordOf(p);
+    if (!record || record.status === 'PROCESSING') return 'approved';
+    return record.status === 'SUCCESS' ? 'completed' : 'failed';
   };
-  const failureOf = (p: Payout) => (statusOf(p) === 'failed' ? { error_code: '002', error_message: `Invalid destination account number (${p.record?.failureReason ?? 'FAILED'})` } : {});
+  const failureOf = (p: Payout) => (statusOf(p) === 'failed' ? { error_code: '002', error_message: `Invalid destination account number (${recordOf(p)?.failureReason ?? 'FAILED'})` } : {});
 
   function payoutJson(p: Payout) {
     return {
@@ -208,9 +225,9 @@ export function irisDialect(ctx: DialectContext): Router {
         state: 'queued',
         createdAt: now,
         updatedAt: now,
-        record: null,
       };
       payouts.set(payout.referenceNo, payout);
+      savePayout(payout);
       log.info({ reference_no: payout.referenceNo, notes: payout.notes, amount: payout.amount }, 'payout queued');
       return { status: 'queued', reference_no: payout.referenceNo };
     });
@@ -235,6 +252,7 @@ export function irisDialect(ctx: DialectContext): Router {
     for (const p of found as Payout[]) {
       p.state = 'approved';
       p.updatedAt = new Date();
+      savePayout(p);
       const record: DisbursementRecord = {
         id: p.referenceNo,
         reference: p.referenceNo,
@@ -249,14 +267,10 @@ export function irisDialect(ctx: DialectContext): Router {
         failureReason: null,
         createdAt: p.createdAt,
         updatedAt: p.updatedAt,
-        notifySettled: (d, callbackFault) => {
-          p.updatedAt = d.updatedAt;
-          notify(p, callbackFault);
-        },
+        dialect: 'iris',
       };
-      p.record = record;
-      notify(p, null);
       ctx.disbursementAccepted(record, null);
+      notify(p, null);
     }
     if (mode === 'timeout') {
       const cancel = ctx.timers.after(HOLD_MS, () => res.destroy());
@@ -274,6 +288,7 @@ export function irisDialect(ctx: DialectContext): Router {
     for (const p of found as Payout[]) {
       p.state = 'rejected';
       p.updatedAt = new Date();
+      savePayout(p);
       notify(p, null);
     }
     send(res, 200, { status: 'ok' });
@@ -312,9 +327,19 @@ export function irisDialect(ctx: DialectContext): Router {
     stats.notified.push(`${p.referenceNo}:${status}`);
     // Fault rules aim at the final notifications, not the intermediate ones (approved...).
     const final = status === 'completed' || status === 'failed';
-    const headers = (signed: string) => ({ 'iris-signature': createHash('sha512').update(signed + cfg.merchantKey).digest('hex') });
-    ctx.sendCallback(url, body, { headers, about: { dialect: 'iris', reference_no: p.referenceNo }, onAnswer: recordAnswer, takesFaults: final }, override);
+    ctx.sendCallback('iris', url, body, { dialect: 'iris', reference_no: p.referenceNo }, override, final);
   }
+
+  ctx.register('iris', {
+    channel: { headers: (url, body) => ({ 'iris-signature': createHash('sha512').update(body + cfg.merchantKey).digest('hex') }), onAnswer: recordAnswer },
+    settled(d, callbackFault) {
+      const p = payouts.get(d.reference);
+      if (!p) return;
+      p.updatedAt = d.updatedAt;
+      savePayout(p);
+      notify(p, callbackFault);
+    },
+  });
 
   // ---------------------------------------------------------------- admin (loopback only)
 
@@ -335,6 +360,7 @@ export function irisDialect(ctx: DialectContext): Router {
     const parsed = z.object({ url: z.url({ protocol: /^https?$/ }) }).safeParse(json(req));
     if (!parsed.success) return void res.status(400).json({ error: { code: 'VALIDATION_ERROR', message: 'url: an http(s) URL' } });
     notifyUrl = parsed.data.url;
+    ctx.journal.put('iris.setting', 'notify_url', notifyUrl);
     res.json({ url: notifyUrl });
   });
   admin.post('/approve-fault', (req, res) => {

@@ -22,7 +22,7 @@ import { buildDynamicQris, QRIS_MAX_AMOUNT } from '../../../db/gateways/qris.ts'
 import { readBody, type DialectContext } from '../dialect.ts';
 import { loopbackOnly } from '../loopback.ts';
 import { applies, isCallbackMode, parseFaultHeader, type Fault, type RequestOp } from '../faults.ts';
-import { newRrn, qrStatus, type QrRecord, type RefundRecord } from '../store.ts';
+import { newRrn, qrStatus, refundSchema, type QrRecord, type RefundRecord } from '../store.ts';
 
 class MidtransError extends Error {
   http: number;
@@ -73,6 +73,13 @@ interface Charge {
   refunds: Array<RefundRecord & { chargebackId: number }>;
 }
 
+const chargeRecord = z.object({
+  transactionId: z.string(),
+  acquirer: z.string(),
+  notifyUrl: z.string().nullable(),
+  refunds: z.array(refundSchema.extend({ chargebackId: z.number().int() })),
+});
+
 
 function parse<T extends z.ZodType>(schema: T, req: Request): z.output<T> {
   const body = readBody(schema, req);
@@ -85,11 +92,11 @@ export function midtransDialect(ctx: DialectContext): Router {
   const cfg = ctx.options.dialects.midtrans;
   const log = ctx.logger.child({ dialect: 'midtrans' });
   const router = Router();
-  /** Dialect state of each Midtrans QR, by Kasir's order_id (the store's key). */
-  const charges = new Map<string, Charge>();
+  /** Dialect state of each Midtrans QR, by Kasir's order_id (the store's key); journaled as midtrans.charge. */
+  const charges = new Map<string, Charge>(ctx.journal.loaded('midtrans.charge', chargeRecord));
   const stats = { calls: {} as Record<string, number>, rejected: {} as Record<string, number>, notificationsSent: 0, notifyAnswers: {} as Record<string, number>, notified: [] as string[] };
   let garble = 0;
-  let chargebackSeq = 0;
+  let chargebackSeq = Math.max(0, ...[...charges.values()].flatMap((c) => c.refunds.map((r) => r.chargebackId)));
 
   const send = (res: Response, http: number, body: Record<string, unknown>) => {
     if (garble > 0 && (res.locals.fault as Fault | undefined)?.mode !== 'timeout') {
@@ -222,10 +229,14 @@ export function midtransDialect(ctx: DialectContext): Router {
       paidAt: null,
       rrn: null,
       refunded: 0,
-      notifyPaid: (paid, callbackFault) => notify(paid, callbackFault),
+      dialect: 'midtrans',
     };
     charges.set(orderId, charge);
+    ctx.journal.put('midtrans.charge', orderId, charge);
     ctx.qrCreated(qr);
+    // Midtrans notifies every status change, the new pending one included (queued before the
+    // answer so that both are journaled in the same step).
+    notify(qr, null);
     const f = res.locals.fault as Fault | undefined;
     const qrString = f?.mode === 'bad_qris' ? qr.qrisString.slice(0, -4) + (parseInt(qr.qrisString.slice(-4), 16) ^ 0xffff).toString(16).toUpperCase().padStart(4, '0') : qr.qrisString;
     send(res, 200, {
@@ -245,8 +256,6 @@ export function midtransDialect(ctx: DialectContext): Router {
       acquirer: charge.acquirer,
       ...(expiresAt ? { expiry_time: wib(expiresAt) } : {}),
     });
-    // Midtrans notifies every status change, the new pending one included.
-    notify(qr, null);
   });
 
   router.get('/v2/:id/status', authenticate, fault('queryQris'), (req, res) => {
@@ -279,10 +288,12 @@ export function midtransDialect(ctx: DialectContext): Router {
     const refund = { id: `mtr_${++chargebackSeq}`, refundReference: refundKey, reference: qr.reference, amount, createdAt: new Date(), chargebackId: chargebackSeq };
     qr.refunded += amount;
     charge.refunds.push(refund);
-    ctx.store.refunds.set(refundKey, refund);
+    ctx.store.saveQr(qr);
+    ctx.store.saveRefund(refund);
+    ctx.journal.put('midtrans.charge', qr.reference, charge);
     log.info({ reference: qr.reference, refund_key: refundKey, amount }, 'refund succeeded');
-    answer(refund);
     notify(qr, (res.locals.callbackFault as Fault | undefined) ?? null, { refund_key: refundKey, refund_amount: money(amount) });
+    answer(refund);
   });
 
   // ---------------------------------------------------------------- notifications
@@ -299,7 +310,10 @@ export function midtransDialect(ctx: DialectContext): Router {
     const charge = charges.get(qr.reference);
     const url = charge?.notifyUrl;
     if (!charge || !url) return void log.warn({ reference: qr.reference }, 'no notification URL for this charge: not notified');
-    if (qr.paidAt && !qr.rrn) qr.rrn = newRrn();
+    if (qr.paidAt && !qr.rrn) {
+      qr.rrn = newRrn();
+      ctx.store.saveQr(qr);
+    }
     const state = transactionJson(qr, charge);
     const { refunds: _refunds, ...fields } = state;
     const body = JSON.stringify({
@@ -310,9 +324,11 @@ export function midtransDialect(ctx: DialectContext): Router {
     });
     stats.notified.push(`${qr.reference}:${state.transaction_status}`);
     // Fault rules aim at the notifications Kasir acts on, not the pending one of a new charge.
-    const delivery = { headers: () => ({}), about: { dialect: 'midtrans', reference: qr.reference }, onAnswer: recordAnswer, takesFaults: state.transaction_status !== 'pending' };
-    ctx.sendCallback(url, body, delivery, override);
+    ctx.sendCallback('midtrans', url, body, { dialect: 'midtrans', reference: qr.reference }, override, state.transaction_status !== 'pending');
   }
+
+  // The signature rides in the body (signature_key), so no headers.
+  ctx.register('midtrans', { channel: { headers: () => ({}), onAnswer: recordAnswer }, paid: (qr, callbackFault) => notify(qr, callbackFault) });
 
   // ---------------------------------------------------------------- admin (loopback only)
 

@@ -138,18 +138,26 @@ export function snapDialect(ctx: DialectContext): Router {
 
   let keysPromise: Promise<Keys> | null = null;
   const keys = () => (keysPromise ??= loadKeys());
+  /** Private keys generated for want of configured ones (snap.key): Kasir's copies stay good across a restart. */
+  const generatedKeys = new Map(ctx.journal.loaded('snap.key', z.string()));
+  async function generated(name: 'provider' | 'partner'): Promise<KeyObject> {
+    const saved = generatedKeys.get(name);
+    if (saved) return createPrivateKey(saved);
+    const { privateKey } = await generateKeyPairAsync('rsa', { modulusLength: 2048 });
+    ctx.journal.put('snap.key', name, privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
+    if (name === 'partner') log.warn('SNAP partner key pair generated: fetch it from GET /snap/admin/keys');
+    return privateKey;
+  }
   async function loadKeys(): Promise<Keys> {
-    const pair = () => generateKeyPairAsync('rsa', { modulusLength: 2048 });
-    const provider = cfg.privateKeyPem ? createPrivateKey(cfg.privateKeyPem) : (await pair()).privateKey;
+    const provider = cfg.privateKeyPem ? createPrivateKey(cfg.privateKeyPem) : await generated('provider');
     let partnerPrivatePem: string | null = null;
     let partnerPublic: KeyObject;
     if (cfg.partnerPublicKeyPem) {
       partnerPublic = createPublicKey(cfg.partnerPublicKeyPem);
     } else {
-      const generated = await pair();
-      partnerPublic = generated.publicKey;
-      partnerPrivatePem = generated.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-      log.warn('SNAP partner key pair generated: fetch it from GET /snap/admin/keys');
+      const partnerPrivate = await generated('partner');
+      partnerPublic = createPublicKey(partnerPrivate);
+      partnerPrivatePem = partnerPrivate.export({ type: 'pkcs8', format: 'pem' }).toString();
     }
     return {
       providerPrivate: provider,
@@ -160,12 +168,17 @@ export function snapDialect(ctx: DialectContext): Router {
     };
   }
 
-  /** token → expiry (ms). */
+  /** token → expiry (ms); journaled as snap.token while valid, so a restart does not log Kasir out. */
   const tokens = new Map<string, number>();
+  for (const [token, until] of ctx.journal.loaded('snap.token', z.number())) {
+    if (until > Date.now()) tokens.set(token, until);
+    else ctx.journal.remove('snap.token', token);
+  }
   /** X-EXTERNAL-IDs taken, by Jakarta day; earlier days are forgotten. */
   let externalIds = { day: '', ids: new Set<string>() };
   const stats = { tokenRequests: 0, calls: {} as Record<string, number>, rejected: {} as Record<string, number>, notifiesSent: 0, notifyAnswers: {} as Record<string, number> };
-  let notifyUrl = cfg.notifyUrl;
+  /** A URL set through the admin route outlasts a restart, like the dashboard setting it stands for. */
+  let notifyUrl = new Map(ctx.journal.loaded('snap.setting', z.string())).get('notify_url') ?? cfg.notifyUrl;
   /** The token Kasir issued the simulator for HMAC notifies, and until when. */
   let kasirToken: { token: string; until: number } | null = null;
 
@@ -198,6 +211,7 @@ export function snapDialect(ctx: DialectContext): Router {
     if (!body.grantType && !body.grant_type) throw new SnapError(400, '73', '02', 'Invalid Mandatory Field grantType');
     const token = randomBytes(24).toString('base64url');
     tokens.set(token, Date.now() + cfg.tokenSeconds * 1000);
+    ctx.journal.put('snap.token', token, tokens.get(token)!);
     ctx.reply(res, 200, { responseCode: '2007300', responseMessage: 'Successful', accessToken: token, tokenType: 'Bearer', expiresIn: String(cfg.tokenSeconds) });
   });
 
@@ -322,7 +336,7 @@ export function snapDialect(ctx: DialectContext): Router {
       paidAt: null,
       rrn: null,
       refunded: 0,
-      notifyPaid: (paid, callbackFault) => sendNotify(paid, callbackFault),
+      dialect: 'snap',
     };
     ctx.qrCreated(qr);
     const f = res.locals.fault as Fault | undefined;
@@ -375,7 +389,8 @@ export function snapDialect(ctx: DialectContext): Router {
     if (amount > qr.amount - qr.refunded) throw new SnapError(404, '78', '13', 'Invalid Amount');
     const refund: RefundRecord = { id: `R${randomBytes(8).toString('hex').toUpperCase()}`, refundReference: body.partnerRefundNo, reference: qr.reference, amount, createdAt: new Date() };
     qr.refunded += amount;
-    ctx.store.refunds.set(refund.refundReference, refund);
+    ctx.store.saveQr(qr);
+    ctx.store.saveRefund(refund);
     log.info({ reference: qr.reference, partnerRefundNo: refund.refundReference, amount }, 'refund succeeded');
     ctx.reply(res, 200, {
       responseCode: '2007800',
@@ -423,8 +438,8 @@ export function snapDialect(ctx: DialectContext): Router {
       failureReason: null,
       createdAt: now,
       updatedAt: now,
-      // SNAP has no transfer notify here: the final status is read with the status inquiry.
-      notifySettled: () => {},
+      // SNAP has no transfer notify here (no settled hook): the final status is read with the status inquiry.
+      dialect: 'snap',
     };
     ctx.disbursementAccepted(d, null);
     ctx.reply(res, 200, {
@@ -542,8 +557,10 @@ export function snapDialect(ctx: DialectContext): Router {
       additionalInfo: { rrn: qr.rrn ?? newRrn(), paidTime: jakarta(qr.paidAt ?? new Date()) },
     });
     // Re-signed on every attempt (a fresh timestamp); the body stays byte for byte the same.
-    ctx.sendCallback(url, body, { headers: (b) => notifyHeaders(url, b), about: { dialect: 'snap', reference: qr.reference }, onAnswer: recordAnswer }, override);
+    ctx.sendCallback('snap', url, body, { dialect: 'snap', reference: qr.reference }, override);
   }
+
+  ctx.register('snap', { channel: { headers: notifyHeaders, onAnswer: recordAnswer }, paid: sendNotify });
 
   // ---------------------------------------------------------------- admin (loopback only)
 
@@ -578,6 +595,7 @@ export function snapDialect(ctx: DialectContext): Router {
     for (const [token, until] of tokens) {
       if (until > Date.now()) expired++;
       tokens.set(token, 0);
+      ctx.journal.remove('snap.token', token);
     }
     log.info({ expired }, 'tokens expired on request');
     res.json({ expired });
@@ -586,6 +604,7 @@ export function snapDialect(ctx: DialectContext): Router {
     const parsed = z.object({ url: z.url({ protocol: /^https?$/ }) }).safeParse(JSON.parse((req.body as Buffer).toString('utf8') || '{}'));
     if (!parsed.success) return void res.status(400).json({ error: { code: 'VALIDATION_ERROR', message: 'url: an http(s) URL' } });
     notifyUrl = parsed.data.url;
+    ctx.journal.put('snap.setting', 'notify_url', notifyUrl);
     kasirToken = null;
     res.json({ url: notifyUrl });
   });

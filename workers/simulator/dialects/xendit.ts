@@ -79,7 +79,11 @@ const payoutBody = z.object({
 interface XenditRefund {
   id: string;
   paymentId: string;
-  qr: QrRecord;
+  /** The refunded QR's reference (the shared store's key). */
+  reference: string;
+  paymentAmount: number;
+  /** The Idempotency-key it was made with: a repeat answers it again. */
+  idempotencyKey: string | null;
   amount: number;
   status: 'PENDING' | 'SUCCEEDED' | 'FAILED';
   failureCode: string | null;
@@ -87,6 +91,20 @@ interface XenditRefund {
   created: Date;
   updated: Date;
 }
+
+const refundRecord = z.object({
+  id: z.string(),
+  paymentId: z.string(),
+  reference: z.string(),
+  paymentAmount: z.number(),
+  idempotencyKey: z.string().nullable(),
+  amount: z.number(),
+  status: z.enum(['PENDING', 'SUCCEEDED', 'FAILED']),
+  failureCode: z.string().nullable(),
+  metadata: z.record(z.string(), z.unknown()).nullable(),
+  created: z.coerce.date(),
+  updated: z.coerce.date(),
+});
 
 function parse<T extends z.ZodType>(schema: T, req: Request): z.output<T> {
   const body = readBody(schema, req);
@@ -102,11 +120,12 @@ export function xenditDialect(ctx: DialectContext): Router {
   const cfg = ctx.options.dialects.xendit;
   const log = ctx.logger.child({ dialect: 'xendit' });
   const router = Router();
-  const refunds = new Map<string, XenditRefund>();
+  // Journaled as xendit.refund (by id) and xendit.payout-key, so a restart keeps them.
+  const refunds = new Map<string, XenditRefund>(ctx.journal.loaded('xendit.refund', refundRecord));
   /** Refunds by Idempotency-key: a repeat answers the same refund. */
-  const refundKeys = new Map<string, string>();
+  const refundKeys = new Map<string, string>([...refunds.values()].flatMap((r) => (r.idempotencyKey ? [[r.idempotencyKey, r.id] as [string, string]] : [])));
   /** Payout idempotency keys taken: a second use is DUPLICATE_TRANSACTION_ERROR. */
-  const payoutKeys = new Set<string>();
+  const payoutKeys = new Set<string>(ctx.journal.loaded('xendit.payout-key', z.literal(true)).map(([key]) => key));
   const stats = { calls: {} as Record<string, number>, callbacksAnswered: {} as Record<string, number> };
 
   const expectedAuth = Buffer.from(`Basic ${Buffer.from(`${cfg.secretKey}:`).toString('base64')}`);
@@ -170,7 +189,7 @@ export function xenditDialect(ctx: DialectContext): Router {
     business_id: BUSINESS_ID,
     status: r.status,
     currency: 'IDR',
-    payment_amount: r.qr.amount,
+    payment_amount: r.paymentAmount,
     refund_amount: r.amount,
     channel_code: 'ID_DANA',
     failure_code: r.failureCode,
@@ -198,9 +217,30 @@ export function xenditDialect(ctx: DialectContext): Router {
   function callback(event: string, data: Record<string, unknown>, about: Record<string, string>, f: Fault | null, extra: Record<string, unknown> = {}) {
     if (!cfg.callbackUrl) return void log.warn({ event, ...about }, 'no SIMULATOR_XENDIT_CALLBACK_URL set: callback not sent');
     const body = JSON.stringify({ event, ...extra, business_id: BUSINESS_ID, created: new Date().toISOString(), data });
-    const headers = () => ({ 'x-callback-token': cfg.callbackToken, 'webhook-id': `whk_${randomBytes(8).toString('hex')}` });
-    ctx.sendCallback(cfg.callbackUrl, body, { headers, about: { dialect: 'xendit', event, ...about } }, f);
+    ctx.sendCallback('xendit', cfg.callbackUrl, body, { dialect: 'xendit', event, ...about }, f);
   }
+
+  ctx.register('xendit', {
+    channel: { headers: () => ({ 'x-callback-token': cfg.callbackToken, 'webhook-id': `whk_${randomBytes(8).toString('hex')}` }) },
+    paid: (qr, f) => callback('qr.payment', paymentJson(qr), { reference: qr.reference }, f, { api_version: API_VERSION }),
+    settled: (d, f) => callback(d.status === 'SUCCESS' ? 'payout.succeeded' : 'payout.failed', payoutJson(d), { reference: d.reference }, f),
+  });
+
+  // Test mode: a refund is PENDING, then final by callback a moment later (20300 fails).
+  ctx.deadlines.on('xendit.refund', (id, callbackFault) => {
+    const refund = refunds.get(id);
+    const qr = refund && ctx.store.qrs.get(refund.reference);
+    if (!refund || !qr || refund.status !== 'PENDING') return;
+    refund.status = refund.amount === 20300 ? 'FAILED' : 'SUCCEEDED';
+    refund.failureCode = refund.status === 'FAILED' ? 'INELIGIBLE_TRANSACTION' : null;
+    refund.updated = new Date();
+    ctx.journal.put('xendit.refund', refund.id, refund);
+    if (refund.status === 'FAILED') {
+      qr.refunded -= refund.amount;
+      ctx.store.saveQr(qr);
+    }
+    callback('qr.refund', refundJson(refund), { refund: refund.id }, callbackFault);
+  });
 
   // ---------------------------------------------------------------- QR codes
 
@@ -234,7 +274,7 @@ export function xenditDialect(ctx: DialectContext): Router {
       paidAt: null,
       rrn: null,
       refunded: 0,
-      notifyPaid: (paid, f) => callback('qr.payment', paymentJson(paid), { reference: paid.reference }, f, { api_version: API_VERSION }),
+      dialect: 'xendit',
     };
     ctx.qrCreated(qr);
     ctx.reply(res, 201, { ...qrJson(qr), qr_string: qr.qrisString });
@@ -270,19 +310,25 @@ export function xenditDialect(ctx: DialectContext): Router {
     const taken = [...refunds.values()].filter((r) => r.paymentId === paymentId && r.status !== 'FAILED').reduce((sum, r) => sum + r.amount, 0);
     if (taken + body.amount > qr.amount) throw new XenditError(400, 'MAXIMUM_REFUND_AMOUNT_REACHED', 'Refund amount exceeds the remaining payment amount');
     const now = new Date();
-    const refund: XenditRefund = { id: `qrrf_${randomBytes(12).toString('hex')}`, paymentId, qr, amount: body.amount, status: 'PENDING', failureCode: null, metadata: body.metadata ?? null, created: now, updated: now };
+    const refund: XenditRefund = {
+      id: `qrrf_${randomBytes(12).toString('hex')}`,
+      paymentId,
+      reference: qr.reference,
+      paymentAmount: qr.amount,
+      idempotencyKey: key ?? null,
+      amount: body.amount,
+      status: 'PENDING',
+      failureCode: null,
+      metadata: body.metadata ?? null,
+      created: now,
+      updated: now,
+    };
     refunds.set(refund.id, refund);
+    ctx.journal.put('xendit.refund', refund.id, refund);
     if (key) refundKeys.set(key, refund.id);
     qr.refunded += body.amount;
-    const callbackFault = (res.locals.callbackFault as Fault | undefined) ?? null;
-    // Test mode: PENDING now, the final word by callback a moment later (20300 fails).
-    ctx.timers.after(ctx.options.disburseDelayMs, () => {
-      refund.status = body.amount === 20300 ? 'FAILED' : 'SUCCEEDED';
-      refund.failureCode = refund.status === 'FAILED' ? 'INELIGIBLE_TRANSACTION' : null;
-      if (refund.status === 'FAILED') qr.refunded -= refund.amount;
-      refund.updated = new Date();
-      callback('qr.refund', refundJson(refund), { refund: refund.id }, callbackFault);
-    });
+    ctx.store.saveQr(qr);
+    ctx.deadlines.at('xendit.refund', refund.id, new Date(Date.now() + ctx.options.disburseDelayMs), (res.locals.callbackFault as Fault | undefined) ?? null);
     ctx.reply(res, 200, refundJson(refund));
   });
 
@@ -296,6 +342,7 @@ export function xenditDialect(ctx: DialectContext): Router {
     const isBank = BANKS.includes(body.channel_code);
     if (!isBank && !EWALLETS.includes(body.channel_code)) throw new XenditError(400, 'CHANNEL_CODE_NOT_SUPPORTED_ERROR', `${body.channel_code} is not supported`);
     payoutKeys.add(key);
+    ctx.journal.put('xendit.payout-key', key, true);
     const now = new Date();
     const short = body.channel_code.slice(3);
     const d: DisbursementRecord = {
@@ -312,10 +359,7 @@ export function xenditDialect(ctx: DialectContext): Router {
       failureReason: null,
       createdAt: now,
       updatedAt: now,
-      notifySettled: (settled, f) => {
-        const json = payoutJson(settled);
-        callback(settled.status === 'SUCCESS' ? 'payout.succeeded' : 'payout.failed', json, { reference: settled.reference }, f);
-      },
+      dialect: 'xendit',
     };
     ctx.disbursementAccepted(d, (res.locals.callbackFault as Fault | undefined) ?? null);
     ctx.reply(res, 200, payoutJson(d));
