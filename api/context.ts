@@ -49,7 +49,7 @@ export async function openContext(config: Config, options: { poolSize?: number; 
     { [ORDER_OUTCOME_CHANNEL]: (id) => waiter.wake(id), [MASTER_DATA_CHANNEL]: () => masterData.clear() },
     () => masterData.clear(),
   );
-  const ctx: AppContext = { config, pool, replica, boss, waiter, masterData, sealer: createSealer(config.KASIR_MASTER_KEY), throttle: createAuthThrottle(config) };
+  const ctx: AppContext = { config, pool, replica, boss, waiter, masterData, sealer: createSealer(config), throttle: createAuthThrottle(config) };
   return {
     ctx,
     async close() {

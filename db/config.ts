@@ -1,5 +1,8 @@
 // Process configuration: environment variables parsed once with zod at start-up. A bad value
 // stops the process with a message naming the variable, before anything touches the database.
+// The master-key settings may also come from a file (NAME_FILE, e.g. a mounted secret), which
+// keeps them out of the environment that `ps e` and crash reports show.
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
 const ms = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
@@ -17,6 +20,32 @@ const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === 
 const masterKey = z
   .string()
   .regex(/^[0-9a-f]{64}$/i, '64 hex characters (32 bytes)');
+
+/** Settings that also read NAME_FILE: the file's content, surrounding whitespace dropped. */
+const FROM_FILE = ['KASIR_MASTER_KEY', 'KASIR_MASTER_KEYS_PREVIOUS'] as const;
+
+/** Master keys are needed by every process that opens secrets, and by the ops CLI without the rest. */
+const masterKeySettings = {
+  /** Seals every new secret, and opens what was sealed under it. */
+  KASIR_MASTER_KEY: masterKey,
+  /**
+   * Keys that open sealed values but never seal: the key before KASIR_MASTER_KEY while
+   * `ops secrets:reseal` moves values off it, or the next key while it reaches every process
+   * (docs/deploy.md, "The master key"). Separated by commas or whitespace.
+   */
+  KASIR_MASTER_KEYS_PREVIOUS: z
+    .string()
+    .default('')
+    .transform((s) => s.split(/[\s,]+/).filter(Boolean))
+    // The message never echoes the value: it is a key.
+    .pipe(z.array(z.string().regex(/^[0-9a-f]{64}$/i, 'keys of 64 hex characters (32 bytes), separated by commas'))),
+  /**
+   * Refuse sealed values from before row binding (version 1) instead of opening them: set once
+   * `ops secrets:reseal --check` reports none unbound, so no such value (a copy from a backup
+   * into another row, say) opens anywhere.
+   */
+  KASIR_SEALED_REQUIRE_BOUND: optional(z.enum(['true', 'false'], 'true or false').transform((v) => v === 'true')).transform((v) => v ?? false),
+};
 
 export const configSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -54,7 +83,7 @@ export const configSchema = z.object({
    * Export builds wait for the replica to reach the primary's position instead (up to this long).
    */
   DATABASE_REPLICA_MAX_LAG_MS: z.coerce.number().int().min(0).default(5_000),
-  KASIR_MASTER_KEY: masterKey,
+  ...masterKeySettings,
   PUBLIC_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /**
@@ -161,17 +190,49 @@ export type Config = z.infer<typeof configSchema>;
 
 export class ConfigError extends Error {}
 
-export function parseConfig(env: Record<string, string | undefined> = process.env): Config {
-  const result = configSchema.safeParse(env);
-  if (!result.success) {
-    const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
-    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
-  }
+type Env = Record<string, string | undefined>;
+
+function parseWith<T extends z.ZodType>(schema: T, env: Env): z.infer<T> {
+  const { values, problems } = readSettingFiles(env);
+  const result = schema.safeParse(values);
+  const lines = [...problems, ...(result.success ? [] : result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`))];
+  if (!result.success || lines.length) throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   return result.data;
 }
 
+/** env with each NAME_FILE of FROM_FILE read into NAME; a file that cannot be read is a problem named after it. */
+function readSettingFiles(env: Env): { values: Env; problems: string[] } {
+  const values = { ...env };
+  const problems: string[] = [];
+  for (const name of FROM_FILE) {
+    const path = env[`${name}_FILE`];
+    if (!path) continue;
+    if (env[name]) {
+      problems.push(`  ${name}_FILE: give ${name} or ${name}_FILE, not both`);
+      continue;
+    }
+    try {
+      values[name] = readFileSync(path, 'utf8').trim();
+    } catch (err) {
+      problems.push(`  ${name}_FILE: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    }
+  }
+  return { values, problems };
+}
+
+export function parseConfig(env: Env = process.env): Config {
+  return parseWith(configSchema, env);
+}
+
+export type MasterKeyConfig = Pick<Config, keyof typeof masterKeySettings>;
+
+/** Only the master-key settings: for the ops CLI, which opens secrets but runs no server. */
+export function parseMasterKeys(env: Env = process.env): MasterKeyConfig {
+  return parseWith(z.object(masterKeySettings), env);
+}
+
 /** Parses the configuration or exits with the message; for process entry points. */
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+export function loadConfig(env: Env = process.env): Config {
   try {
     return parseConfig(env);
   } catch (err) {

@@ -6,16 +6,30 @@
 // someone who can write the database but has no master key) fails to open instead of
 // handing that row a secret the copier knows.
 //
+// A sealed value names the master key it was sealed under by key id (masterKeyId: a check
+// value derived from the key, not the key), so the key can be rotated without downtime: the
+// sealer opens values under the current key and under every key in KASIR_MASTER_KEYS_PREVIOUS,
+// seals only under the current one, and `ops secrets:reseal` moves the rest over
+// (db/secret-reseal.ts). docs/deploy.md, "The master key", has the procedure.
+//
 // Layouts (first byte is the version):
-//   2 | 12-byte nonce | 16-byte tag | ciphertext   additional data = place (see placeBytes)
+//   3 | 4-byte key id | 12-byte nonce | 16-byte tag | ciphertext   additional data = the first
+//     5 bytes, then place (see placeBytes). Every seal writes this.
+//   2 | 12-byte nonce | 16-byte tag | ciphertext   additional data = place: written before key
+//     ids; opened by trying each configured key (the current one first).
 //   1 | 12-byte nonce | 16-byte tag | ciphertext   no additional data: written before binding;
-//     still opened so existing rows keep working, rewritten as 2 by `ops secrets:reseal`
-//     (db/secret-reseal.ts) and by every write.
+//     opened like 2 unless KASIR_SEALED_REQUIRE_BOUND refuses it.
+// `ops secrets:reseal` rewrites 1, 2 and 3 under another key as 3 under the current key.
 // API keys are never sealed: only their SHA-256 digest is stored (see hashApiKey).
-import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Config } from './config.ts';
 
 const UNBOUND = 1;
 const BOUND = 2;
+const KEYED = 3;
+const KEY_ID_BYTES = 4;
+const KEYED_HEADER = 1 + KEY_ID_BYTES;
+const NONCE_AND_TAG = 12 + 16;
 
 /** Every column that holds a sealed value, with the table it belongs to. */
 export type SealedColumn =
@@ -34,14 +48,41 @@ export class SealedSecretError extends Error {
 }
 
 export interface Sealer {
+  /** Key id of the current master key: every seal is under it. */
+  readonly keyId: string;
+  /** Key ids of KASIR_MASTER_KEYS_PREVIOUS: accepted for opening, never for sealing. */
+  readonly previousKeyIds: readonly string[];
   seal(plaintext: string, place: SealedPlace): Buffer;
-  /** Opens a value sealed for this place (or an unbound one from before binding); throws SealedSecretError otherwise. */
+  /** Opens a value sealed for this place under a configured key (or one from before binding); throws SealedSecretError otherwise. */
   open(sealed: Buffer, place: SealedPlace): string;
 }
+
+/** The master-key settings a sealer is built from (db/config.ts); a bare key is the current key alone. */
+export type MasterKeys = string | Pick<Config, 'KASIR_MASTER_KEY' | 'KASIR_MASTER_KEYS_PREVIOUS' | 'KASIR_SEALED_REQUIRE_BOUND'>;
 
 /** True for a value written before binding; `ops secrets:reseal` rewrites those. */
 export function isUnbound(sealed: Buffer): boolean {
   return sealed[0] === UNBOUND;
+}
+
+/** The key id a value names (8 hex characters); null for a value from before key ids. */
+export function sealedKeyId(sealed: Buffer): string | null {
+  return sealed[0] === KEYED ? sealed.subarray(1, KEYED_HEADER).toString('hex') : null;
+}
+
+/**
+ * A master key's id: 32 bits of an HMAC under the key, so it names the key in sealed values,
+ * logs and reports without saying anything about the key (4 bytes: a handful of keys never
+ * collide by chance, and createSealer refuses it if they did).
+ */
+export function masterKeyId(masterKeyHex: string): string {
+  return createHmac('sha256', masterKeyBytes(masterKeyHex)).update('kasir-master-key-id').digest().subarray(0, KEY_ID_BYTES).toString('hex');
+}
+
+function masterKeyBytes(masterKeyHex: string): Buffer {
+  const key = Buffer.from(masterKeyHex, 'hex');
+  if (key.length !== 32 || key.toString('hex') !== masterKeyHex.toLowerCase()) throw new Error('a master key must be 32 bytes of hex');
+  return key;
 }
 
 // Length-prefixed fields, so no choice of row id can make two places encode alike.
@@ -54,30 +95,68 @@ function placeBytes(place: SealedPlace): Buffer {
   }));
 }
 
-export function createSealer(masterKeyHex: string): Sealer {
-  const key = Buffer.from(masterKeyHex, 'hex');
-  if (key.length !== 32) throw new Error('KASIR_MASTER_KEY must be 32 bytes of hex');
+/** GCM open of nonce | tag | ciphertext; null when it does not authenticate. */
+function decrypt(key: Buffer, body: Buffer, additional: Buffer | null): string | null {
+  const decipher = createDecipheriv('aes-256-gcm', key, body.subarray(0, 12));
+  decipher.setAuthTag(body.subarray(12, NONCE_AND_TAG));
+  if (additional) decipher.setAAD(additional);
+  try {
+    return Buffer.concat([decipher.update(body.subarray(NONCE_AND_TAG)), decipher.final()]).toString('utf8');
+  } catch {
+    // The one GCM failure covers all causes; none of them may yield a plaintext.
+    return null;
+  }
+}
+
+export function createSealer(masterKeys: MasterKeys): Sealer {
+  const settings = typeof masterKeys === 'string'
+    ? { KASIR_MASTER_KEY: masterKeys, KASIR_MASTER_KEYS_PREVIOUS: [], KASIR_SEALED_REQUIRE_BOUND: false }
+    : masterKeys;
+  // Current key first: values without a key id are tried under it before the others.
+  const keys = new Map<string, Buffer>();
+  for (const hex of [settings.KASIR_MASTER_KEY, ...settings.KASIR_MASTER_KEYS_PREVIOUS]) {
+    const id = masterKeyId(hex);
+    const key = masterKeyBytes(hex);
+    const known = keys.get(id);
+    if (known && !known.equals(key)) throw new Error(`two configured master keys share the key id ${id}: generate another key`);
+    keys.set(id, key);
+  }
+  const [[keyId, current]] = keys;
+  const previousKeyIds = [...keys.keys()].slice(1);
+  const configured = `current ${keyId}${previousKeyIds.length ? `, previous ${previousKeyIds.join(', ')}` : ', no previous'}`;
+
   return {
+    keyId,
+    previousKeyIds,
     seal(plaintext, place) {
+      const header = Buffer.concat([Buffer.from([KEYED]), Buffer.from(keyId, 'hex')]);
       const nonce = randomBytes(12);
-      const cipher = createCipheriv('aes-256-gcm', key, nonce);
-      cipher.setAAD(placeBytes(place));
+      const cipher = createCipheriv('aes-256-gcm', current, nonce);
+      cipher.setAAD(Buffer.concat([header, placeBytes(place)]));
       const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-      return Buffer.concat([Buffer.from([BOUND]), nonce, cipher.getAuthTag(), body]);
+      return Buffer.concat([header, nonce, cipher.getAuthTag(), body]);
     },
     open(sealed, place) {
       const version = sealed[0];
-      if (version !== BOUND && version !== UNBOUND) throw new SealedSecretError(place, `has unknown version ${version}`);
-      if (sealed.length < 29) throw new SealedSecretError(place, 'is truncated');
-      const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(1, 13));
-      decipher.setAuthTag(sealed.subarray(13, 29));
-      if (version === BOUND) decipher.setAAD(placeBytes(place));
-      try {
-        return Buffer.concat([decipher.update(sealed.subarray(29)), decipher.final()]).toString('utf8');
-      } catch {
-        // The one GCM failure covers all causes; none of them may yield a plaintext.
-        throw new SealedSecretError(place, 'does not open: sealed for another row or column, altered, or under another master key');
+      if (version === KEYED) {
+        if (sealed.length < KEYED_HEADER + NONCE_AND_TAG) throw new SealedSecretError(place, 'is truncated');
+        const id = sealedKeyId(sealed)!;
+        const key = keys.get(id);
+        if (!key) throw new SealedSecretError(place, `is sealed under master key ${id}, which is not configured (${configured})`);
+        const plaintext = decrypt(key, sealed.subarray(KEYED_HEADER), Buffer.concat([sealed.subarray(0, KEYED_HEADER), placeBytes(place)]));
+        if (plaintext === null) throw new SealedSecretError(place, `does not open under master key ${id}: sealed for another row or column, or altered`);
+        return plaintext;
       }
+      if (version !== BOUND && version !== UNBOUND) throw new SealedSecretError(place, `has unknown version ${version}`);
+      if (sealed.length < 1 + NONCE_AND_TAG) throw new SealedSecretError(place, 'is truncated');
+      if (version === UNBOUND && settings.KASIR_SEALED_REQUIRE_BOUND) {
+        throw new SealedSecretError(place, 'is unbound (sealed before row binding) and KASIR_SEALED_REQUIRE_BOUND refuses those');
+      }
+      for (const key of keys.values()) {
+        const plaintext = decrypt(key, sealed.subarray(1), version === BOUND ? placeBytes(place) : null);
+        if (plaintext !== null) return plaintext;
+      }
+      throw new SealedSecretError(place, `does not open under any configured master key (${configured}): sealed for another row or column, altered, or under another key`);
     },
   };
 }

@@ -24,7 +24,8 @@ if (!env.DATABASE_URL) {
   const local = await startLocalCluster();
   cluster = local.cluster;
   env.DATABASE_URL = local.url;
-  env.KASIR_MASTER_KEY ??= state.master_key;
+  // The local key, unless the operator gave one (KASIR_MASTER_KEY or KASIR_MASTER_KEY_FILE).
+  if (!env.KASIR_MASTER_KEY_FILE) env.KASIR_MASTER_KEY ??= state.master_key;
   await recordRunning(local.url);
 }
 env.NOTIFY_URL_ALLOWLIST ??= '127.0.0.1,localhost';
@@ -182,7 +183,7 @@ async function registerDialect(config: Config, kind: string, simulatorUrl: strin
   }
   const pool = await createPool(directDatabaseUrl(config), { size: 1, name: 'dev' });
   try {
-    const sealer = createSealer(config.KASIR_MASTER_KEY);
+    const sealer = createSealer(config);
     if (await getVendor(pool, sealer, kind)) return;
     await upsertVendor(pool, sealer, { code: kind, kind, ...vendor });
     for (const method of ['QRIS', 'BANK', 'EWALLET'] as const) await setRoute(pool, { merchantId: null, method, vendorCode: kind, priority: 50 });

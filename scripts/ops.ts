@@ -4,6 +4,7 @@
 // `npm start`, or starts that cluster for the duration of the command.
 import { parseArgs } from 'node:util';
 import type { PgBoss } from 'pg-boss';
+import { ConfigError, parseMasterKeys } from '../db/config.ts';
 import { createPool, type Pool } from '../db/pool.ts';
 import { startBoss } from '../db/queue.ts';
 import { createSealer, type Sealer } from '../db/secrets.ts';
@@ -144,8 +145,16 @@ const ctx: OpsContext = {
   pool: async () => (pool ??= await createPool(database.url, { size: 2, name: 'ops' })),
   boss: async () => (boss ??= await startBoss(database.url, { role: 'sender', poolSize: 2 })),
   sealer: (): Sealer => {
-    if (!database.masterKey) fail('KASIR_MASTER_KEY is required with DATABASE_URL to read or write secrets', json);
-    return createSealer(database.masterKey);
+    const env = { ...process.env };
+    // Without a key of its own, the local cluster's (resolveDatabase: .data/kasir.json).
+    if (!env.KASIR_MASTER_KEY && !env.KASIR_MASTER_KEY_FILE) env.KASIR_MASTER_KEY = database.masterKey;
+    if (!env.KASIR_MASTER_KEY && !env.KASIR_MASTER_KEY_FILE) fail('KASIR_MASTER_KEY is required with DATABASE_URL to read or write secrets', json);
+    try {
+      return createSealer(parseMasterKeys(env));
+    } catch (err) {
+      if (err instanceof ConfigError) fail(err.message, json);
+      throw err;
+    }
   },
 };
 

@@ -28,7 +28,7 @@ const boss = await startBoss(config.DATABASE_URL, {
   monitorIntervalSeconds: config.QUEUE_MONITOR_INTERVAL_SECONDS,
   expireInSeconds: { 'order-create': config.ORDER_CREATE_JOB_EXPIRE_SECONDS },
 });
-await group.start({ config, pool, replica, boss, sealer: createSealer(config.KASIR_MASTER_KEY) });
+await group.start({ config, pool, replica, boss, sealer: createSealer(config) });
 const metrics = await startMetricsServer(config, pool);
 logger.info({ group: name }, 'worker group started');
 process.send?.({ ready: true, group: name, metricsPort: metrics?.port ?? null });

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, directDatabaseUrl, parseConfig, pooledConnections } from '../../db/config.ts';
+import { ConfigError, directDatabaseUrl, parseConfig, parseMasterKeys, pooledConnections } from '../../db/config.ts';
 
 const base = { DATABASE_URL: 'postgres://u:p@127.0.0.1:5432/kasir', KASIR_MASTER_KEY: 'ab'.repeat(32) };
 
@@ -52,6 +52,39 @@ t.test('DATABASE_DIRECT_URL: sessions go there; set apart from DATABASE_URL, poo
   t.throws(() => parseConfig({ ...base, DATABASE_PREPARED_STATEMENTS: 'yes' }), /DATABASE_PREPARED_STATEMENTS/);
   t.throws(() => parseConfig({ ...base, DATABASE_REPLICA_URL: 'mysql://x' }), /DATABASE_REPLICA_URL/);
   t.equal(parseConfig(base).DATABASE_REPLICA_MAX_LAG_MS, 5_000);
+});
+
+t.test('master keys: previous keys as a list, the bound-only switch, and both keys from files', async (t) => {
+  const [a, b, c] = ['1a'.repeat(32), '2B'.repeat(32), '3c'.repeat(32)];
+  const plain = parseConfig(base);
+  t.same(plain.KASIR_MASTER_KEYS_PREVIOUS, [], 'no previous keys by default');
+  t.equal(plain.KASIR_SEALED_REQUIRE_BOUND, false, 'unbound values still open by default');
+  t.same(parseConfig({ ...base, KASIR_MASTER_KEYS_PREVIOUS: `${a}, ${b},${c}` }).KASIR_MASTER_KEYS_PREVIOUS, [a, b, c], 'comma-separated, spaces allowed');
+  t.same(parseConfig({ ...base, KASIR_MASTER_KEYS_PREVIOUS: '' }).KASIR_MASTER_KEYS_PREVIOUS, [], 'empty is none');
+  t.equal(parseConfig({ ...base, KASIR_SEALED_REQUIRE_BOUND: 'true' }).KASIR_SEALED_REQUIRE_BOUND, true);
+  t.equal(parseConfig({ ...base, KASIR_SEALED_REQUIRE_BOUND: '' }).KASIR_SEALED_REQUIRE_BOUND, false);
+  t.throws(() => parseConfig({ ...base, KASIR_SEALED_REQUIRE_BOUND: 'yes' }), /KASIR_SEALED_REQUIRE_BOUND: true or false/);
+  let refused: Error | undefined;
+  try {
+    parseConfig({ ...base, KASIR_MASTER_KEYS_PREVIOUS: `${a},${'4d'.repeat(31)}` });
+  } catch (err) {
+    refused = err as Error;
+  }
+  t.match(refused?.message, /KASIR_MASTER_KEYS_PREVIOUS\.1: keys of 64 hex characters/, 'a short key is named by its place in the list');
+  t.notMatch(refused?.message, '4d4d', 'and not echoed');
+
+  const dir = t.testdir({ current: `${a}
+`, previous: `${b}
+${c}
+`, empty: '' });
+  const fromFiles = parseMasterKeys({ KASIR_MASTER_KEY_FILE: `${dir}/current`, KASIR_MASTER_KEYS_PREVIOUS_FILE: `${dir}/previous` });
+  t.same(fromFiles, { KASIR_MASTER_KEY: a, KASIR_MASTER_KEYS_PREVIOUS: [b, c], KASIR_SEALED_REQUIRE_BOUND: false }, 'files read, one key a line');
+  const full = parseConfig({ DATABASE_URL: base.DATABASE_URL, KASIR_MASTER_KEY_FILE: `${dir}/current`, KASIR_MASTER_KEY: '' });
+  t.equal(full.KASIR_MASTER_KEY, a, 'the whole configuration reads the file too; an empty variable is unset');
+  t.throws(() => parseMasterKeys({ KASIR_MASTER_KEY: b, KASIR_MASTER_KEY_FILE: `${dir}/current` }), /KASIR_MASTER_KEY_FILE: give KASIR_MASTER_KEY or KASIR_MASTER_KEY_FILE, not both/);
+  t.throws(() => parseMasterKeys({ KASIR_MASTER_KEY_FILE: `${dir}/missing` }), /KASIR_MASTER_KEY_FILE: cannot read .*missing \(ENOENT\)/);
+  t.throws(() => parseMasterKeys({ KASIR_MASTER_KEY_FILE: `${dir}/empty` }), /KASIR_MASTER_KEY: /, 'an empty file is no key');
+  t.throws(() => parseMasterKeys({ KASIR_MASTER_KEY: a, KASIR_MASTER_KEYS_PREVIOUS_FILE: `${dir}/current`, KASIR_SEALED_REQUIRE_BOUND: 'maybe' }), /KASIR_SEALED_REQUIRE_BOUND/, 'the rest is still checked');
 });
 
 t.test('a bad value is rejected with the variable named', async (t) => {

@@ -5,6 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import t from 'tap';
 import { getMerchant, webhookSecretOf } from '../../db/merchants.ts';
 import { sql } from '../../db/pool.ts';
+import { masterKeyId } from '../../db/secrets.ts';
 import { getVendor } from '../../db/vendors.ts';
 import { startApi } from '../helpers/api.ts';
 import { testConfig, testEnv } from '../helpers/config.ts';
@@ -139,5 +140,18 @@ t.test('help names the file form of every secret flag and why', async (t) => {
   }
   t.match(res.stdout, /merchant:rotate-key --merchant ID \[--grace-minutes N\]/);
   t.match(res.stdout, /merchant:rotate-legacy-secret --merchant ID/);
-  t.match(res.stdout, /secrets:reseal/);
+  t.match(res.stdout, /secrets:reseal \[--check\]/);
+});
+
+t.test('the ops CLI reads the master-key settings as every process does, and refuses bad ones by name', async (t) => {
+  const previous = '5a'.repeat(32);
+  const check = await runOps({ ...env, KASIR_MASTER_KEYS_PREVIOUS: previous }, 'secrets:reseal', '--check', '--json');
+  t.equal(check.code, 0, check.stderr);
+  t.match(JSON.parse(check.stdout), { current_key_id: sealer.keyId, previous_key_ids: [masterKeyId(previous)], remaining: 0 });
+  const bad = await runOps({ ...env, KASIR_MASTER_KEYS_PREVIOUS: 'not-a-key' }, 'secrets:reseal', '--check');
+  t.equal(bad.code, 1);
+  t.match(bad.stderr, /KASIR_MASTER_KEYS_PREVIOUS\.0: keys of 64 hex characters/);
+  const both = await runOps({ ...env, KASIR_MASTER_KEY_FILE: '/dev/null' }, 'secrets:reseal', '--check');
+  t.equal(both.code, 1);
+  t.match(both.stderr, /give KASIR_MASTER_KEY or KASIR_MASTER_KEY_FILE, not both/);
 });
