@@ -51,6 +51,8 @@ if (applied.length) process.stdout.write(`migrations applied: ${applied.join(', 
 // collide with the first one's simulator.
 env.SIMULATOR_PORT ??= String(config.PORT === 0 ? 4010 : (config.PORT + 1010) % 65536);
 env.SIMULATOR_SECRET ??= DEV_SECRET;
+// The simulator keeps its QRs, payouts and owed callbacks across restarts, as a gateway would.
+env.SIMULATOR_STATE_FILE ??= `${ROOT}.data/simulator-state.jsonl`;
 await registerSimulator(config, `http://127.0.0.1:${env.SIMULATOR_PORT}`, env.SIMULATOR_SECRET);
 
 // The simulator also speaks Xendit and Midtrans (docs/simulator.md); their callbacks go to the
