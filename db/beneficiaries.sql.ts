@@ -10,6 +10,8 @@ export const beneficiaryRow = z.object({
   label: z.string(),
   channel: z.enum(['BANK', 'EWALLET']),
   bank_id: z.string().nullable(),
+  /** The bank's short code, read with the row (banks are never deleted, only disabled). */
+  bank_short_code: z.string().nullable(),
   account_number: z.string().nullable(),
   account_name: z.string().nullable(),
   ewallet_provider: z.string().nullable(),
@@ -26,7 +28,8 @@ export const beneficiaryRow = z.object({
 export type BeneficiaryRow = z.infer<typeof beneficiaryRow>;
 
 const columns = sql.fragment`
-  id, merchant_id, label, channel, bank_id, account_number, account_name, ewallet_provider, ewallet_phone,
+  id, merchant_id, label, channel, bank_id,
+  (select b.short_code from banks b where b.id = beneficiaries.bank_id) as bank_short_code, account_number, account_name, ewallet_provider, ewallet_phone,
   verification_status, verified_name, verification_failure, is_default, is_enabled, deleted_at, created_at, updated_at`;
 
 export interface NewBeneficiary {

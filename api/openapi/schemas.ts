@@ -43,6 +43,10 @@ const rupiah = z.number().int().describe('Whole Rupiah');
 const count = z.number().int().min(0);
 const channel = z.enum(['BANK', 'EWALLET']);
 const text = z.string();
+const bankShortCode = z.string().meta({ description: 'The short code of the bank named by bank_id (GET /v1/banks)', examples: ['BCA'] });
+const requestId = named('RequestId',
+  'The request\'s id, also in the X-Request-Id header: the caller\'s own X-Request-Id when it sent a usable one, else one Kasir made. Quote it to support.',
+  z.string().regex(/^[A-Za-z0-9._-]{1,100}$/));
 
 export const pageMeta = named('PageMeta', 'Pagination of a list (spec 2.1, 8).', z.strictObject({
   page: z.number().int().min(1),
@@ -109,6 +113,7 @@ export const disbursement = named('Disbursement', 'A payout from the wallet to a
   idempotency_key: text,
   channel,
   bank_id: uuid.nullable(),
+  bank_short_code: bankShortCode.nullable(),
   account_number: text.nullable(),
   account_name: text.nullable(),
   ewallet_provider: text.nullable(),
@@ -213,6 +218,7 @@ export const beneficiary = named('Beneficiary', 'A saved payout destination (spe
   label: text,
   channel,
   bank_id: uuid.nullable(),
+  bank_short_code: bankShortCode.nullable(),
   account_number: text.nullable(),
   account_name: text.nullable(),
   ewallet_provider: text.nullable(),
@@ -240,6 +246,7 @@ export const settlement = named('Settlement', 'A settlement of a MANUAL merchant
   net_payout: rupiah.min(1),
   order_count: count,
   bank_id: uuid,
+  bank_short_code: bankShortCode,
   account_number: text,
   account_name: text,
   status: settlementStatus,
@@ -353,7 +360,7 @@ export const deleted = v1Data(z.strictObject({ deleted: z.literal(true) }));
 
 /** The V1 error envelope, its code narrowed to `codes` (an operation's answers of one status). */
 export function v1Error(codes: readonly [ErrorCode, ...ErrorCode[]]) {
-  return z.strictObject({ success: z.literal(false), error: z.strictObject({ code: z.enum(codes), message: text }) });
+  return z.strictObject({ success: z.literal(false), error: z.strictObject({ code: z.enum(codes), message: text, request_id: requestId }) });
 }
 
 export const errorEnvelope = named('Error', 'The V1 error envelope. Clients branch on error.code (spec 7).',

@@ -11,6 +11,7 @@ export function presentBeneficiary(b: BeneficiaryRow) {
     label: b.label,
     channel: b.channel,
     bank_id: b.bank_id,
+    bank_short_code: b.bank_short_code,
     account_number: b.account_number,
     account_name: b.account_name,
     ewallet_provider: b.ewallet_provider,

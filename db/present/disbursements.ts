@@ -11,6 +11,7 @@ export function presentDisbursement(d: DisbursementRow) {
     idempotency_key: d.idempotency_key,
     channel: d.channel,
     bank_id: d.bank_id,
+    bank_short_code: d.bank_short_code,
     account_number: d.account_number,
     account_name: d.account_name,
     ewallet_provider: d.ewallet_provider,

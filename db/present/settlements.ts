@@ -19,6 +19,7 @@ export function presentSettlement(s: SettlementRow) {
     net_payout: s.net_payout,
     order_count: s.order_count,
     bank_id: s.bank_id,
+    bank_short_code: s.bank_short_code,
     account_number: s.account_number,
     account_name: s.account_name,
     status: s.status,

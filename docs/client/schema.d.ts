@@ -1054,6 +1054,7 @@ export interface components {
             /** @enum {string} */
             channel: "BANK" | "EWALLET";
             bank_id: components["schemas"]["Uuid"] | null;
+            bank_short_code: string | null;
             account_number: string | null;
             account_name: string | null;
             ewallet_provider: string | null;
@@ -1092,6 +1093,7 @@ export interface components {
             /** @enum {string} */
             channel: "BANK" | "EWALLET";
             bank_id: components["schemas"]["Uuid"] | null;
+            bank_short_code: string | null;
             account_number: string | null;
             account_name: string | null;
             ewallet_provider: string | null;
@@ -1241,6 +1243,7 @@ export interface components {
             /** @enum {string} */
             channel: "BANK" | "EWALLET";
             bank_id: components["schemas"]["Uuid"] | null;
+            bank_short_code: string | null;
             account_number: string | null;
             account_name: string | null;
             ewallet_provider: string | null;
@@ -1274,6 +1277,7 @@ export interface components {
             error: {
                 code: components["schemas"]["ErrorCode"];
                 message: string;
+                request_id: components["schemas"]["RequestId"];
             };
         };
         /**
@@ -1542,6 +1546,8 @@ export interface components {
             completed_at: components["schemas"]["Instant"] | null;
             created_at: components["schemas"]["Instant"];
         };
+        /** @description The request's id, also in the X-Request-Id header: the caller's own X-Request-Id when it sent a usable one, else one Kasir made. Quote it to support. */
+        RequestId: string;
         /** @description A settlement of a MANUAL merchant's paid orders for one day (spec 2.5; net_payout = gross_amount − mdr_total − refund_total − disbursement_fee). */
         Settlement: {
             id: components["schemas"]["Uuid"];
@@ -1566,6 +1572,11 @@ export interface components {
             net_payout: number;
             order_count: number;
             bank_id: components["schemas"]["Uuid"];
+            /**
+             * @description The short code of the bank named by bank_id (GET /v1/banks)
+             * @example BCA
+             */
+            bank_short_code: string;
             account_number: string;
             account_name: string;
             /** @enum {string} */
@@ -1597,6 +1608,11 @@ export interface components {
             net_payout: number;
             order_count: number;
             bank_id: components["schemas"]["Uuid"];
+            /**
+             * @description The short code of the bank named by bank_id (GET /v1/banks)
+             * @example BCA
+             */
+            bank_short_code: string;
             account_number: string;
             account_name: string;
             /** @enum {string} */
@@ -1696,6 +1712,7 @@ export interface components {
                         /** @enum {string} */
                         code: "BENEFICIARY_NOT_FOUND";
                         message: string;
+                        request_id: components["schemas"]["RequestId"];
                     };
                 };
             };
@@ -1713,6 +1730,7 @@ export interface components {
                         /** @enum {string} */
                         code: "INTERNAL_ERROR";
                         message: string;
+                        request_id: components["schemas"]["RequestId"];
                     };
                 };
             };
@@ -1730,6 +1748,7 @@ export interface components {
                         /** @enum {string} */
                         code: "INVALID_BODY";
                         message: string;
+                        request_id: components["schemas"]["RequestId"];
                     };
                 };
             };
@@ -1747,6 +1766,7 @@ export interface components {
                         /** @enum {string} */
                         code: "INVALID_FILE";
                         message: string;
+                        request_id: components["schemas"]["RequestId"];
                     };
                 };
             };
@@ -1764,6 +1784,7 @@ export interface components {
                         /** @enum {string} */
                         code: "INVALID_ID";
                         message: string;
+                        request_id: components["schemas"]["RequestId"];
                     };
                 };
             };
@@ -1781,6 +1802,7 @@ export interface components {
                         /** @enum {string} */
                         code: "INVALID_JSON" | "INVALID_BODY" | "IDEMPOTENCY_KEY_REUSED";
                         message: string;
+                        request_id: components["schemas"]["RequestId"];
                     };
                 };
             };
@@ -1798,6 +1820,7 @@ export interface components {
                         /** @enum {string} */
                         code: "LAST_OWNER";
                         message: string;
+                        request_id: components["schemas"]["RequestId"];
                     };
                 };
             };
@@ -1885,6 +1908,7 @@ export interface components {
                         /** @enum {string} */
                         code: "MERCHANT_INACTIVE";
                         message: string;
+                        request_id: components["schemas"]["RequestId"];
                     };
                 };
             };
@@ -1902,6 +1926,7 @@ export interface components {
                         /** @enum {string} */
                         code: "MERCHANT_INACTIVE" | "FORBIDDEN";
                         message: string;
+                        request_id: components["schemas"]["RequestId"];
                     };
                 };
             };
@@ -1919,6 +1944,7 @@ export interface components {
                         /** @enum {string} */
                         code: "MERCHANT_INACTIVE" | "FORBIDDEN" | "NOT_WALLET_MERCHANT";
                         message: string;
+                        request_id: components["schemas"]["RequestId"];
                     };
                 };
             };
@@ -1936,6 +1962,7 @@ export interface components {
                         /** @enum {string} */
                         code: "MERCHANT_INACTIVE" | "NOT_WALLET_MERCHANT";
                         message: string;
+                        request_id: components["schemas"]["RequestId"];
                     };
                 };
             };
@@ -1953,6 +1980,7 @@ export interface components {
                         /** @enum {string} */
                         code: "NOT_FOUND";
                         message: string;
+                        request_id: components["schemas"]["RequestId"];
                     };
                 };
             };
@@ -1970,6 +1998,7 @@ export interface components {
                         /** @enum {string} */
                         code: "ORDER_NOT_FOUND";
                         message: string;
+                        request_id: components["schemas"]["RequestId"];
                     };
                 };
             };
@@ -1987,6 +2016,7 @@ export interface components {
                         /** @enum {string} */
                         code: "TOO_MANY_REQUESTS";
                         message: string;
+                        request_id: components["schemas"]["RequestId"];
                     };
                 };
             };
@@ -2004,6 +2034,7 @@ export interface components {
                         /** @enum {string} */
                         code: "UNAUTHORIZED";
                         message: string;
+                        request_id: components["schemas"]["RequestId"];
                     };
                 };
             };
@@ -2021,6 +2052,7 @@ export interface components {
                         /** @enum {string} */
                         code: "USER_NOT_FOUND";
                         message: string;
+                        request_id: components["schemas"]["RequestId"];
                     };
                 };
             };
@@ -2208,6 +2240,7 @@ export interface operations {
                             /** @enum {string} */
                             code: "INVALID_JSON" | "INVALID_BODY" | "UNSUPPORTED_PAYMENT_METHOD" | "IDEMPOTENCY_KEY_REUSED" | "MERCHANT_ORDER_ID_REUSED";
                             message: string;
+                            request_id: components["schemas"]["RequestId"];
                         };
                     };
                 };
@@ -2225,6 +2258,7 @@ export interface operations {
                             /** @enum {string} */
                             code: "UNAUTHORIZED" | "INVALID_SIGNATURE";
                             message: string;
+                            request_id: components["schemas"]["RequestId"];
                         };
                     };
                 };
@@ -2243,6 +2277,7 @@ export interface operations {
                             /** @enum {string} */
                             code: "ORDER_PENDING_CONFIRMATION";
                             message: string;
+                            request_id: components["schemas"]["RequestId"];
                         };
                     };
                 };
@@ -2263,6 +2298,7 @@ export interface operations {
                             /** @enum {string} */
                             code: "NO_VENDOR" | "VENDOR_ERROR";
                             message: string;
+                            request_id: components["schemas"]["RequestId"];
                         };
                     };
                 };
@@ -2416,6 +2452,7 @@ export interface operations {
                             /** @enum {string} */
                             code: "INVALID_STATUS" | "AMOUNT_EXCEEDS_ORDER" | "INSUFFICIENT_BALANCE";
                             message: string;
+                            request_id: components["schemas"]["RequestId"];
                         };
                     };
                 };
@@ -2539,6 +2576,7 @@ export interface operations {
                             /** @enum {string} */
                             code: "REFUND_NOT_FOUND";
                             message: string;
+                            request_id: components["schemas"]["RequestId"];
                         };
                     };
                 };
@@ -2642,6 +2680,7 @@ export interface operations {
                             /** @enum {string} */
                             code: "INVALID_JSON" | "INVALID_BODY" | "MISSING_BANK_INFO" | "MISSING_EWALLET_INFO" | "BANK_NOT_FOUND";
                             message: string;
+                            request_id: components["schemas"]["RequestId"];
                         };
                     };
                 };
@@ -2662,6 +2701,7 @@ export interface operations {
                             /** @enum {string} */
                             code: "DUPLICATE_IDEMPOTENCY_KEY";
                             message: string;
+                            request_id: components["schemas"]["RequestId"];
                         };
                     };
                 };
@@ -2680,6 +2720,7 @@ export interface operations {
                             /** @enum {string} */
                             code: "BANK_DISABLED" | "AMOUNT_EXCEEDS_LIMIT" | "DAILY_LIMIT_EXCEEDED" | "INSUFFICIENT_BALANCE";
                             message: string;
+                            request_id: components["schemas"]["RequestId"];
                         };
                     };
                 };
@@ -2834,6 +2875,7 @@ export interface operations {
                             /** @enum {string} */
                             code: "DISBURSEMENT_NOT_FOUND";
                             message: string;
+                            request_id: components["schemas"]["RequestId"];
                         };
                     };
                 };
@@ -3022,6 +3064,7 @@ export interface operations {
                             /** @enum {string} */
                             code: "INVALID_JSON" | "INVALID_BODY" | "MISSING_BANK_INFO" | "MISSING_EWALLET_INFO" | "BANK_NOT_FOUND" | "IDEMPOTENCY_KEY_REUSED";
                             message: string;
+                            request_id: components["schemas"]["RequestId"];
                         };
                     };
                 };
@@ -3042,6 +3085,7 @@ export interface operations {
                             /** @enum {string} */
                             code: "BANK_DISABLED";
                             message: string;
+                            request_id: components["schemas"]["RequestId"];
                         };
                     };
                 };
@@ -3603,6 +3647,7 @@ export interface operations {
                             /** @enum {string} */
                             code: "DUPLICATE_EMAIL";
                             message: string;
+                            request_id: components["schemas"]["RequestId"];
                         };
                     };
                 };
@@ -3692,6 +3737,7 @@ export interface operations {
                             /** @enum {string} */
                             code: "INVALID_JSON" | "INVALID_BODY" | "INVALID_ID";
                             message: string;
+                            request_id: components["schemas"]["RequestId"];
                         };
                     };
                 };

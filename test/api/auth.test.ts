@@ -20,7 +20,7 @@ t.test('a valid key authenticates', async (t) => {
 t.test('missing key is 401 UNAUTHORIZED', async (t) => {
   const res = await probe({});
   t.equal(res.status, 401);
-  t.same(res.json, { success: false, error: { code: 'UNAUTHORIZED', message: 'Missing or invalid API key' } });
+  t.same(res.json, { success: false, error: { code: 'UNAUTHORIZED', message: 'Missing or invalid API key', request_id: res.headers['x-request-id'] } });
 });
 
 t.test('a wrong key, a malformed key and a one-character change are 401', async (t) => {

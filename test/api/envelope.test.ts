@@ -12,8 +12,17 @@ const auth = { 'x-api-key': merchant.api_key };
 t.test('malformed JSON is 400 INVALID_JSON in the V1 envelope', async (t) => {
   const res = await call(api.url, { path: '/v1/orders', headers: auth, body: '{"amount": 1,' });
   t.equal(res.status, 400);
-  t.same(res.json, { success: false, error: { code: 'INVALID_JSON', message: res.json.error.message } });
+  t.same(res.json, { success: false, error: { code: 'INVALID_JSON', message: res.json.error.message, request_id: res.headers['x-request-id'] } });
   t.equal(res.json.error.code, 'INVALID_JSON');
+});
+
+t.test('an error body carries the request id: the one the caller sent, or the one Kasir made', async (t) => {
+  const made = await call(api.url, { path: '/v1/orders/ORD-0-NOPE', headers: auth });
+  t.equal(made.status, 404);
+  t.match(made.json.error.request_id, /^[0-9a-f-]{36}$/, 'a fresh id');
+  t.equal(made.json.error.request_id, made.headers['x-request-id'], 'the same as X-Request-Id');
+  const sent = await call(api.url, { path: '/v1/orders/ORD-0-NOPE', headers: { ...auth, 'x-request-id': 'merchant-trace-42' } });
+  t.equal(sent.json.error.request_id, 'merchant-trace-42', "the caller's own id");
 });
 
 t.test('malformed JSON is refused whatever the Content-Type says', async (t) => {

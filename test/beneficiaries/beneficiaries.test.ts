@@ -16,7 +16,7 @@ import { setFaults } from '../helpers/simulator.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 
 const FIELDS = [
-  'id', 'organization_id', 'merchant_id', 'label', 'channel', 'bank_id', 'account_number', 'account_name', 'ewallet_provider',
+  'id', 'organization_id', 'merchant_id', 'label', 'channel', 'bank_id', 'bank_short_code', 'account_number', 'account_name', 'ewallet_provider',
   'ewallet_phone', 'verification_status', 'verified_name', 'is_default', 'is_enabled', 'created_at', 'updated_at',
 ];
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -87,7 +87,7 @@ t.test('create, read, list and soft delete; the record of spec 2.4 exactly', asy
   t.same(Object.keys(bank).sort(), [...FIELDS].sort(), 'exactly the spec 2.4 fields');
   t.match(bank, {
     id: /^[0-9a-f-]{36}$/, organization_id: merchant.merchant_id, merchant_id: merchant.merchant_id, label: 'Payroll: Budi',
-    channel: 'BANK', bank_id: bca.id, account_number: '1234567890', account_name: 'Budi Santoso', ewallet_provider: null,
+    channel: 'BANK', bank_id: bca.id, bank_short_code: 'BCA', account_number: '1234567890', account_name: 'Budi Santoso', ewallet_provider: null,
     ewallet_phone: null, verification_status: 'PENDING', verified_name: null, is_default: false, is_enabled: true,
     created_at: ISO, updated_at: ISO,
   });
@@ -96,7 +96,7 @@ t.test('create, read, list and soft delete; the record of spec 2.4 exactly', asy
 
   const wallet = await created(stack, merchant, { channel: 'EWALLET', ewallet_provider: 'ovo', ewallet_phone: '+62 812 3456 7890', is_default: true });
   t.match(wallet, {
-    label: 'OVO 6281234567890', channel: 'EWALLET', bank_id: null, account_number: null, account_name: null,
+    label: 'OVO 6281234567890', channel: 'EWALLET', bank_id: null, bank_short_code: null, account_number: null, account_name: null,
     ewallet_provider: 'OVO', ewallet_phone: '6281234567890', verification_status: 'PENDING', is_default: true, is_enabled: true,
   });
   const unlabelled = await created(stack, merchant, bankBeneficiary({ bank_short_code: 'bri', account_number: '0099887766', account_name: undefined }));

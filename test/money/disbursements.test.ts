@@ -14,7 +14,7 @@ import { startStack, type Stack } from '../helpers/stack.ts';
 import { xSignature } from '../helpers/order-lifecycle.ts';
 
 const FIELDS = [
-  'id', 'ref_code', 'idempotency_key', 'channel', 'bank_id', 'account_number', 'account_name', 'ewallet_provider',
+  'id', 'ref_code', 'idempotency_key', 'channel', 'bank_id', 'bank_short_code', 'account_number', 'account_name', 'ewallet_provider',
   'ewallet_phone', 'request_amount', 'fee', 'final_amount', 'total_debit', 'vendor_disbursement_id', 'source', 'status',
   'requested_at', 'created_at',
 ];
@@ -65,6 +65,7 @@ t.test('a bank disbursement is debited at once, sent, and succeeds with signed w
     total_debit: 152_500, vendor_disbursement_id: null, source: 'API', status: 'PENDING',
   });
   t.match(d.bank_id, /^[0-9a-f-]{36}$/);
+  t.equal(d.bank_short_code, 'BCA', 'the bank named by bank_id, by its short code');
   t.equal(await balanceOf(stack, merchant), 198_600 - 152_500, 'total_debit held at creation');
 
   const done = await reaches(stack, merchant, d.id, 'SUCCESS');
@@ -101,7 +102,7 @@ t.test('a failed transfer returns total_debit exactly once; an e-wallet disburse
 
   const wallet = await disburse(stack, merchant, { channel: 'EWALLET', ewallet_provider: 'OVO', ewallet_phone: '0812-3456-7890', amount: 20_000 });
   t.equal(wallet.status, 201, wallet.text);
-  t.match(wallet.json.data, { channel: 'EWALLET', bank_id: null, account_number: null, account_name: null, ewallet_provider: 'OVO', ewallet_phone: '6281234567890', fee: 1_000, total_debit: 21_000 });
+  t.match(wallet.json.data, { channel: 'EWALLET', bank_id: null, bank_short_code: null, account_number: null, account_name: null, ewallet_provider: 'OVO', ewallet_phone: '6281234567890', fee: 1_000, total_debit: 21_000 });
   await reaches(stack, merchant, wallet.json.data.id, 'SUCCESS');
   t.equal(await balanceOf(stack, merchant), 79_000);
   await ledgerAudit(t, stack.env);

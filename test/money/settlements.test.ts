@@ -23,7 +23,7 @@ import { startStack, type Stack } from '../helpers/stack.ts';
 
 const FIELDS = [
   'id', 'ref_code', 'settlement_date', 'period_start', 'period_end', 'gross_amount', 'mdr_total', 'platform_fee',
-  'aggregator_fee', 'refund_total', 'disbursement_fee', 'net_payout', 'order_count', 'bank_id', 'account_number',
+  'aggregator_fee', 'refund_total', 'disbursement_fee', 'net_payout', 'order_count', 'bank_id', 'bank_short_code', 'account_number',
   'account_name', 'status', 'created_at', 'updated_at',
 ];
 
@@ -186,6 +186,7 @@ t.test('the formula over V1 and legacy orders with partial and full refunds; pai
     net_payout: gross - mdr - 90_000 - 2_500,
     order_count: 4,
     bank_id: bca!.id,
+    bank_short_code: 'BCA',
     account_number: '1234567890',
     account_name: 'PT Toko Maju',
   });

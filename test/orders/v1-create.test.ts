@@ -488,7 +488,7 @@ t.test('invalid requests are 400 naming the field, and write nothing', async (t)
   for (const [index, [what, body, code, field]] of cases.entries()) {
     const res = await api.create(merchant.api_key, typeof body === 'string' ? body : JSON.stringify(body), { 'idempotency-key': `bad-${index}` });
     errorIs(t, res, 400, code, what);
-    t.strictSame(Object.keys(res.json?.error ?? {}).sort(), ['code', 'message'], `${what}: error envelope`);
+    t.strictSame(Object.keys(res.json?.error ?? {}).sort(), ['code', 'message', 'request_id'], `${what}: error envelope`);
     if (field) t.match(res.json?.error?.message, field, `${what}: the message names ${field}`);
   }
 

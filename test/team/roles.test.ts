@@ -98,7 +98,7 @@ t.test('the role matrix: each role × each endpoint family', async (t) => {
         row.push('yes');
       } else {
         t.equal(res.status, 403, `${label} is refused`);
-        t.same(res.json, { success: false, error: { code: 'FORBIDDEN', message: `Your role (${caller}) does not allow this operation` } }, label);
+        t.same(res.json, { success: false, error: { code: 'FORBIDDEN', message: `Your role (${caller}) does not allow this operation`, request_id: res.headers['x-request-id'] } }, label);
         row.push('-');
       }
     }
