@@ -148,7 +148,7 @@ export const configSchema = z.object({
    * a job whose heartbeat went stale (db/queue.ts) is retried at the next pass. One process per
    * queue does the pass each interval (pg-boss claims it), so more replicas cost nothing more.
    */
-  QUEUE_MONITOR_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(5),
+  QUEUE_MONITOR_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(3),
   /** Delay before order-reconcile asks the vendor about an unresolved create. */
   ORDER_RECONCILE_DELAY_SECONDS: z.coerce.number().int().min(0).default(5),
   /** Delay before a sent disbursement whose callback has not come is queried at its vendor. */

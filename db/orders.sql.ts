@@ -220,11 +220,20 @@ export function expireDueOrders(db: Db, limit: number) {
 }
 
 /** CREATING attempts nobody has touched for a while: their create job was lost or is stuck. */
-export function findStaleCreating(db: Db, olderThanSeconds: number, limit: number) {
+/**
+ * Claims create attempts left CREATING longer than olderThanSeconds: moving updated_at makes
+ * each one stale again only after another such period, so a re-queue happens once per period
+ * however often, and by however many processes, this runs (like the payout claimStale* statements).
+ */
+export function claimStaleCreating(db: Db, olderThanSeconds: number, limit: number) {
   return db.anyFirst(sql.type(z.object({ id: z.string() }))`
-    select id from orders
-    where status = 'CREATING' and updated_at < now() - make_interval(secs => ${olderThanSeconds})
-    order by updated_at limit ${limit}`);
+    update orders set updated_at = now()
+    where id in (
+      select id from orders
+      where status = 'CREATING' and updated_at < now() - make_interval(secs => ${olderThanSeconds})
+      order by updated_at limit ${limit}
+      for update skip locked)
+    returning id`);
 }
 
 export const orderEventRow = z.object({

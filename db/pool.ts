@@ -11,6 +11,9 @@ import {
   type CommonQueryMethods,
   type Interceptor,
   type QuerySqlToken,
+  BackendTerminatedError,
+  BackendTerminatedUnexpectedlyError,
+  ConnectionError,
   SchemaValidationError,
   SlonikError,
 } from 'slonik';
@@ -80,6 +83,26 @@ const refusedTransactions = new WeakSet<object>();
  * Whether `tx` ended in a refusal that keepRefusalsPooled rolled back: slonik still reports a
  * commit for it, so after-commit work (db/metrics.ts afterCommit) must check this first.
  */
+// SQLSTATEs of a server that is gone or not there yet: class 08 (connection exceptions),
+// admin/crash shutdown and "the database system is starting up" (57P01-57P03).
+const SERVER_GONE = /^(08...|57P0[123])$/;
+const SOCKET_GONE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/**
+ * Whether an error means the database could not be reached (down, restarting, the connection
+ * cut), as opposed to a bug or a refused statement: the API answers 503 and the client retries,
+ * instead of a 500 that reads as Kasir's fault. Walks the cause chain slonik and pg build.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e instanceof ConnectionError || e instanceof BackendTerminatedError || e instanceof BackendTerminatedUnexpectedlyError) return true;
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && (SERVER_GONE.test(code) || SOCKET_GONE.has(code))) return true;
+    if (/Connection terminated|connection timeout|timeout exceeded when trying to connect/i.test(e.message)) return true;
+  }
+  return false;
+}
+
 export function wasRefused(tx: object): boolean {
   return refusedTransactions.has(tx);
 }

@@ -28,7 +28,7 @@ export const queues = {
   },
   'order-create': {
     schema: z.object({ order_id: uuid }),
-    options: { retryLimit: 5, retryDelay: 2, retryBackoff: true, expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS },
+    options: { retryLimit: 5, retryDelay: 1, retryBackoff: true, expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS },
   },
   'order-reconcile': {
     schema: z.object({ order_id: uuid }),
@@ -163,8 +163,8 @@ class ListenElsewhereDb extends PgBossDb {
 
 /**
  * Creates every missing queue, applies expiry overrides, and brings an existing queue's
- * heartbeat to the contract's (queues made before it had one). Idempotent; run at every
- * process start.
+ * heartbeat and retry timing to the contract's (queues made by an older Kasir). Idempotent;
+ * run at every process start.
  */
 export async function createQueues(boss: PgBoss, expireInSeconds: Partial<Record<QueueName, number>> = {}): Promise<void> {
   const existing = new Map((await boss.getQueues()).map((q) => [q.name, q]));
@@ -176,10 +176,15 @@ export async function createQueues(boss: PgBoss, expireInSeconds: Partial<Record
       await boss.createQueue(name, options);
       continue;
     }
-    const heartbeat = (queues[name].options as QueueOptions).heartbeatSeconds ?? null;
+    const contract = queues[name].options as QueueOptions;
+    const heartbeat = contract.heartbeatSeconds ?? null;
     const changes = {
       ...(expire && queue.expireInSeconds !== expire ? { expireInSeconds: expire } : {}),
       ...(queue.heartbeatSeconds !== heartbeat ? { heartbeatSeconds: heartbeat } : {}),
+      // Retry timing changes with the code (jobs take the queue's values when sent).
+      ...(contract.retryLimit !== undefined && queue.retryLimit !== contract.retryLimit ? { retryLimit: contract.retryLimit } : {}),
+      ...(contract.retryDelay !== undefined && queue.retryDelay !== contract.retryDelay ? { retryDelay: contract.retryDelay } : {}),
+      ...(contract.retryBackoff !== undefined && queue.retryBackoff !== contract.retryBackoff ? { retryBackoff: contract.retryBackoff } : {}),
     };
     if (Object.keys(changes).length) await boss.updateQueue(name, changes);
   }

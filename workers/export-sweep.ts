@@ -39,7 +39,7 @@ export async function sweepExports(ctx: WorkerContext, stopped: () => boolean = 
 
 /** Runs a pass at start and every INTERVAL_MS until stopped; passes never overlap. */
 export function startExportSweep(ctx: WorkerContext): Periodic {
-  return every('exports', INTERVAL_MS, async (stopped) => {
+  return every(ctx.pool, 'exports', INTERVAL_MS, async (stopped) => {
     const done = await sweepExports(ctx, stopped);
     if (done.abandoned || done.exports) logger.info({ ...done, retentionHours: ctx.config.EXPORT_RETENTION_HOURS }, 'export sweep');
   });

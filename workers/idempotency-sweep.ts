@@ -31,7 +31,7 @@ export async function sweepIdempotencyKeys(ctx: WorkerContext, stopped: () => bo
 
 /** Runs a pass at start and every INTERVAL_MS until stopped; passes never overlap. */
 export function startIdempotencySweep(ctx: WorkerContext): Periodic {
-  return every('idempotency-keys', INTERVAL_MS, async (stopped) => {
+  return every(ctx.pool, 'idempotency-keys', INTERVAL_MS, async (stopped) => {
     const deleted = await sweepIdempotencyKeys(ctx, stopped);
     if (deleted) logger.info({ deleted, ttlHours: ctx.config.IDEMPOTENCY_KEY_TTL_HOURS }, 'idempotency keys past their TTL deleted');
   });

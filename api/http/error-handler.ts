@@ -3,6 +3,7 @@
 // generic 500 and the details go to the log only.
 import type { NextFunction, Request, Response } from 'express';
 import { logger } from '../../db/logger.ts';
+import { isDatabaseUnavailable } from '../../db/pool.ts';
 import { LegacyError, legacyMessages } from '../legacy/errors.ts';
 import { ApiError } from '../../db/errors.ts';
 
@@ -27,7 +28,14 @@ function fromHttpError(err: HttpError, limit: string): ApiError | null {
 
 export function errorHandler(bodyLimit: string) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const known = err instanceof ApiError || err instanceof LegacyError ? err : fromHttpError(err as HttpError, bodyLimit);
+    let known = err instanceof ApiError || err instanceof LegacyError ? err : fromHttpError(err as HttpError, bodyLimit);
+    if (!known && isDatabaseUnavailable(err)) {
+      // Postgres down, restarting or cut off: nothing was done that the client cannot retry
+      // (every write is one transaction), so 503 with a short Retry-After, not a 500.
+      logger.warn({ err, requestId: req.requestId, path: req.path }, 'database unavailable');
+      known = new ApiError('SERVICE_UNAVAILABLE', 'The database is unavailable; retry shortly');
+      known.retryAfterSeconds = 1;
+    }
     if (!known) logger.error({ err, requestId: req.requestId, path: req.path }, 'unhandled error');
     if (res.headersSent) return;
     // A route may have set a cacheable Cache-Control (the QR PNG) before failing: no error is cached.
@@ -40,6 +48,8 @@ export function errorHandler(bodyLimit: string) {
           ? known
           : known instanceof ApiError && known.status === 429
             ? new LegacyError(429, legacyMessages.tooManyRequests)
+            : known instanceof ApiError && known.code === 'SERVICE_UNAVAILABLE'
+            ? new LegacyError(503, 'Service Unavailable')
             : known instanceof ApiError && known.status < 500
             ? new LegacyError(known.status === 404 ? 404 : known.status === 401 ? 401 : 400,
                 known.code === 'NOT_FOUND' ? 'Not Found' : legacyMessages.invalidParameters)
