@@ -142,15 +142,16 @@ export function deleteExpiredExports(db: Db, hours: number, limit: number) {
  * Fails exports still QUEUED or PROCESSING `hours` after they were asked for: their jobs are
  * gone (a worker died on the last attempt). A build in progress holds its row: skipped.
  */
-export function failAbandonedExports(db: Db, hours: number) {
-  return db.query(sql.unsafe`
+export function failAbandonedExportRows(db: Db, hours: number) {
+  return db.any(sql.type(exportRow)`
     update exports set status = 'FAILED', error = 'The export did not finish; please request it again',
                        completed_at = now(), updated_at = now()
     where id in (
       select id from exports
       where status in ('QUEUED', 'PROCESSING') and created_at < now() - make_interval(hours => ${hours})
       for update skip locked
-    )`).then((r) => r.rowCount);
+    )
+    returning ${columns}`);
 }
 
 // ---- The rows each export type streams ----

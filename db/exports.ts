@@ -11,12 +11,26 @@
 // - Exports mirror the lists a merchant may read: balance history and disbursements are WALLET
 //   merchants' (403 NOT_WALLET_MERCHANT otherwise, as GET /v1/balance-history and
 //   /v1/disbursements answer); orders and settlements are anyone's.
+// - A finished export is announced once: export.completed (or export.failed) is written to the
+//   webhook outbox in the transaction that finishes it, to the merchant's default notify URL
+//   (an export has no URL of its own; without a default nothing is sent).
 import { randomUUID } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
 import { ApiError } from './errors.ts';
-import { insertExport, type ExportRow, type ExportType } from './exports.sql.ts';
+import { brandBaseUrl, findBrandById } from './brands.ts';
+import {
+  completeExport,
+  failAbandonedExportRows,
+  failExport,
+  insertExport,
+  type ExportRow,
+  type ExportType,
+} from './exports.sql.ts';
+import { getMerchant } from './merchants.ts';
 import type { Db } from './pool.ts';
+import { exportWebhookBody, type ExportEvent } from './present/exports.ts';
 import { inTransaction, sendJob } from './queue.ts';
+import { enqueueWebhooks } from './webhooks.ts';
 
 const WALLET_ONLY: ReadonlySet<ExportType> = new Set(['balance_history', 'disbursements']);
 
@@ -39,4 +53,43 @@ export async function requestExport(
 /** The file name a download is offered under: `<type>_<from>_<to>_<id prefix>.csv`. */
 export function exportFileName(e: Pick<ExportRow, 'id' | 'type' | 'date_from' | 'date_to'>): string {
   return `${e.type}_${e.date_from ?? 'start'}_${e.date_to ?? 'latest'}_${e.id.slice(0, 8)}.csv`;
+}
+
+/** The base URL of the merchant's brand, where its export's download_url points. */
+export async function merchantBaseUrl(db: Db, publicBaseUrl: string, merchantId: string): Promise<string> {
+  const merchant = await getMerchant(db, merchantId);
+  return brandBaseUrl(publicBaseUrl, await findBrandById(db, merchant.brand_id));
+}
+
+async function announce(tx: Db, boss: PgBoss, publicBaseUrl: string, e: ExportRow, event: ExportEvent) {
+  const baseUrl = await merchantBaseUrl(tx, publicBaseUrl, e.merchant_id);
+  await enqueueWebhooks(tx, boss, [{ merchantId: e.merchant_id, orderId: null, exportId: e.id, event, url: null, body: exportWebhookBody(e, baseUrl, event) }]);
+}
+
+/** Marks the build COMPLETED with its counts and queues export.completed; `tx` is the build's. */
+export async function finishExport(tx: Db, boss: PgBoss, publicBaseUrl: string, id: string, counts: { rows: number; bytes: number }) {
+  const done = await completeExport(tx, id, counts);
+  await announce(tx, boss, publicBaseUrl, done, 'export.completed');
+  return done;
+}
+
+/** Fails this attempt's export (unless a later attempt took it over) and queues export.failed. */
+export function abandonExport(pool: Db, boss: PgBoss, publicBaseUrl: string, id: string, attempt: number, error: string) {
+  return pool.transaction(async (tx) => {
+    const failed = await failExport(tx, id, attempt, error);
+    if (failed) await announce(tx, boss, publicBaseUrl, failed, 'export.failed');
+    return failed;
+  });
+}
+
+/**
+ * Fails exports still QUEUED or PROCESSING `hours` after they were asked for (their jobs are
+ * gone) and queues export.failed for each; returns how many.
+ */
+export function failAbandonedExports(pool: Db, boss: PgBoss, publicBaseUrl: string, hours: number) {
+  return pool.transaction(async (tx) => {
+    const failed = await failAbandonedExportRows(tx, hours);
+    for (const e of failed) await announce(tx, boss, publicBaseUrl, e, 'export.failed');
+    return failed.length;
+  });
 }

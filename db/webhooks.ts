@@ -1,6 +1,14 @@
 // The webhook outbox. A delivery row and its first job are written in the same transaction as
 // the state change they report, so a committed change always has its webhook and a rolled-back
 // one never does. The body is frozen at that moment as the exact bytes every attempt sends.
+//
+// A V1 body (one carrying `event`; the legacy shapes never do) is stamped here with the event's
+// identity: `event_id` is the delivery's id, which is also the `webhook-id` header of every
+// attempt and resend (one event goes to one URL, so the two are the same thing: a receiver
+// dedupes on either and finds the delivery by it in GET /v1/webhook-deliveries/{id}), and
+// `event_created_at` is when the change was written. Both are fixed with the body, so retries
+// and resends repeat them byte for byte.
+import { randomUUID } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
@@ -11,10 +19,18 @@ export interface NewDelivery {
   orderId: string | null;
   disbursementId?: string | null;
   settlementId?: string | null;
+  exportId?: string | null;
   event: string;
   /** The resource's own notify URL; null falls back to the merchant default. */
   url: string | null;
   body: Record<string, unknown>;
+  /** An operator's sample (ops webhooks:trigger), never a real event. */
+  sample?: boolean;
+}
+
+/** The body as sent: a V1 body gains event_id and event_created_at, after its own fields. */
+export function stampedBody(body: Record<string, unknown>, id: string, at: Date): string {
+  return JSON.stringify('event' in body ? { ...body, event_id: id, event_created_at: at.toISOString() } : body);
 }
 
 /**
@@ -23,13 +39,16 @@ export interface NewDelivery {
  */
 export async function enqueueWebhooks(tx: Db, boss: PgBoss, deliveries: NewDelivery[]): Promise<string[]> {
   if (deliveries.length === 0) return [];
+  const at = new Date();
+  const rows = deliveries.map((d) => {
+    const id = randomUUID();
+    return [id, d.merchantId, d.orderId, d.disbursementId ?? null, d.settlementId ?? null, d.exportId ?? null, d.event, d.url, stampedBody(d.body, id, at), d.sample ?? false];
+  });
   const ids = await tx.anyFirst(sql.type(z.object({ id: z.string() }))`
-    insert into webhook_deliveries (merchant_id, order_id, disbursement_id, settlement_id, event, url, body)
-    select d.merchant_id, d.order_id, d.disbursement_id, d.settlement_id, d.event, coalesce(d.url, m.notify_url), d.body
-    from ${sql.unnest(
-      deliveries.map((d) => [d.merchantId, d.orderId, d.disbursementId ?? null, d.settlementId ?? null, d.event, d.url, JSON.stringify(d.body)]),
-      ['uuid', 'uuid', 'uuid', 'uuid', 'text', 'text', 'text'],
-    )} as d(merchant_id, order_id, disbursement_id, settlement_id, event, url, body)
+    insert into webhook_deliveries (id, merchant_id, order_id, disbursement_id, settlement_id, export_id, event, url, body, sample)
+    select d.id, d.merchant_id, d.order_id, d.disbursement_id, d.settlement_id, d.export_id, d.event, coalesce(d.url, m.notify_url), d.body, d.sample
+    from ${sql.unnest(rows, ['uuid', 'uuid', 'uuid', 'uuid', 'uuid', 'uuid', 'text', 'text', 'text', 'bool'])}
+      as d(id, merchant_id, order_id, disbursement_id, settlement_id, export_id, event, url, body, sample)
     join merchants m on m.id = d.merchant_id
     where coalesce(d.url, m.notify_url) is not null
     returning id`);
@@ -51,12 +70,13 @@ export const deliveryRow = z.object({
   last_error: z.string().nullable(),
   delivered_at: z.date().nullable(),
   created_at: z.date(),
+  sample: z.boolean(),
 });
 export type DeliveryRow = z.infer<typeof deliveryRow>;
 
 const columns = sql.fragment`
   id, merchant_id, order_id, event, url, body, status, attempts, next_attempt_at, last_status_code,
-  last_error, delivered_at, created_at`;
+  last_error, delivered_at, created_at, sample`;
 
 export function findDelivery(db: Db, id: string) {
   return db.maybeOne(sql.type(deliveryRow)`select ${columns} from webhook_deliveries where id = ${id}`);
@@ -125,17 +145,17 @@ export function reopenDelivery(db: Db, id: string) {
 
 export const merchantDeliveryRow = deliveryRow.extend({
   /** The resource the delivery reports on: its kind and ref code. */
-  resource_type: z.enum(['ORDER', 'DISBURSEMENT', 'SETTLEMENT']).nullable(),
+  resource_type: z.enum(['ORDER', 'DISBURSEMENT', 'SETTLEMENT', 'EXPORT']).nullable(),
   resource_ref: z.string().nullable(),
 });
 export type MerchantDeliveryRow = z.infer<typeof merchantDeliveryRow>;
 
 const merchantColumns = sql.fragment`
   w.id, w.merchant_id, w.order_id, w.event, w.url, w.body, w.status, w.attempts, w.next_attempt_at,
-  w.last_status_code, w.last_error, w.delivered_at, w.created_at,
+  w.last_status_code, w.last_error, w.delivered_at, w.created_at, w.sample,
   case when w.order_id is not null then 'ORDER' when w.disbursement_id is not null then 'DISBURSEMENT'
-       when w.settlement_id is not null then 'SETTLEMENT' end as resource_type,
-  coalesce(o.ref_code, d.ref_code, s.ref_code) as resource_ref`;
+       when w.settlement_id is not null then 'SETTLEMENT' when w.export_id is not null then 'EXPORT' end as resource_type,
+  coalesce(o.ref_code, d.ref_code, s.ref_code, w.export_id::text) as resource_ref`;
 
 const merchantFrom = sql.fragment`
   webhook_deliveries w

@@ -1,7 +1,8 @@
 // npm run openapi: writes what is generated from the OpenAPI document (api/openapi/document.ts):
 // docs/openapi.json, byte for byte what GET /openapi.json serves; docs/client/schema.d.ts, the
 // typed client's types (openapi-typescript); docs/kasir.postman_collection.json
-// (openapi-to-postmanv2). test/api/openapi.test.ts fails while a committed file differs from
+// (openapi-to-postmanv2); docs/webhook-events.md, the webhook catalogue
+// (api/openapi/webhook-events.ts). test/api/openapi.test.ts fails while a committed file differs from
 // its generated text, so every output here is deterministic: same document, same bytes.
 //
 // openapi-typescript builds its output with the TypeScript 5 compiler API, which TypeScript 7
@@ -11,6 +12,7 @@ import { createRequire, registerHooks } from 'node:module';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { openApiText } from '../api/openapi/document.ts';
+import { webhookEventsMarkdown } from '../api/openapi/webhook-events.ts';
 import { ROOT } from './lib/local.ts';
 
 const require = createRequire(import.meta.url);
@@ -98,6 +100,7 @@ export async function generatedFiles(): Promise<Record<string, string>> {
     'docs/openapi.json': openApiText(),
     'docs/client/schema.d.ts': await clientTypes(),
     'docs/kasir.postman_collection.json': await postmanCollection(),
+    'docs/webhook-events.md': webhookEventsMarkdown(),
   };
 }
 

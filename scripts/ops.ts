@@ -29,7 +29,7 @@ import { payoutsSettle } from './ops/payouts.ts';
 import { merchantSetSettlementAccount, settlementsCancel, settlementsList, settlementsRetry, settlementsRun } from './ops/settlements.ts';
 import { resolveDatabase } from './lib/local.ts';
 import { routeList, routeSet, vendorAdd, vendorCheck, vendorDisable, vendorList } from './ops/vendors.ts';
-import { simulatePay, webhooksList, webhooksResend } from './ops/orders.ts';
+import { simulatePay, webhooksList, webhooksResend, webhooksTrigger } from './ops/orders.ts';
 import { userIssueKey, userList, userRevokeKey } from './ops/users.ts';
 import { banksDisable, banksEnable, banksList, ewalletsDisable, ewalletsEnable, ewalletsList } from './ops/master-data.ts';
 
@@ -71,6 +71,7 @@ const commands: Command[] = [
   simulatePay,
   webhooksList,
   webhooksResend,
+  webhooksTrigger,
   jobsList,
   jobsRerun,
   jobsPing,

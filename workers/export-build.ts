@@ -14,6 +14,8 @@
 //   formula (=, +, -, @ first) are prefixed with ' (numbers are not touched).
 // - Failure: more rows than EXPORT_MAX_ROWS fails at once (narrowing the range is the only fix);
 //   anything else is retried, and FAILED only once the last retry failed.
+// - The merchant hears of it once: export.completed is queued in the build transaction with
+//   COMPLETED, export.failed in the transaction that marks it FAILED (db/exports.ts).
 // - With a replica (DATABASE_REPLICA_URL) the rows are read there, in a transaction of its own,
 //   once it has replayed everything the primary had committed when the build started; the
 //   chunks and COMPLETED still go to the primary in the locked transaction. A replica that does
@@ -24,12 +26,12 @@ import { once } from 'node:events';
 import v8 from 'node:v8';
 import { logger } from '../db/logger.ts';
 import { exportBuilds } from '../db/metrics.ts';
+import { publicBaseUrl } from '../db/config.ts';
+import { abandonExport, finishExport } from '../db/exports.ts';
 import {
   claimExport,
-  completeExport,
   declareExportCursor,
   exportColumns,
-  failExport,
   fetchExportRows,
   insertExportChunk,
   lockExportAttempt,
@@ -71,7 +73,7 @@ export async function handleExportBuild(ctx: WorkerContext, payload: { export_id
       const written = fromReplica
         ? await ctx.replica.readTransaction((rtx) => writeCsv(rtx, tx, claimed, ctx.config.EXPORT_MAX_ROWS, job.signal))
         : await writeCsv(tx, tx, claimed, ctx.config.EXPORT_MAX_ROWS, job.signal);
-      await completeExport(tx, claimed.id, written);
+      await finishExport(tx, ctx.boss, publicBaseUrl(ctx.config), claimed.id, written);
       return { ...written, source: fromReplica ? 'replica' : 'primary' };
     });
     if (!counts) return { skipped: 'overtaken by a later attempt' };
@@ -84,7 +86,7 @@ export async function handleExportBuild(ctx: WorkerContext, payload: { export_id
     if (!final) throw err;
     logger.error({ err, exportId: claimed.id, attempt: claimed.attempt }, 'export failed');
     const message = err instanceof ExportTooLarge ? err.message : 'The export could not be built; please request it again';
-    await failExport(ctx.pool, claimed.id, claimed.attempt, message);
+    await abandonExport(ctx.pool, ctx.boss, publicBaseUrl(ctx.config), claimed.id, claimed.attempt, message);
     return { failed: message };
   }
 }

@@ -7,7 +7,9 @@
 // processes may sweep at once (SKIP LOCKED; a chunk deleted twice is deleted once); a pass that
 // fails is retried on the next one (workers/periodic.ts).
 import { logger } from '../db/logger.ts';
-import { deleteExpiredChunks, deleteExpiredExports, failAbandonedExports } from '../db/exports.sql.ts';
+import { publicBaseUrl } from '../db/config.ts';
+import { failAbandonedExports } from '../db/exports.ts';
+import { deleteExpiredChunks, deleteExpiredExports } from '../db/exports.sql.ts';
 import type { WorkerContext } from './context.ts';
 import { every, type Periodic } from './periodic.ts';
 
@@ -21,7 +23,8 @@ const INTERVAL_MS = 10 * 60_000;
 /** One pass: fails abandoned exports, deletes expired ones; returns what it did. */
 export async function sweepExports(ctx: WorkerContext, stopped: () => boolean = () => false) {
   const hours = ctx.config.EXPORT_RETENTION_HOURS;
-  const abandoned = await failAbandonedExports(ctx.pool, ABANDONED_HOURS);
+  // Each one announced (export.failed) in the transaction that fails it.
+  const abandoned = await failAbandonedExports(ctx.pool, ctx.boss, publicBaseUrl(ctx.config), ABANDONED_HOURS);
   let chunks = 0;
   for (;;) {
     const n = await deleteExpiredChunks(ctx.pool, hours, CHUNK_BATCH);

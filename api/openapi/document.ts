@@ -30,6 +30,7 @@ import * as webhookDeliveries from '../v1/webhook-deliveries.ts';
 import * as reports from '../v1/reports.ts';
 import * as team from '../v1/team.ts';
 import * as s from './schemas.ts';
+import { legacySampleBody, sampleBody, webhookEvents } from './webhook-events.ts';
 
 export type Method = 'get' | 'post' | 'patch' | 'delete';
 type LegacyStatus = 400 | 401 | 404 | 503;
@@ -158,7 +159,7 @@ const signatureHeader: HeaderParam = {
   name: 'X-Signature',
   required: false,
   description: 'Required when the merchant has a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the exact raw body>` '
-    + 'keyed with the secret string as given (spec 5.2). Absent or wrong: 401 INVALID_SIGNATURE.',
+    + 'keyed with the secret string as given (docs/webhooks.md). Absent or wrong: 401 INVALID_SIGNATURE.',
   schema: z.string().regex(/^sha256=[0-9a-f]{64}$/),
 };
 
@@ -166,7 +167,7 @@ const legacyRsaHeader: HeaderParam = {
   name: 'X-SIGNATURE',
   required: true,
   description: 'Base64 RSA-SHA256 (PKCS#1 v1.5) signature over `clientId|clientSecret|<lowercase hex SHA-256 of the raw body>`, '
-    + 'verified with the merchant\'s stored public key (spec 5.4).',
+    + 'verified with the merchant\'s stored public key.',
   schema: z.string(),
 };
 
@@ -192,7 +193,7 @@ export const operations: readonly Operation[] = [
   {
     method: 'get', path: '/v1/orders', tag: 'Orders', summary: 'List orders, newest first',
     description: 'With merchant_order_id: the exact lookup to reconcile with after a timeout, VENDOR_ERROR or '
-      + 'ORDER_PENDING_CONFIRMATION (spec 4.2 rule 8).',
+      + 'ORDER_PENDING_CONFIRMATION: look the order up here before creating it again under a new id.',
     query: { ...paged(), merchant_order_id: z.string().describe('Exact merchant order id') },
     responses: { 200: { description: 'A page of orders', schema: s.v1Page(s.order) } },
     errors: ['INVALID_BODY'],
@@ -445,8 +446,9 @@ export const operations: readonly Operation[] = [
   },
   {
     method: 'post', path: '/v1/reports/export', tag: 'Reports', summary: 'Request a CSV export',
-    description: 'Built asynchronously; poll GET /v1/reports/exports, then download. disbursements and balance_history '
-      + 'exports are for WALLET merchants.',
+    description: 'Built asynchronously: poll GET /v1/reports/exports/{id}, or wait for the export.completed webhook (sent to '
+      + 'the merchant\'s default notify URL), then download from download_url. disbursements and balance_history exports '
+      + 'are for WALLET merchants.',
     headers: [createIdempotencyHeader],
     body: { schema: reports.exportBody },
     responses: { 201: { description: 'The export, QUEUED', schema: s.v1Data(s.exportJob), headers: replayed } },
@@ -457,6 +459,14 @@ export const operations: readonly Operation[] = [
     query: paged(),
     responses: { 200: { description: 'A page of exports', schema: s.v1Page(s.exportJob) } },
     errors: ['INVALID_BODY'],
+  },
+  {
+    method: 'get', path: '/v1/reports/exports/:id', tag: 'Reports', summary: 'Read an export',
+    description: 'Poll it after requesting the export (or wait for the export.completed webhook): download_url is set once '
+      + 'it is COMPLETED.',
+    params: { id: uuidParam },
+    responses: { 200: { description: 'The export', schema: s.v1Data(s.exportJob) } },
+    errors: ['INVALID_ID', 'NOT_FOUND'],
   },
   {
     method: 'get', path: '/v1/reports/exports/:id/download', tag: 'Reports', summary: 'Download a completed export',
@@ -502,7 +512,7 @@ export const operations: readonly Operation[] = [
   // Legacy
   {
     method: 'post', path: '/api/order/create', tag: legacy, auth: 'legacy', summary: 'Create a QRIS order (legacy)',
-    description: '`signature` = lowercase hex SHA-512 of `clientId|orderId|totalAmount|clientSecret` (spec 5.3). A used '
+    description: '`signature` = lowercase hex SHA-512 of `clientId|orderId|totalAmount|clientSecret`. A used '
       + 'orderId (from either API) is never answered with the existing order.',
     body: { schema: legacyOrders.createBody },
     responses: { 200: { description: 'The order', schema: s.legacyOk(s.legacyOrder) } },
@@ -574,17 +584,17 @@ export const operations: readonly Operation[] = [
 
 const tags = [
   { name: 'System', description: 'Health and brand; no API key.' },
-  { name: 'Orders', description: 'QRIS payment orders, their timeline, reconciliation and refunds (spec 4.2).' },
+  { name: 'Orders', description: 'QRIS payment orders, their timeline, reconciliation and refunds.' },
   { name: 'Refunds', description: 'Refunds of paid orders, listed and read to reconcile with (docs/money.md, Refunds).' },
-  { name: 'Disbursements', description: 'Payouts from the wallet; WALLET merchants only (spec 4.3).' },
-  { name: 'Balance', description: 'The wallet and its movements; WALLET merchants only (spec 4.4).' },
-  { name: 'Beneficiaries', description: 'Saved payout destinations (spec 4.5).' },
-  { name: 'Settlements', description: 'Daily settlements of MANUAL merchants (spec 4.6).' },
+  { name: 'Disbursements', description: 'Payouts from the wallet; WALLET merchants only.' },
+  { name: 'Balance', description: 'The wallet and its movements; WALLET merchants only.' },
+  { name: 'Beneficiaries', description: 'Saved payout destinations.' },
+  { name: 'Settlements', description: 'Daily settlements of MANUAL merchants.' },
   { name: 'Webhooks', description: 'The webhooks Kasir sent you, and resending one (docs/webhooks.md).' },
-  { name: 'Master data', description: 'Banks and e-wallets a disbursement may go to (spec 4.7).' },
-  { name: 'Reports', description: 'Totals and asynchronous CSV exports (spec 4.8).' },
-  { name: 'Team', description: 'The merchant\'s users and roles; owner only (spec 4.9).' },
-  { name: legacy, description: 'The legacy compatibility API under /api/ (spec 4.10): `{code, message, data}` envelope, HTTP '
+  { name: 'Master data', description: 'Banks and e-wallets a disbursement may go to.' },
+  { name: 'Reports', description: 'Totals and asynchronous CSV exports.' },
+  { name: 'Team', description: 'The merchant\'s users and roles; owner only.' },
+  { name: legacy, description: 'The legacy compatibility API under /api/: `{code, message, data}` envelope, HTTP '
     + 'status equal to code, signatures instead of the API key, decimal-string amounts and WIB times.' },
 ];
 
@@ -845,36 +855,33 @@ function operationObject(build: Build, op: Operation) {
 // ---------- Webhooks (OpenAPI 3.1 `webhooks`): what Kasir sends to a merchant's notify URL
 
 const webhookHeaders: HeaderParam[] = [
-  { name: 'X-Signature', required: false, description: 'With a webhook secret: `sha256=<hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md).', schema: z.string() },
-  { name: 'webhook-id', required: true, description: 'The delivery id, the same on every retry: dedupe on it.', schema: z.string() },
+  { name: 'X-Kasir-Event', required: true, description: 'The event\'s name (`order.paid`, …), on every body shape, legacy ones included.', schema: z.string() },
+  { name: 'X-Signature', required: false, description: 'With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md).', schema: z.string() },
+  { name: 'webhook-id', required: true, description: 'The delivery id, the same on every retry and resend (a V1 body\'s event_id): dedupe on it.', schema: z.string() },
   { name: 'webhook-timestamp', required: true, description: 'Unix seconds of this attempt.', schema: z.string() },
-  { name: 'webhook-signature', required: false, description: 'With a webhook secret: Standard Webhooks `v1,<base64 HMAC>`.', schema: z.string() },
+  { name: 'webhook-signature', required: false, description: 'With a webhook secret: Standard Webhooks `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`.', schema: z.string() },
 ];
 
 interface Webhook {
   summary: string;
   description: string;
   schema: z.ZodType;
+  examples: Record<string, { summary: string; value: unknown }>;
 }
 
-export const webhooks = {
-  order: {
-    summary: 'An order changed status',
-    description: 'To the order\'s notify_url (else the merchant\'s default). Orders created through the legacy API get the legacy shape.',
-    schema: z.union([s.orderWebhook, s.legacyOrderWebhook]),
-  },
-  disbursement: {
-    summary: 'A disbursement changed status',
-    description: `event is disbursement.<status lowercase> (${disbursementStatus.options.map((x) => x.toLowerCase()).join(', ')}). `
-      + 'Legacy-created disbursements get the legacy query shape.',
-    schema: z.union([s.disbursementWebhook, s.legacyDisbursement]),
-  },
-  settlement: {
-    summary: 'A settlement changed status',
-    description: `To the merchant's default notify URL; event is settlement.<status lowercase> (${settlementStatus.options.map((x) => x.toLowerCase()).join(', ')}).`,
-    schema: s.settlementWebhook,
-  },
-} satisfies Record<string, Webhook>;
+/** One entry per event of the catalogue (api/openapi/webhook-events.ts), keyed by its name. */
+export const webhooks: Record<string, Webhook> = Object.fromEntries(webhookEvents.map((e) => {
+  const legacy = legacySampleBody(e);
+  return [e.name, {
+    summary: e.summary,
+    description: `Sent to: ${e.destination}${e.legacy ? ' Resources created through the legacy API get the legacy shape.' : ''}`,
+    schema: e.legacy ? z.union([e.schema, e.legacy]) : e.schema,
+    examples: {
+      v1: { summary: 'V1 body', value: sampleBody(e) },
+      ...(legacy ? { legacy: { summary: 'Legacy-created resource', value: legacy } } : {}),
+    },
+  }];
+}));
 
 function webhookObject(build: Build, hook: Webhook) {
   return {
@@ -883,7 +890,7 @@ function webhookObject(build: Build, hook: Webhook) {
       description: `${hook.description} A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).`,
       security: [],
       parameters: webhookHeaders.map((h) => ({ name: h.name, in: 'header', required: h.required, description: h.description, schema: convert(build, h.schema, 'input') })),
-      requestBody: { required: true, content: json(build, hook.schema) },
+      requestBody: { required: true, content: json(build, hook.schema, hook.examples) },
       responses: { 200: { description: 'Any 2xx acknowledges the delivery' } },
     },
   };

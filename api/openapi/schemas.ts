@@ -11,11 +11,11 @@ import type { presentBrand } from '../http/brand.ts';
 import type { presentBeneficiary } from '../../db/present/beneficiaries.ts';
 import type { presentDisbursement, presentLegacyDisbursement } from '../../db/present/disbursements.ts';
 import type { presentImport, presentRefusal } from '../../db/present/disbursement-imports.ts';
-import type { presentExport } from '../../db/present/exports.ts';
+import type { ExportEvent, presentExport } from '../../db/present/exports.ts';
 import type { presentMovement } from '../../db/present/ledger.ts';
 import type { presentBank, presentEwallet } from '../../db/present/master-data.ts';
 import type { OrderEvent, presentLegacyOrder, presentOrder, presentOrderEvent } from '../../db/present/orders.ts';
-import type { presentRefund } from '../../db/present/refunds.ts';
+import type { presentRefund, RefundEvent } from '../../db/present/refunds.ts';
 import type { presentSettlement } from '../../db/present/settlements.ts';
 import type { presentDelivery } from '../../db/present/webhook-deliveries.ts';
 import type { presentUser } from '../../db/present/users.ts';
@@ -48,7 +48,7 @@ const requestId = named('RequestId',
   'The request\'s id, also in the X-Request-Id header: the caller\'s own X-Request-Id when it sent a usable one, else one Kasir made. Quote it to support.',
   z.string().regex(/^[A-Za-z0-9._-]{1,100}$/));
 
-export const pageMeta = named('PageMeta', 'Pagination of a list (spec 2.1, 8).', z.strictObject({
+export const pageMeta = named('PageMeta', 'Pagination of a list: page from 1, limit per page, the total of items and of pages.', z.strictObject({
   page: z.number().int().min(1),
   limit: z.number().int().min(1),
   total: count,
@@ -60,7 +60,7 @@ export const pageMeta = named('PageMeta', 'Pagination of a list (spec 2.1, 8).',
 /** CREATING and FAILED are internal attempts, never listed or returned (docs/decisions.md). */
 export const visibleOrderStatus = orderStatus.exclude(['CREATING', 'FAILED']);
 
-export const order = named('Order', 'A QRIS payment order (spec 2.2 and the decided extras).', z.strictObject({
+export const order = named('Order', 'A QRIS payment order.', z.strictObject({
   id: uuid,
   ref_code: z.string().regex(/^ORD-\d+-[0-9A-Z]+$/).meta({ examples: ['ORD-1763713800-7K3M9Q2X4B'] }),
   merchant_order_id: z.string().max(255),
@@ -107,7 +107,7 @@ export const refund = named('Refund', 'A refund of a PAID order (docs/money.md, 
   created_at: instant,
 }));
 
-export const disbursement = named('Disbursement', 'A payout from the wallet to a bank account or e-wallet (spec 2.3).', z.strictObject({
+export const disbursement = named('Disbursement', 'A payout from the wallet to a bank account or e-wallet.', z.strictObject({
   id: uuid,
   ref_code: z.string().regex(/^DSB-\d+-[0-9A-Z]+$/).meta({ examples: ['DSB-1763713800-4B7N2P9R1K'] }),
   idempotency_key: text,
@@ -162,7 +162,7 @@ export const importResult = named('DisbursementImport', 'The outcome of a CSV im
   ])),
 }));
 
-export const errorCode = z.enum(Object.keys(errorCatalogue) as [ErrorCode, ...ErrorCode[]]).describe('Every V1 error code (spec 7)');
+export const errorCode = z.enum(Object.keys(errorCatalogue) as [ErrorCode, ...ErrorCode[]]).describe('Every V1 error code');
 
 export const importRecord = named('DisbursementImportRecord', 'A past CSV import: who uploaded it, when, and what it decided (the counts of its answer).', z.strictObject({
   id: uuid.describe('The import_id of the import\'s answer'),
@@ -193,7 +193,7 @@ export const importRefusal = named('DisbursementImportRefusal', 'A refused row o
 export const importDetail = named('DisbursementImportDetail', 'A past CSV import with its refused rows in file order.',
   importRecord.extend({ refused_rows: z.array(importRefusal) }));
 
-export const balance = named('Balance', 'The WALLET balance (spec 2.6).', z.strictObject({
+export const balance = named('Balance', 'The WALLET balance.', z.strictObject({
   merchant_id: uuid,
   balance: rupiah.min(0),
 }));
@@ -211,7 +211,7 @@ export const movement = named('BalanceMovement', 'One posting on the WALLET acco
   created_at: instant,
 }));
 
-export const beneficiary = named('Beneficiary', 'A saved payout destination (spec 2.4).', z.strictObject({
+export const beneficiary = named('Beneficiary', 'A saved payout destination.', z.strictObject({
   id: uuid,
   organization_id: uuid.describe('The merchant\'s id: each merchant is an organisation of one'),
   merchant_id: uuid,
@@ -231,7 +231,7 @@ export const beneficiary = named('Beneficiary', 'A saved payout destination (spe
   updated_at: instant,
 }));
 
-export const settlement = named('Settlement', 'A settlement of a MANUAL merchant\'s paid orders for one day (spec 2.5; net_payout = gross_amount − mdr_total − refund_total − disbursement_fee).', z.strictObject({
+export const settlement = named('Settlement', 'A settlement of a MANUAL merchant\'s paid orders for one day (net_payout = gross_amount − mdr_total − refund_total − disbursement_fee).', z.strictObject({
   id: uuid,
   ref_code: z.string().regex(/^STL-\d{8}-\d+$/).meta({ examples: ['STL-20261121-000042'] }),
   settlement_date: day,
@@ -257,11 +257,15 @@ export const settlement = named('Settlement', 'A settlement of a MANUAL merchant
 const deliveryStatus = z.enum(['PENDING', 'DELIVERED', 'FAILED']);
 
 const deliveryFields = {
-  id: uuid,
+  id: uuid.describe('The delivery\'s id: the webhook-id header and, in a V1 body, event_id'),
   event: z.string().meta({ examples: ['order.paid'] }),
+  sample: z.boolean().describe('An operator\'s sample of the event (ops webhooks:trigger), not a real event'),
   url: text,
   status: deliveryStatus,
-  resource: z.strictObject({ type: z.enum(['ORDER', 'DISBURSEMENT', 'SETTLEMENT']), ref_code: text.nullable() }).nullable(),
+  resource: z.strictObject({
+    type: z.enum(['ORDER', 'DISBURSEMENT', 'SETTLEMENT', 'EXPORT']),
+    ref_code: text.nullable().describe('The resource\'s ref_code; an export\'s id'),
+  }).nullable().describe('Null for a sample'),
   attempts: count,
   last_status_code: z.number().int().nullable(),
   last_error: text.nullable(),
@@ -287,7 +291,7 @@ export const bank = named('Bank', 'An enabled bank destination (GET /v1/banks); 
   sort_order: z.number().int(),
 }));
 
-export const ewallet = named('Ewallet', 'An enabled e-wallet destination (spec 2.7).', z.strictObject({
+export const ewallet = named('Ewallet', 'An enabled e-wallet destination.', z.strictObject({
   id: uuid,
   name: text,
   short_code: text,
@@ -303,6 +307,10 @@ export const exportJob = named('ExportJob', 'An asynchronous CSV export; downloa
   date_from: day.nullable(),
   date_to: day.nullable(),
   row_count: count.nullable(),
+  download_url: z.url().nullable().meta({
+    description: 'Where the CSV downloads from (GET /v1/reports/exports/{id}/download, with your API key) once COMPLETED; null before and when FAILED',
+    examples: ['https://api.kasir.example/v1/reports/exports/3f0c2a8e-5b7d-4c1e-9a6f-2d8b7e4c1a90/download'],
+  }),
   created_at: instant,
   completed_at: instant.nullable(),
   error: text.nullable(),
@@ -363,7 +371,7 @@ export function v1Error(codes: readonly [ErrorCode, ...ErrorCode[]]) {
   return z.strictObject({ success: z.literal(false), error: z.strictObject({ code: z.enum(codes), message: text, request_id: requestId }) });
 }
 
-export const errorEnvelope = named('Error', 'The V1 error envelope. Clients branch on error.code (spec 7).',
+export const errorEnvelope = named('Error', 'The V1 error envelope. Clients branch on error.code: several errors share an HTTP status.',
   v1Error(Object.keys(errorCatalogue) as [ErrorCode, ...ErrorCode[]]));
 
 // ---------- Legacy (spec 2.8, 2.9, 4.10)
@@ -380,7 +388,7 @@ export function legacyError(status: 400 | 401 | 404 | 500 | 503) {
   return z.strictObject({ code: z.literal(status), message: text, data: z.null() });
 }
 
-export const legacyOrder = named('LegacyOrder', 'A legacy order (spec 2.8).', z.strictObject({
+export const legacyOrder = named('LegacyOrder', 'A legacy order.', z.strictObject({
   refCode: text,
   transactionTime: wibTime,
   orderId: text,
@@ -425,31 +433,54 @@ const legacyEwallet = z.strictObject({
   ...legacyAmounts,
 });
 
-export const legacyDisbursement = named('LegacyDisbursement', 'A legacy disbursement as the query shows it (spec 2.9).',
+export const legacyDisbursement = named('LegacyDisbursement', 'A legacy disbursement as the query shows it.',
   z.union([z.strictObject({ ...legacyBankFields, method: z.literal('BANK_ACCOUNT') }), legacyEwallet]));
 
-export const legacyBankDisbursementCreated = named('LegacyBankDisbursementCreated', 'The answer to a legacy bank disbursement create (no method, spec 4.10).',
+export const legacyBankDisbursementCreated = named('LegacyBankDisbursementCreated', 'The answer to a legacy bank disbursement create (no method).',
   z.strictObject(legacyBankFields));
 
-export const legacyEwalletDisbursementCreated = named('LegacyEwalletDisbursementCreated', 'The answer to a legacy e-wallet disbursement create (spec 4.10).', legacyEwallet);
+export const legacyEwalletDisbursementCreated = named('LegacyEwalletDisbursementCreated', 'The answer to a legacy e-wallet disbursement create.', legacyEwallet);
 
-// ---------- Webhook bodies (docs/decisions.md, Webhooks; docs/money.md)
+// ---------- Webhook bodies (docs/webhooks.md, docs/webhook-events.md)
 
-export const orderWebhookEvent = z.enum(['order.paid', 'order.expired', 'order.refunded', 'order.partially_refunded', 'order.refund_failed']);
+/** What every V1 webhook body ends with: the event's identity, fixed when the event is recorded. */
+const eventStamp = {
+  event_id: uuid.meta({
+    description: 'The event\'s id: the delivery\'s id and the webhook-id header, the same on every retry and resend. Dedupe on it.',
+    examples: ['7c9e6679-7425-40de-944b-e07fc1f90ae7'],
+  }),
+  event_created_at: instant.describe('When the event happened (ISO 8601 UTC); the same on every retry and resend'),
+};
 
-export const orderWebhook = named('OrderWebhook', 'The V1 order webhook; refund events carry the refund.', z.strictObject({
-  ref_code: text,
-  merchant_order_id: text,
+export const orderStatusEvent = z.enum(['order.paid', 'order.expired']);
+export const orderRefundEvent = z.enum(['order.refunded', 'order.partially_refunded', 'order.refund_failed']);
+
+const orderWebhookFields = {
+  ref_code: text.describe('The order\'s ref_code (ORD-…)'),
+  merchant_order_id: text.describe('Your id of the order'),
   amount: rupiah.min(1),
-  status: visibleOrderStatus,
-  event: orderWebhookEvent,
-  paid_at: instant.nullable(),
-  refunded_amount: rupiah.min(0).optional().describe('Refund events: the order\'s refunded_amount after the refund\'s change'),
-  refundable_amount: rupiah.min(0).optional().describe('Refund events: the order\'s refundable_amount after the refund\'s change'),
-  refund: refund.optional(),
+  status: visibleOrderStatus.describe('The order\'s status after the event'),
+};
+const paidAt = instant.nullable().describe('When the payer paid; null if never');
+
+export const orderWebhook = named('OrderWebhook', 'The V1 order webhook of a payment or an expiry.', z.strictObject({
+  ...orderWebhookFields,
+  event: orderStatusEvent,
+  paid_at: paidAt,
+  ...eventStamp,
 }));
 
-export const legacyOrderWebhook = named('LegacyOrderWebhook', 'The webhook of a legacy-created order.', z.strictObject({
+export const orderRefundWebhook = named('OrderRefundWebhook', 'The V1 order webhook of a refund\'s change: the order, its amounts after the change, and the refund.', z.strictObject({
+  ...orderWebhookFields,
+  event: orderRefundEvent,
+  paid_at: paidAt,
+  refunded_amount: rupiah.min(0).describe('The order\'s refunded_amount after the refund\'s change'),
+  refundable_amount: rupiah.min(0).describe('The order\'s refundable_amount after the refund\'s change'),
+  refund,
+  ...eventStamp,
+}));
+
+export const legacyOrderWebhook = named('LegacyOrderWebhook', 'The webhook of an order created through the legacy API: the legacy shape, unchanged (no event fields: the event is in the X-Kasir-Event header, its id in webhook-id).', z.strictObject({
   refCode: text,
   orderId: text,
   totalAmount: rupiah.min(1),
@@ -458,10 +489,15 @@ export const legacyOrderWebhook = named('LegacyOrderWebhook', 'The webhook of a 
 }));
 
 export const disbursementWebhook = named('DisbursementWebhook', 'The V1 disbursement with the event.',
-  disbursement.extend({ event: z.string().regex(/^disbursement\.[a-z_]+$/) }));
+  disbursement.extend({ event: z.string().regex(/^disbursement\.[a-z_]+$/), ...eventStamp }));
 
 export const settlementWebhook = named('SettlementWebhook', 'The settlement with the event.',
-  settlement.extend({ event: z.string().regex(/^settlement\.[a-z_]+$/) }));
+  settlement.extend({ event: z.string().regex(/^settlement\.[a-z_]+$/), ...eventStamp }));
+
+export const exportEvent = z.enum(['export.completed', 'export.failed']);
+
+export const exportWebhook = named('ExportWebhook', 'The export with the event, once it is COMPLETED (download_url set) or FAILED (error set).',
+  exportJob.extend({ event: exportEvent, ...eventStamp }));
 
 // ---------- Each schema's keys are its presenter's (a type check; `npm test` runs tsc first).
 
@@ -490,5 +526,7 @@ export type PresentersMatchSchemas = [
   Holds<SameKeys<Shown<typeof presentLegacyOrder>, Documented<typeof legacyOrder>>>,
   Holds<SameKeys<ProfitTotals & { date_from: string; date_to: string }, Documented<typeof profits>>>,
   Holds<SameKeys<Shown<typeof presentLegacyDisbursement>, Documented<typeof legacyDisbursement>>>,
-  Holds<Same<OrderEvent, Documented<typeof orderWebhookEvent>>>,
+  Holds<Same<OrderEvent, Documented<typeof orderStatusEvent> | Documented<typeof orderRefundEvent>>>,
+  Holds<Same<RefundEvent, Documented<typeof orderRefundEvent>>>,
+  Holds<Same<ExportEvent, Documented<typeof exportEvent>>>,
 ];

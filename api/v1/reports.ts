@@ -1,11 +1,14 @@
 // Reports (spec 4.8, DESIGN 6): the profits summary, computed in one statement
 // (db/reports.sql.ts), and CSV exports, built by the csv worker group and downloaded from
-// Postgres one stored chunk at a time (the file is never held whole by the API).
+// Postgres one stored chunk at a time (the file is never held whole by the API). An export
+// answers its download_url on the merchant's brand's domain (the key only works there).
 //
 // Dates are WIB calendar days (YYYY-MM-DD), inclusive at both ends. A missing date_from is the
 // first day of the current WIB month and a missing date_to its last day (profits); an export
 // without them is open-ended on that side.
 import type { Request, Response } from 'express';
+import { brandBaseUrl } from '../../db/brands.ts';
+import { publicBaseUrl } from '../../db/config.ts';
 import { Router } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../context.ts';
@@ -44,6 +47,8 @@ export const exportBody = z.object({
 
 export function reportRoutes(ctx: AppContext): Router {
   const router = Router();
+  const publicBase = publicBaseUrl(ctx.config);
+  const baseUrlOf = (req: Request) => brandBaseUrl(publicBase, req.brand);
 
   router.get('/v1/reports/profits', async (req, res) => {
     const from = dateParam(req.query.date_from, 'date_from');
@@ -63,7 +68,7 @@ export function reportRoutes(ctx: AppContext): Router {
     checkOrder(dateFrom ?? undefined, dateTo ?? undefined);
     const answer = await idempotent(ctx.pool, idempotentRequest(req, 'export'), async (tx) => {
       const created = await requestExport(tx, ctx.boss, req.merchant, { type: body.type, dateFrom, dateTo });
-      return { status: 201, body: toJson({ success: true, data: presentExport(created) }) };
+      return { status: 201, body: toJson({ success: true, data: presentExport(created, baseUrlOf(req)) }) };
     });
     sendStored(res, answer.status, answer.body, answer.replayed);
   });
@@ -71,7 +76,15 @@ export function reportRoutes(ctx: AppContext): Router {
   router.get('/v1/reports/exports', async (req, res) => {
     const { page, limit } = pagination(req);
     const [rows, total] = await listMerchantExports(ctx.replica.reads(), req.merchant.id, page, limit);
-    sendPage(res, rows.map(presentExport), pageMeta(page, limit, total));
+    const baseUrl = baseUrlOf(req);
+    sendPage(res, rows.map((e) => presentExport(e, baseUrl)), pageMeta(page, limit, total));
+  });
+
+  // By id, from the primary: a client polling the export it just asked for never gets a 404.
+  router.get('/v1/reports/exports/:id', async (req, res) => {
+    const found = await findMerchantExport(ctx.pool, req.merchant.id, uuidParam(req, 'id'));
+    if (!found) throw new ApiError('NOT_FOUND', 'Export not found');
+    sendData(res, presentExport(found, baseUrlOf(req)));
   });
 
   router.get('/v1/reports/exports/:id/download', async (req: Request, res: Response) => {

@@ -1,5 +1,6 @@
 // A webhook delivery as its merchant sees it (GET /v1/webhook-deliveries): what was sent where,
 // about which resource, and how each attempt went. The body is the exact text signed and sent.
+// `sample` marks an operator's sample (ops webhooks:trigger): not a real event.
 import type { AttemptRow, MerchantDeliveryRow } from '../webhooks.ts';
 import { iso } from './time.ts';
 
@@ -7,6 +8,7 @@ export function presentDelivery(d: MerchantDeliveryRow, attempts?: readonly Atte
   return {
     id: d.id,
     event: d.event,
+    sample: d.sample,
     url: d.url,
     status: d.status,
     resource: d.resource_type ? { type: d.resource_type, ref_code: d.resource_ref } : null,

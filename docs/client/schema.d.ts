@@ -46,7 +46,7 @@ export interface paths {
         };
         /**
          * List orders, newest first
-         * @description With merchant_order_id: the exact lookup to reconcile with after a timeout, VENDOR_ERROR or ORDER_PENDING_CONFIRMATION (spec 4.2 rule 8).
+         * @description With merchant_order_id: the exact lookup to reconcile with after a timeout, VENDOR_ERROR or ORDER_PENDING_CONFIRMATION: look the order up here before creating it again under a new id.
          *
          *     Roles: owner, finance, ops, viewer (the merchant's own key acts as owner).
          */
@@ -636,7 +636,7 @@ export interface paths {
         put?: never;
         /**
          * Request a CSV export
-         * @description Built asynchronously; poll GET /v1/reports/exports, then download. disbursements and balance_history exports are for WALLET merchants.
+         * @description Built asynchronously: poll GET /v1/reports/exports/{id}, or wait for the export.completed webhook (sent to the merchant's default notify URL), then download from download_url. disbursements and balance_history exports are for WALLET merchants.
          *
          *     Roles: owner, finance (the merchant's own key acts as owner).
          */
@@ -659,6 +659,28 @@ export interface paths {
          * @description Roles: owner, finance, ops, viewer (the merchant's own key acts as owner).
          */
         get: operations["getV1ReportsExports"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reports/exports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read an export
+         * @description Poll it after requesting the export (or wait for the export.completed webhook): download_url is set once it is COMPLETED.
+         *
+         *     Roles: owner, finance, ops, viewer (the merchant's own key acts as owner).
+         */
+        get: operations["getV1ReportsExportsId"];
         put?: never;
         post?: never;
         delete?: never;
@@ -750,7 +772,7 @@ export interface paths {
         put?: never;
         /**
          * Create a QRIS order (legacy)
-         * @description `signature` = lowercase hex SHA-512 of `clientId|orderId|totalAmount|clientSecret` (spec 5.3). A used orderId (from either API) is never answered with the existing order.
+         * @description `signature` = lowercase hex SHA-512 of `clientId|orderId|totalAmount|clientSecret`. A used orderId (from either API) is never answered with the existing order.
          */
         post: operations["postApiOrderCreate"];
         delete?: never;
@@ -858,7 +880,7 @@ export interface paths {
     };
 }
 export interface webhooks {
-    order: {
+    "order.paid": {
         parameters: {
             query?: never;
             header?: never;
@@ -868,20 +890,22 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * An order changed status
-         * @description To the order's notify_url (else the merchant's default). Orders created through the legacy API get the legacy shape. A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
+         * The payer paid the order's QR (also when the payment arrived after expiry: the money is never dropped).
+         * @description Sent to: The order's notify_url, else the merchant's default notify URL. Resources created through the legacy API get the legacy shape. A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
          */
         post: {
             parameters: {
                 query?: never;
                 header: {
-                    /** @description With a webhook secret: `sha256=<hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
+                    /** @description The event's name (`order.paid`, …), on every body shape, legacy ones included. */
+                    "X-Kasir-Event": string;
+                    /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry: dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
-                    /** @description With a webhook secret: Standard Webhooks `v1,<base64 HMAC>`. */
+                    /** @description With a webhook secret: Standard Webhooks `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`. */
                     "webhook-signature"?: string;
                 };
                 path?: never;
@@ -908,7 +932,7 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
-    disbursement: {
+    "order.expired": {
         parameters: {
             query?: never;
             header?: never;
@@ -918,20 +942,230 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * A disbursement changed status
-         * @description event is disbursement.<status lowercase> (pending, in_review, on_process, success, failed, rejected). Legacy-created disbursements get the legacy query shape. A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
+         * The order expired unpaid.
+         * @description Sent to: The order's notify_url, else the merchant's default notify URL. Resources created through the legacy API get the legacy shape. A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
          */
         post: {
             parameters: {
                 query?: never;
                 header: {
-                    /** @description With a webhook secret: `sha256=<hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
+                    /** @description The event's name (`order.paid`, …), on every body shape, legacy ones included. */
+                    "X-Kasir-Event": string;
+                    /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry: dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
-                    /** @description With a webhook secret: Standard Webhooks `v1,<base64 HMAC>`. */
+                    /** @description With a webhook secret: Standard Webhooks `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`. */
+                    "webhook-signature"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["OrderWebhook"] | components["schemas"]["LegacyOrderWebhook"];
+                };
+            };
+            responses: {
+                /** @description Any 2xx acknowledges the delivery */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "order.partially_refunded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A refund of part of the order succeeded; more may still be refunded.
+         * @description Sent to: The order's notify_url, else the merchant's default notify URL. Resources created through the legacy API get the legacy shape. A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's name (`order.paid`, …), on every body shape, legacy ones included. */
+                    "X-Kasir-Event": string;
+                    /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
+                    "X-Signature"?: string;
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    "webhook-id": string;
+                    /** @description Unix seconds of this attempt. */
+                    "webhook-timestamp": string;
+                    /** @description With a webhook secret: Standard Webhooks `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`. */
+                    "webhook-signature"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["OrderRefundWebhook"] | components["schemas"]["LegacyOrderWebhook"];
+                };
+            };
+            responses: {
+                /** @description Any 2xx acknowledges the delivery */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "order.refunded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The order is refunded in full (status REFUNDED).
+         * @description Sent to: The order's notify_url, else the merchant's default notify URL. Resources created through the legacy API get the legacy shape. A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's name (`order.paid`, …), on every body shape, legacy ones included. */
+                    "X-Kasir-Event": string;
+                    /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
+                    "X-Signature"?: string;
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    "webhook-id": string;
+                    /** @description Unix seconds of this attempt. */
+                    "webhook-timestamp": string;
+                    /** @description With a webhook secret: Standard Webhooks `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`. */
+                    "webhook-signature"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["OrderRefundWebhook"] | components["schemas"]["LegacyOrderWebhook"];
+                };
+            };
+            responses: {
+                /** @description Any 2xx acknowledges the delivery */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "order.refund_failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The gateway refused a refund: its money is back on the order's refundable amount.
+         * @description Sent to: The order's notify_url, else the merchant's default notify URL. Resources created through the legacy API get the legacy shape. A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's name (`order.paid`, …), on every body shape, legacy ones included. */
+                    "X-Kasir-Event": string;
+                    /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
+                    "X-Signature"?: string;
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    "webhook-id": string;
+                    /** @description Unix seconds of this attempt. */
+                    "webhook-timestamp": string;
+                    /** @description With a webhook secret: Standard Webhooks `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`. */
+                    "webhook-signature"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["OrderRefundWebhook"] | components["schemas"]["LegacyOrderWebhook"];
+                };
+            };
+            responses: {
+                /** @description Any 2xx acknowledges the delivery */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "disbursement.pending": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The disbursement became PENDING.
+         * @description Sent to: The disbursement's notify URL, else the merchant's default notify URL. Resources created through the legacy API get the legacy shape. A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's name (`order.paid`, …), on every body shape, legacy ones included. */
+                    "X-Kasir-Event": string;
+                    /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
+                    "X-Signature"?: string;
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    "webhook-id": string;
+                    /** @description Unix seconds of this attempt. */
+                    "webhook-timestamp": string;
+                    /** @description With a webhook secret: Standard Webhooks `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`. */
                     "webhook-signature"?: string;
                 };
                 path?: never;
@@ -958,7 +1192,7 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
-    settlement: {
+    "disbursement.on_process": {
         parameters: {
             query?: never;
             header?: never;
@@ -968,20 +1202,230 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * A settlement changed status
-         * @description To the merchant's default notify URL; event is settlement.<status lowercase> (pending, processing, paid, failed, cancelled). A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
+         * The disbursement became ON_PROCESS.
+         * @description Sent to: The disbursement's notify URL, else the merchant's default notify URL. Resources created through the legacy API get the legacy shape. A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
          */
         post: {
             parameters: {
                 query?: never;
                 header: {
-                    /** @description With a webhook secret: `sha256=<hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
+                    /** @description The event's name (`order.paid`, …), on every body shape, legacy ones included. */
+                    "X-Kasir-Event": string;
+                    /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry: dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
-                    /** @description With a webhook secret: Standard Webhooks `v1,<base64 HMAC>`. */
+                    /** @description With a webhook secret: Standard Webhooks `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`. */
+                    "webhook-signature"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["DisbursementWebhook"] | components["schemas"]["LegacyDisbursement"];
+                };
+            };
+            responses: {
+                /** @description Any 2xx acknowledges the delivery */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "disbursement.success": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The disbursement became SUCCESS.
+         * @description Sent to: The disbursement's notify URL, else the merchant's default notify URL. Resources created through the legacy API get the legacy shape. A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's name (`order.paid`, …), on every body shape, legacy ones included. */
+                    "X-Kasir-Event": string;
+                    /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
+                    "X-Signature"?: string;
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    "webhook-id": string;
+                    /** @description Unix seconds of this attempt. */
+                    "webhook-timestamp": string;
+                    /** @description With a webhook secret: Standard Webhooks `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`. */
+                    "webhook-signature"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["DisbursementWebhook"] | components["schemas"]["LegacyDisbursement"];
+                };
+            };
+            responses: {
+                /** @description Any 2xx acknowledges the delivery */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "disbursement.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The disbursement became FAILED.
+         * @description Sent to: The disbursement's notify URL, else the merchant's default notify URL. Resources created through the legacy API get the legacy shape. A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's name (`order.paid`, …), on every body shape, legacy ones included. */
+                    "X-Kasir-Event": string;
+                    /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
+                    "X-Signature"?: string;
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    "webhook-id": string;
+                    /** @description Unix seconds of this attempt. */
+                    "webhook-timestamp": string;
+                    /** @description With a webhook secret: Standard Webhooks `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`. */
+                    "webhook-signature"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["DisbursementWebhook"] | components["schemas"]["LegacyDisbursement"];
+                };
+            };
+            responses: {
+                /** @description Any 2xx acknowledges the delivery */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "disbursement.rejected": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The disbursement became REJECTED.
+         * @description Sent to: The disbursement's notify URL, else the merchant's default notify URL. Resources created through the legacy API get the legacy shape. A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's name (`order.paid`, …), on every body shape, legacy ones included. */
+                    "X-Kasir-Event": string;
+                    /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
+                    "X-Signature"?: string;
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    "webhook-id": string;
+                    /** @description Unix seconds of this attempt. */
+                    "webhook-timestamp": string;
+                    /** @description With a webhook secret: Standard Webhooks `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`. */
+                    "webhook-signature"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["DisbursementWebhook"] | components["schemas"]["LegacyDisbursement"];
+                };
+            };
+            responses: {
+                /** @description Any 2xx acknowledges the delivery */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "settlement.pending": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The settlement became PENDING (it was made, or is being paid out again).
+         * @description Sent to: The merchant's default notify URL (none set: not sent). A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's name (`order.paid`, …), on every body shape, legacy ones included. */
+                    "X-Kasir-Event": string;
+                    /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
+                    "X-Signature"?: string;
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    "webhook-id": string;
+                    /** @description Unix seconds of this attempt. */
+                    "webhook-timestamp": string;
+                    /** @description With a webhook secret: Standard Webhooks `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`. */
                     "webhook-signature"?: string;
                 };
                 path?: never;
@@ -1008,10 +1452,322 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "settlement.processing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The settlement became PROCESSING.
+         * @description Sent to: The merchant's default notify URL (none set: not sent). A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's name (`order.paid`, …), on every body shape, legacy ones included. */
+                    "X-Kasir-Event": string;
+                    /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
+                    "X-Signature"?: string;
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    "webhook-id": string;
+                    /** @description Unix seconds of this attempt. */
+                    "webhook-timestamp": string;
+                    /** @description With a webhook secret: Standard Webhooks `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`. */
+                    "webhook-signature"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["SettlementWebhook"];
+                };
+            };
+            responses: {
+                /** @description Any 2xx acknowledges the delivery */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "settlement.paid": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The settlement became PAID.
+         * @description Sent to: The merchant's default notify URL (none set: not sent). A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's name (`order.paid`, …), on every body shape, legacy ones included. */
+                    "X-Kasir-Event": string;
+                    /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
+                    "X-Signature"?: string;
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    "webhook-id": string;
+                    /** @description Unix seconds of this attempt. */
+                    "webhook-timestamp": string;
+                    /** @description With a webhook secret: Standard Webhooks `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`. */
+                    "webhook-signature"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["SettlementWebhook"];
+                };
+            };
+            responses: {
+                /** @description Any 2xx acknowledges the delivery */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "settlement.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The settlement became FAILED.
+         * @description Sent to: The merchant's default notify URL (none set: not sent). A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's name (`order.paid`, …), on every body shape, legacy ones included. */
+                    "X-Kasir-Event": string;
+                    /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
+                    "X-Signature"?: string;
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    "webhook-id": string;
+                    /** @description Unix seconds of this attempt. */
+                    "webhook-timestamp": string;
+                    /** @description With a webhook secret: Standard Webhooks `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`. */
+                    "webhook-signature"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["SettlementWebhook"];
+                };
+            };
+            responses: {
+                /** @description Any 2xx acknowledges the delivery */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "settlement.cancelled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The settlement became CANCELLED.
+         * @description Sent to: The merchant's default notify URL (none set: not sent). A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's name (`order.paid`, …), on every body shape, legacy ones included. */
+                    "X-Kasir-Event": string;
+                    /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
+                    "X-Signature"?: string;
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    "webhook-id": string;
+                    /** @description Unix seconds of this attempt. */
+                    "webhook-timestamp": string;
+                    /** @description With a webhook secret: Standard Webhooks `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`. */
+                    "webhook-signature"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["SettlementWebhook"];
+                };
+            };
+            responses: {
+                /** @description Any 2xx acknowledges the delivery */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "export.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A report export is built: download it from download_url.
+         * @description Sent to: The merchant's default notify URL (none set: not sent). A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's name (`order.paid`, …), on every body shape, legacy ones included. */
+                    "X-Kasir-Event": string;
+                    /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
+                    "X-Signature"?: string;
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    "webhook-id": string;
+                    /** @description Unix seconds of this attempt. */
+                    "webhook-timestamp": string;
+                    /** @description With a webhook secret: Standard Webhooks `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`. */
+                    "webhook-signature"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["ExportWebhook"];
+                };
+            };
+            responses: {
+                /** @description Any 2xx acknowledges the delivery */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "export.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A report export could not be built; error says why (request it again, or a narrower range).
+         * @description Sent to: The merchant's default notify URL (none set: not sent). A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
+         */
+        post: {
+            parameters: {
+                query?: never;
+                header: {
+                    /** @description The event's name (`order.paid`, …), on every body shape, legacy ones included. */
+                    "X-Kasir-Event": string;
+                    /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
+                    "X-Signature"?: string;
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    "webhook-id": string;
+                    /** @description Unix seconds of this attempt. */
+                    "webhook-timestamp": string;
+                    /** @description With a webhook secret: Standard Webhooks `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`. */
+                    "webhook-signature"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["ExportWebhook"];
+                };
+            };
+            responses: {
+                /** @description Any 2xx acknowledges the delivery */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
-        /** @description The WALLET balance (spec 2.6). */
+        /** @description The WALLET balance. */
         Balance: {
             merchant_id: components["schemas"]["Uuid"];
             /** @description Whole Rupiah */
@@ -1044,7 +1800,7 @@ export interface components {
             is_enabled: boolean;
             sort_order: number;
         };
-        /** @description A saved payout destination (spec 2.4). */
+        /** @description A saved payout destination. */
         Beneficiary: {
             id: components["schemas"]["Uuid"];
             /** @description The merchant's id: each merchant is an organisation of one */
@@ -1084,7 +1840,7 @@ export interface components {
          * @example 150000.00
          */
         DecimalRupiah: string;
-        /** @description A payout from the wallet to a bank account or e-wallet (spec 2.3). */
+        /** @description A payout from the wallet to a bank account or e-wallet. */
         Disbursement: {
             id: components["schemas"]["Uuid"];
             /** @example DSB-1763713800-4B7N2P9R1K */
@@ -1264,13 +2020,20 @@ export interface components {
             requested_at: components["schemas"]["Instant"];
             created_at: components["schemas"]["Instant"];
             event: string;
+            /**
+             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Dedupe on it.
+             * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
+             */
+            event_id: components["schemas"]["Uuid"];
+            /** @description When the event happened (ISO 8601 UTC); the same on every retry and resend */
+            event_created_at: components["schemas"]["Instant"];
         };
         /**
          * Format: email
          * @example budi@example.com
          */
         Email: string;
-        /** @description The V1 error envelope. Clients branch on error.code (spec 7). */
+        /** @description The V1 error envelope. Clients branch on error.code: several errors share an HTTP status. */
         Error: {
             /** @constant */
             success: false;
@@ -1281,11 +2044,11 @@ export interface components {
             };
         };
         /**
-         * @description Every V1 error code (spec 7)
+         * @description Every V1 error code
          * @enum {string}
          */
         ErrorCode: "UNAUTHORIZED" | "INVALID_SIGNATURE" | "MERCHANT_INACTIVE" | "NOT_WALLET_MERCHANT" | "FORBIDDEN" | "INVALID_BODY" | "INVALID_JSON" | "UNSUPPORTED_PAYMENT_METHOD" | "IDEMPOTENCY_KEY_REUSED" | "MERCHANT_ORDER_ID_REUSED" | "INVALID_ID" | "BANK_NOT_FOUND" | "MISSING_BANK_INFO" | "MISSING_EWALLET_INFO" | "INVALID_FILE" | "ORDER_NOT_FOUND" | "DISBURSEMENT_NOT_FOUND" | "BENEFICIARY_NOT_FOUND" | "NOT_FOUND" | "USER_NOT_FOUND" | "REFUND_NOT_FOUND" | "ORDER_PENDING_CONFIRMATION" | "DUPLICATE_IDEMPOTENCY_KEY" | "DUPLICATE_EMAIL" | "INVALID_STATUS" | "AMOUNT_EXCEEDS_ORDER" | "BANK_DISABLED" | "INSUFFICIENT_BALANCE" | "AMOUNT_EXCEEDS_LIMIT" | "DAILY_LIMIT_EXCEEDED" | "LAST_OWNER" | "TOO_MANY_REQUESTS" | "INTERNAL_ERROR" | "NO_VENDOR" | "VENDOR_ERROR" | "SERVICE_UNAVAILABLE";
-        /** @description An enabled e-wallet destination (spec 2.7). */
+        /** @description An enabled e-wallet destination. */
         Ewallet: {
             id: components["schemas"]["Uuid"];
             name: string;
@@ -1304,9 +2067,42 @@ export interface components {
             date_from: components["schemas"]["Day"] | null;
             date_to: components["schemas"]["Day"] | null;
             row_count: number | null;
+            /**
+             * @description Where the CSV downloads from (GET /v1/reports/exports/{id}/download, with your API key) once COMPLETED; null before and when FAILED
+             * @example https://api.kasir.example/v1/reports/exports/3f0c2a8e-5b7d-4c1e-9a6f-2d8b7e4c1a90/download
+             */
+            download_url: components["schemas"]["Url"] | null;
             created_at: components["schemas"]["Instant"];
             completed_at: components["schemas"]["Instant"] | null;
             error: string | null;
+        };
+        /** @description The export with the event, once it is COMPLETED (download_url set) or FAILED (error set). */
+        ExportWebhook: {
+            id: components["schemas"]["Uuid"];
+            /** @enum {string} */
+            type: "orders" | "settlements" | "disbursements" | "balance_history";
+            /** @enum {string} */
+            status: "QUEUED" | "PROCESSING" | "COMPLETED" | "FAILED";
+            date_from: components["schemas"]["Day"] | null;
+            date_to: components["schemas"]["Day"] | null;
+            row_count: number | null;
+            /**
+             * @description Where the CSV downloads from (GET /v1/reports/exports/{id}/download, with your API key) once COMPLETED; null before and when FAILED
+             * @example https://api.kasir.example/v1/reports/exports/3f0c2a8e-5b7d-4c1e-9a6f-2d8b7e4c1a90/download
+             */
+            download_url: components["schemas"]["Url"] | null;
+            created_at: components["schemas"]["Instant"];
+            completed_at: components["schemas"]["Instant"] | null;
+            error: string | null;
+            /** @enum {string} */
+            event: "export.completed" | "export.failed";
+            /**
+             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Dedupe on it.
+             * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
+             */
+            event_id: components["schemas"]["Uuid"];
+            /** @description When the event happened (ISO 8601 UTC); the same on every retry and resend */
+            event_created_at: components["schemas"]["Instant"];
         };
         /** @description Liveness with the database reachability (a bare object, not the V1 envelope). */
         Health: {
@@ -1326,7 +2122,7 @@ export interface components {
             clientId: string;
             balance: components["schemas"]["DecimalRupiah"];
         };
-        /** @description The answer to a legacy bank disbursement create (no method, spec 4.10). */
+        /** @description The answer to a legacy bank disbursement create (no method). */
         LegacyBankDisbursementCreated: {
             refCode: string;
             orderId: string;
@@ -1344,7 +2140,7 @@ export interface components {
             status: "PENDING" | "IN_REVIEW" | "ON_PROCESS" | "SUCCESS" | "FAILED" | "REJECTED";
             requestAt: components["schemas"]["WibTime"];
         };
-        /** @description A legacy disbursement as the query shows it (spec 2.9). */
+        /** @description A legacy disbursement as the query shows it. */
         LegacyDisbursement: {
             refCode: string;
             orderId: string;
@@ -1381,7 +2177,7 @@ export interface components {
             status: "PENDING" | "IN_REVIEW" | "ON_PROCESS" | "SUCCESS" | "FAILED" | "REJECTED";
             requestAt: components["schemas"]["WibTime"];
         };
-        /** @description The answer to a legacy e-wallet disbursement create (spec 4.10). */
+        /** @description The answer to a legacy e-wallet disbursement create. */
         LegacyEwalletDisbursementCreated: {
             refCode: string;
             orderId: string;
@@ -1400,7 +2196,7 @@ export interface components {
             status: "PENDING" | "IN_REVIEW" | "ON_PROCESS" | "SUCCESS" | "FAILED" | "REJECTED";
             requestAt: components["schemas"]["WibTime"];
         };
-        /** @description A legacy order (spec 2.8). */
+        /** @description A legacy order. */
         LegacyOrder: {
             refCode: string;
             transactionTime: components["schemas"]["WibTime"];
@@ -1417,7 +2213,7 @@ export interface components {
             paidAt: components["schemas"]["WibTime"] | null;
             qrString: string;
         };
-        /** @description The webhook of a legacy-created order. */
+        /** @description The webhook of an order created through the legacy API: the legacy shape, unchanged (no event fields: the event is in the X-Kasir-Event header, its id in webhook-id). */
         LegacyOrderWebhook: {
             refCode: string;
             orderId: string;
@@ -1427,7 +2223,7 @@ export interface components {
             status: "PENDING" | "PAID" | "EXPIRED" | "REFUNDED";
             paidAt: components["schemas"]["WibTime"] | null;
         };
-        /** @description A QRIS payment order (spec 2.2 and the decided extras). */
+        /** @description A QRIS payment order. */
         Order: {
             id: components["schemas"]["Uuid"];
             /** @example ORD-1763713800-7K3M9Q2X4B */
@@ -1487,24 +2283,62 @@ export interface components {
             refundable_amount: number | null;
             created_at: components["schemas"]["Instant"];
         };
-        /** @description The V1 order webhook; refund events carry the refund. */
-        OrderWebhook: {
+        /** @description The V1 order webhook of a refund's change: the order, its amounts after the change, and the refund. */
+        OrderRefundWebhook: {
+            /** @description The order's ref_code (ORD-…) */
             ref_code: string;
+            /** @description Your id of the order */
             merchant_order_id: string;
             /** @description Whole Rupiah */
             amount: number;
-            /** @enum {string} */
+            /**
+             * @description The order's status after the event
+             * @enum {string}
+             */
             status: "PENDING" | "PAID" | "EXPIRED" | "REFUNDED";
             /** @enum {string} */
-            event: "order.paid" | "order.expired" | "order.refunded" | "order.partially_refunded" | "order.refund_failed";
+            event: "order.refunded" | "order.partially_refunded" | "order.refund_failed";
+            /** @description When the payer paid; null if never */
             paid_at: components["schemas"]["Instant"] | null;
-            /** @description Refund events: the order's refunded_amount after the refund's change */
-            refunded_amount?: number;
-            /** @description Refund events: the order's refundable_amount after the refund's change */
-            refundable_amount?: number;
-            refund?: components["schemas"]["Refund"];
+            /** @description The order's refunded_amount after the refund's change */
+            refunded_amount: number;
+            /** @description The order's refundable_amount after the refund's change */
+            refundable_amount: number;
+            refund: components["schemas"]["Refund"];
+            /**
+             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Dedupe on it.
+             * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
+             */
+            event_id: components["schemas"]["Uuid"];
+            /** @description When the event happened (ISO 8601 UTC); the same on every retry and resend */
+            event_created_at: components["schemas"]["Instant"];
         };
-        /** @description Pagination of a list (spec 2.1, 8). */
+        /** @description The V1 order webhook of a payment or an expiry. */
+        OrderWebhook: {
+            /** @description The order's ref_code (ORD-…) */
+            ref_code: string;
+            /** @description Your id of the order */
+            merchant_order_id: string;
+            /** @description Whole Rupiah */
+            amount: number;
+            /**
+             * @description The order's status after the event
+             * @enum {string}
+             */
+            status: "PENDING" | "PAID" | "EXPIRED" | "REFUNDED";
+            /** @enum {string} */
+            event: "order.paid" | "order.expired";
+            /** @description When the payer paid; null if never */
+            paid_at: components["schemas"]["Instant"] | null;
+            /**
+             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Dedupe on it.
+             * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
+             */
+            event_id: components["schemas"]["Uuid"];
+            /** @description When the event happened (ISO 8601 UTC); the same on every retry and resend */
+            event_created_at: components["schemas"]["Instant"];
+        };
+        /** @description Pagination of a list: page from 1, limit per page, the total of items and of pages. */
         PageMeta: {
             page: number;
             limit: number;
@@ -1548,7 +2382,7 @@ export interface components {
         };
         /** @description The request's id, also in the X-Request-Id header: the caller's own X-Request-Id when it sent a usable one, else one Kasir made. Quote it to support. */
         RequestId: string;
-        /** @description A settlement of a MANUAL merchant's paid orders for one day (spec 2.5; net_payout = gross_amount − mdr_total − refund_total − disbursement_fee). */
+        /** @description A settlement of a MANUAL merchant's paid orders for one day (net_payout = gross_amount − mdr_total − refund_total − disbursement_fee). */
         Settlement: {
             id: components["schemas"]["Uuid"];
             /** @example STL-20261121-000042 */
@@ -1620,6 +2454,13 @@ export interface components {
             created_at: components["schemas"]["Instant"];
             updated_at: components["schemas"]["Instant"];
             event: string;
+            /**
+             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Dedupe on it.
+             * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
+             */
+            event_id: components["schemas"]["Uuid"];
+            /** @description When the event happened (ISO 8601 UTC); the same on every retry and resend */
+            event_created_at: components["schemas"]["Instant"];
         };
         /**
          * Format: uri
@@ -1643,15 +2484,20 @@ export interface components {
         Uuid: string;
         /** @description A webhook Kasir sent (or is sending) to the merchant, with the resource it reports on. */
         WebhookDelivery: {
+            /** @description The delivery's id: the webhook-id header and, in a V1 body, event_id */
             id: components["schemas"]["Uuid"];
             /** @example order.paid */
             event: string;
+            /** @description An operator's sample of the event (ops webhooks:trigger), not a real event */
+            sample: boolean;
             url: string;
             /** @enum {string} */
             status: "PENDING" | "DELIVERED" | "FAILED";
+            /** @description Null for a sample */
             resource: {
                 /** @enum {string} */
-                type: "ORDER" | "DISBURSEMENT" | "SETTLEMENT";
+                type: "ORDER" | "DISBURSEMENT" | "SETTLEMENT" | "EXPORT";
+                /** @description The resource's ref_code; an export's id */
                 ref_code: string | null;
             } | null;
             attempts: number;
@@ -1665,15 +2511,20 @@ export interface components {
         };
         /** @description A webhook delivery with every attempt. */
         WebhookDeliveryDetail: {
+            /** @description The delivery's id: the webhook-id header and, in a V1 body, event_id */
             id: components["schemas"]["Uuid"];
             /** @example order.paid */
             event: string;
+            /** @description An operator's sample of the event (ops webhooks:trigger), not a real event */
+            sample: boolean;
             url: string;
             /** @enum {string} */
             status: "PENDING" | "DELIVERED" | "FAILED";
+            /** @description Null for a sample */
             resource: {
                 /** @enum {string} */
-                type: "ORDER" | "DISBURSEMENT" | "SETTLEMENT";
+                type: "ORDER" | "DISBURSEMENT" | "SETTLEMENT" | "EXPORT";
+                /** @description The resource's ref_code; an export's id */
                 ref_code: string | null;
             } | null;
             attempts: number;
@@ -2160,7 +3011,7 @@ export interface operations {
             header?: {
                 /** @description Recommended. Stable per intended order; a retry with the same key and byte-identical body replays the stored answer (with `Idempotent-Replayed: true`); the same key with another body is 400 IDEMPOTENCY_KEY_REUSED. Kept at least 24 hours. */
                 "Idempotency-Key"?: string;
-                /** @description Required when the merchant has a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the exact raw body>` keyed with the secret string as given (spec 5.2). Absent or wrong: 401 INVALID_SIGNATURE. */
+                /** @description Required when the merchant has a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the exact raw body>` keyed with the secret string as given (docs/webhooks.md). Absent or wrong: 401 INVALID_SIGNATURE. */
                 "X-Signature"?: string;
             };
             path?: never;
@@ -3536,6 +4387,38 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    getV1ReportsExportsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["schemas"]["Uuid"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["ExportJob"];
+                    };
+                };
+            };
+            400: components["responses"]["InvalidId"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MerchantInactive"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     getV1ReportsExportsIdDownload: {
         parameters: {
             query?: never;
@@ -3895,7 +4778,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description Base64 RSA-SHA256 (PKCS#1 v1.5) signature over `clientId|clientSecret|<lowercase hex SHA-256 of the raw body>`, verified with the merchant's stored public key (spec 5.4). */
+                /** @description Base64 RSA-SHA256 (PKCS#1 v1.5) signature over `clientId|clientSecret|<lowercase hex SHA-256 of the raw body>`, verified with the merchant's stored public key. */
                 "X-SIGNATURE": string;
             };
             path?: never;
@@ -3934,7 +4817,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description Base64 RSA-SHA256 (PKCS#1 v1.5) signature over `clientId|clientSecret|<lowercase hex SHA-256 of the raw body>`, verified with the merchant's stored public key (spec 5.4). */
+                /** @description Base64 RSA-SHA256 (PKCS#1 v1.5) signature over `clientId|clientSecret|<lowercase hex SHA-256 of the raw body>`, verified with the merchant's stored public key. */
                 "X-SIGNATURE": string;
             };
             path?: never;
@@ -3993,7 +4876,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description Base64 RSA-SHA256 (PKCS#1 v1.5) signature over `clientId|clientSecret|<lowercase hex SHA-256 of the raw body>`, verified with the merchant's stored public key (spec 5.4). */
+                /** @description Base64 RSA-SHA256 (PKCS#1 v1.5) signature over `clientId|clientSecret|<lowercase hex SHA-256 of the raw body>`, verified with the merchant's stored public key. */
                 "X-SIGNATURE": string;
             };
             path?: never;
@@ -4052,7 +4935,7 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
-                /** @description Base64 RSA-SHA256 (PKCS#1 v1.5) signature over `clientId|clientSecret|<lowercase hex SHA-256 of the raw body>`, verified with the merchant's stored public key (spec 5.4). */
+                /** @description Base64 RSA-SHA256 (PKCS#1 v1.5) signature over `clientId|clientSecret|<lowercase hex SHA-256 of the raw body>`, verified with the merchant's stored public key. */
                 "X-SIGNATURE": string;
             };
             path?: never;

@@ -1,10 +1,12 @@
-// Order support tools: pay an order at the simulator, inspect and resend webhooks.
+// Order support tools: pay an order at the simulator, inspect, resend and trigger webhooks.
 import got from 'got';
 import { z } from 'zod';
 import { sql, type Pool } from '../../db/pool.ts';
 import { sendJob } from '../../db/queue.ts';
 import { getVendor } from '../../db/vendors.ts';
-import { findDelivery, listAttempts, listDeliveriesByRef, listMerchantDeliveries, reopenDelivery } from '../../db/webhooks.ts';
+import { getMerchant, MerchantNotFound } from '../../db/merchants.ts';
+import { enqueueWebhooks, findDelivery, listAttempts, listDeliveriesByRef, listMerchantDeliveries, reopenDelivery } from '../../db/webhooks.ts';
+import { sampleBody, webhookEvent, webhookEvents } from '../../api/openapi/webhook-events.ts';
 import { command, OpsError } from './command.ts';
 
 const refCode = z.string().regex(/^ORD-\d+-[0-9A-Z]+$/, '--ref must be an ORD- reference code');
@@ -83,6 +85,7 @@ export const webhooksList = command({
       found.map(async (d) => ({
         id: d.id,
         event: d.event,
+        sample: d.sample,
         resource: d.resource_ref,
         url: d.url,
         status: d.status,
@@ -93,7 +96,7 @@ export const webhooksList = command({
     );
     const text = deliveries.length
       ? deliveries
-          .map((d) => `${d.id}  ${d.event.padEnd(24)} ${d.status.padEnd(9)} ${d.resource ?? ''} ${d.url}\n${d.attempts.map((a) => `    #${a.attempt} ${a.status_code ?? '---'} ${a.latency_ms}ms ${a.error ?? ''}`).join('\n')}`)
+          .map((d) => `${d.id}  ${d.event.padEnd(24)} ${d.status.padEnd(9)} ${d.sample ? 'SAMPLE' : (d.resource ?? '')} ${d.url}\n${d.attempts.map((a) => `    #${a.attempt} ${a.status_code ?? '---'} ${a.latency_ms}ms ${a.error ?? ''}`).join('\n')}`)
           .join('\n')
       : 'no webhook deliveries';
     return { json: { deliveries }, text };
@@ -112,5 +115,33 @@ export const webhooksResend = command({
     await reopenDelivery(pool, input.id);
     await sendJob(await ctx.boss(), 'webhook-deliver', { delivery_id: input.id });
     return { json: { id: input.id, queued: true }, text: `delivery ${input.id} queued for another attempt` };
+  },
+});
+
+export const webhooksTrigger = command({
+  name: 'webhooks:trigger',
+  summary: "Send a signed sample of a catalogued event to a merchant's webhook URL (a delivery marked as a sample)",
+  usage: 'webhooks:trigger --merchant ID --event E [--url URL] [--json]',
+  flags: { merchant: { type: 'string' }, event: { type: 'string' }, url: { type: 'string' } },
+  input: z.object({
+    merchant: z.uuid('--merchant must be a merchant id'),
+    event: z.string().refine((e) => webhookEvent(e) !== undefined, `--event must be one of ${webhookEvents.map((e) => e.name).join(', ')}`),
+    url: z.url({ protocol: /^https?$/, error: '--url must be an http(s) URL' }).optional(),
+  }),
+  async run(ctx, input) {
+    const pool = await ctx.pool();
+    const merchant = await getMerchant(pool, input.merchant).catch((err: unknown) => {
+      throw err instanceof MerchantNotFound ? new OpsError(`no merchant ${input.merchant}`) : err;
+    });
+    const url = input.url ?? merchant.notify_url;
+    if (!url) throw new OpsError(`merchant ${input.merchant} has no default notify URL: give --url`);
+    // The real path: an outbox row (flagged as a sample) and its job, delivered and signed by the
+    // webhook worker like any event (which also checks the destination, as for any URL); its
+    // body is the catalogue's sample, stamped with its own id and time.
+    const boss = await ctx.boss();
+    const [id] = await pool.transaction((tx) => enqueueWebhooks(tx, boss, [
+      { merchantId: merchant.id, orderId: null, event: input.event, url, body: sampleBody(webhookEvent(input.event)!), sample: true },
+    ]));
+    return { json: { id, event: input.event, url, sample: true }, text: `sample ${input.event} queued for ${url}: delivery ${id} (webhooks:list --merchant ${merchant.id})` };
   },
 });

@@ -4,7 +4,8 @@
 // schemas of their operation and status, and against the generated JSON itself; each list's
 // documented default and maximum limit are what the API applies; the document passes Redocly's
 // structural rules for OpenAPI 3.1; the committed docs/openapi.json, the client types generated
-// from it (docs/client/schema.d.ts) and the Postman collection are as generated; /openapi.json
+// from it (docs/client/schema.d.ts), the Postman collection and the webhook catalogue
+// (docs/webhook-events.md) are as generated; each real webhook matches its catalogued event; /openapi.json
 // and /docs are served without an API key, and the page renders offline in headless Chromium
 // when one is installed.
 import t from 'tap';
@@ -97,6 +98,28 @@ interface Document {
   components: { schemas: Record<string, unknown>; responses: Record<string, Reply> };
 }
 type Reply = { $ref?: string; content?: Record<string, { schema?: unknown }> };
+
+/**
+ * A real webhook against the catalogue entry of its event (X-Kasir-Event): the zod schema and the
+ * generated JSON of docs/openapi.json's `webhooks`; a V1 body names the same event and carries
+ * the delivery id (webhook-id) as event_id.
+ */
+function matchesCatalogue(t: Pick<typeof import('tap').default, 'ok' | 'equal'>, hook: { json: unknown; headers: Record<string, unknown> }) {
+  const event = String(hook.headers['x-kasir-event']);
+  const entry = webhooks[event];
+  if (!t.ok(entry, `${event} is catalogued`)) return;
+  const parsed = entry.schema.safeParse(hook.json);
+  t.ok(parsed.success, `the ${event} webhook matches its catalogued body${parsed.success ? '' : `:\n${z.prettifyError(parsed.error)}`}`);
+  const doc = openApiDocument() as unknown as { webhooks: Record<string, { post: { requestBody: { content: Record<string, { schema: unknown }> } } }> };
+  const json = doc.webhooks[event].post.requestBody.content['application/json'].schema;
+  const generated = z.fromJSONSchema({ ...toDefs(json), $defs: toDefs((doc as unknown as Document).components.schemas) });
+  t.ok(generated.safeParse(hook.json).success, `the ${event} webhook matches docs/openapi.json`);
+  const body = hook.json as { event?: string; event_id?: string };
+  if (body.event !== undefined) {
+    t.equal(body.event, event, `${event}: the body names the header's event`);
+    t.equal(body.event_id, hook.headers['webhook-id'], `${event}: event_id is the webhook-id`);
+  }
+}
 
 const toDefs = (schema: unknown) => JSON.parse(JSON.stringify(schema).replaceAll('"#/components/schemas/', '"#/$defs/'));
 const documentedSchemas = new Map<string, z.ZodType | null>();
@@ -222,9 +245,9 @@ t.test('the document is well formed, committed as generated, and served without 
   }
 });
 
-t.test('the client types and the Postman collection are committed as generated', async (t) => {
+t.test('the client types, the Postman collection and the webhook catalogue are committed as generated', async (t) => {
   const files = await generatedFiles();
-  t.same(Object.keys(files).sort(), ['docs/client/schema.d.ts', 'docs/kasir.postman_collection.json', 'docs/openapi.json']);
+  t.same(Object.keys(files).sort(), ['docs/client/schema.d.ts', 'docs/kasir.postman_collection.json', 'docs/openapi.json', 'docs/webhook-events.md']);
   for (const [path, text] of Object.entries(files)) {
     t.ok(await readFile(new URL(path, ROOT), 'utf8') === text, `${path} is as generated (run \`npm run openapi\`)`);
   }
@@ -255,7 +278,8 @@ t.test('each list applies the documented default and maximum limit', async (t) =
 t.test('real V1 answers match the documented schemas', async (t) => {
   const receiver = await startCallbackReceiver();
   t.teardown(() => receiver.close());
-  const merchant = await makeMerchant(ctx);
+  // Its default notify URL takes every webhook of the test: payments, refunds, the export.
+  const merchant = await makeMerchant(ctx, { notifyUrl: receiver.url });
   const k = merchant.api_key;
 
   conforms(t, 'get', '/healthz', await call(url, { path: '/healthz' }));
@@ -349,17 +373,21 @@ t.test('real V1 answers match the documented schemas', async (t) => {
     return list.json?.data?.find((e: { id: string }) => e.id === exported.json.data.id)?.status === 'COMPLETED' ? true : undefined;
   }, 'the export to complete');
   conforms(t, 'get', '/v1/reports/exports', await v1(k, '/v1/reports/exports'));
+  conforms(t, 'get', '/v1/reports/exports/:id', await v1(k, `/v1/reports/exports/${exported.json.data.id}`));
+  conforms(t, 'get', '/v1/reports/exports/:id', await v1(k, `/v1/reports/exports/${randomUUID()}`));
   conforms(t, 'get', '/v1/reports/exports/:id/download', await v1(k, `/v1/reports/exports/${exported.json.data.id}/download`));
   conforms(t, 'get', '/v1/reports/exports/:id/download', await v1(k, `/v1/reports/exports/${randomUUID()}/download`));
 
   // The order webhooks: order.paid of the order created above once paid, and the refund's.
   const pay = await simulatePay(stack.sim.url, { reference: ref });
   t.equal(pay.status, 200, JSON.stringify(pay.body));
-  await receiver.waitFor(1);
-  for (const hook of receiver.received) {
-    const parsed = webhooks.order.schema.safeParse(hook.json);
-    t.ok(parsed.success, `the ${(hook.json as { event?: string })?.event} webhook matches the documented body${parsed.success ? '' : `:\n${z.prettifyError(parsed.error)}`}`);
-  }
+  await eventually(async () => {
+    const events = receiver.received.map((h) => h.headers['x-kasir-event']);
+    return events.includes('export.completed') && receiver.received.some((h) => h.json?.ref_code === ref) ? true : undefined;
+  }, 'the export.completed webhook and the order\'s order.paid');
+  const events = new Set(receiver.received.map((h) => String(h.headers['x-kasir-event'])));
+  t.ok(['order.paid', 'order.partially_refunded', 'export.completed'].every((e) => events.has(e)), `webhooks of payments, refunds and exports arrived: ${[...events].join(', ')}`);
+  for (const hook of receiver.received) matchesCatalogue(t, hook);
 
   // The webhooks just sent, as the merchant reads them, and a resend.
   const deliveries = await v1(k, '/v1/webhook-deliveries');
@@ -382,7 +410,8 @@ t.test('a settlement matches the documented schema', async (t) => {
   t.equal(list.json?.data?.length, 1, list.text);
   conforms(t, 'get', '/v1/settlements', list);
   conforms(t, 'get', '/v1/settlements/:id', await v1(merchant.api_key, `/v1/settlements/${list.json.data[0].id}`));
-  t.ok(webhooks.settlement.schema.safeParse({ ...list.json.data[0], event: 'settlement.pending' }).success, 'the settlement webhook body is the record plus event');
+  t.ok(webhooks['settlement.pending'].schema.safeParse({ ...list.json.data[0], event: 'settlement.pending', event_id: randomUUID(), event_created_at: new Date().toISOString() }).success,
+    'the settlement webhook body is the record plus the event, its id and time');
 });
 
 t.test('V1 errors are documented for the operation that answers them', async (t) => {

@@ -80,7 +80,10 @@ t.test('a bank disbursement is debited at once, sent, and succeeds with signed w
     t.equal(hook.headers['x-signature'], xSignature(secret, hook.body), 'X-Signature keyed with the secret string');
     t.equal(hook.json.ref_code, d.ref_code);
   }
-  t.same(Object.keys(hooks[1].json).sort(), [...FIELDS, 'event'].sort(), 'webhook: the V1 object plus event');
+  t.same(Object.keys(hooks[1].json).sort(), [...FIELDS, 'event', 'event_created_at', 'event_id'].sort(), 'webhook: the V1 object plus the event, its id and time');
+  for (const hook of hooks) t.equal(hook.json.event_id, hook.headers['webhook-id'], `${hook.json.event}: event_id is the delivery id (webhook-id)`);
+  t.not(hooks[0].json.event_id, hooks[1].json.event_id, 'each event its own id');
+  t.ok(hooks[0].json.event_created_at <= hooks[1].json.event_created_at, 'event_created_at in the order the events happened');
 
   const history = await call(stack.api.url, { path: '/v1/balance-history', headers: { 'x-api-key': merchant.api_key } });
   t.match(history.json.data[0], { type: 'DISBURSEMENT', amount: -152_500, reference_type: 'DISBURSEMENT', reference_id: d.id, ref_code: d.ref_code });

@@ -71,6 +71,10 @@ t.test('partial refunds up to the full amount, then REFUNDED; each shows in even
   const refundHooks = hooks.filter((h) => h.json.event !== 'order.paid');
   t.same(refundHooks.map((h) => h.json.event), ['order.partially_refunded', 'order.refunded']);
   t.match(refundHooks[1].json, { ref_code: order.ref_code, status: 'REFUNDED', refund: { ref_code: rest.json.data.ref_code, amount: 100_000, status: 'SUCCEEDED' } });
+  t.same(Object.keys(refundHooks[1].json).sort(), [
+    'amount', 'event', 'event_created_at', 'event_id', 'merchant_order_id', 'paid_at', 'ref_code', 'refund', 'refundable_amount', 'refunded_amount', 'status',
+  ], 'the order webhook, the refund and the amounts, and the event\'s id and time');
+  for (const hook of refundHooks) t.equal(hook.json.event_id, hook.headers['webhook-id'], `${hook.json.event}: event_id is the webhook-id`);
   await ledgerAudit(t, stack.env);
 });
 

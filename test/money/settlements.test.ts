@@ -125,7 +125,7 @@ async function seedPaidOrder(pool: Pool, merchantId: string, amount: number, pai
   return { id, ref_code: refCode };
 }
 
-const settlementHooks = (received: { json: any }[]) => received.filter((h) => String(h.json?.event).startsWith('settlement.'));
+const settlementHooks = <H extends { json: any }>(received: H[]) => received.filter((h) => String(h.json?.event).startsWith('settlement.'));
 
 t.test('periods: the WIB day ending at the cut-off, and the day a run builds', async (t) => {
   t.same(periodOf('2026-11-21', 0), { periodStart: new Date('2026-11-20T17:00:00Z'), periodEnd: new Date('2026-11-21T17:00:00Z') }, 'midnight to midnight WIB');
@@ -207,7 +207,9 @@ t.test('the formula over V1 and legacy orders with partial and full refunds; pai
   t.same((await listSettlementDeliveries(stack.api.ctx.pool, s.id)).map((d) => d.event), ['settlement.pending', 'settlement.processing', 'settlement.paid']);
   t.same(hooks.map((h) => h.json.event).sort(), ['settlement.paid', 'settlement.pending', 'settlement.processing'], 'each delivered');
   const paidHook = hooks.find((h) => h.json.event === 'settlement.paid')!;
-  t.same(Object.keys(paidHook.json).sort(), [...FIELDS, 'event'].sort(), 'webhook: the V1 object plus event');
+  t.same(Object.keys(paidHook.json).sort(), [...FIELDS, 'event', 'event_created_at', 'event_id'].sort(), 'webhook: the V1 object plus the event, its id and time');
+  t.equal(paidHook.json.event_id, paidHook.headers['webhook-id'], 'event_id is the delivery id (webhook-id)');
+  t.ok(Math.abs(Date.parse(paidHook.json.event_created_at) - Date.now()) < 60_000 && paidHook.json.event_created_at.endsWith('Z'), 'event_created_at: ISO 8601 UTC, now');
   t.match(paidHook.json, { id: s.id, status: 'PAID', net_payout: s.net_payout });
 
   const rerun = await runDay(stack, date);

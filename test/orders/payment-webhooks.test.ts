@@ -86,9 +86,14 @@ for (const [kind, makeSecret] of [
     const [webhook] = await hook.waitFor(1, 10_000);
     t.strictSame(
       webhook.json,
-      { ref_code: created.ref_code, merchant_order_id: created.merchant_order_id, amount: 150_000, status: 'PAID', event: 'order.paid', paid_at: order.paid_at },
-      'body carries exactly the contract fields',
+      {
+        ref_code: created.ref_code, merchant_order_id: created.merchant_order_id, amount: 150_000, status: 'PAID', event: 'order.paid', paid_at: order.paid_at,
+        event_id: webhook.headers['webhook-id'], event_created_at: webhook.json.event_created_at,
+      },
+      'body carries exactly the contract fields, then the event\'s id (the webhook-id) and time',
     );
+    t.match(webhook.json.event_created_at, ISO_Z, 'event_created_at is ISO 8601 UTC with Z');
+    t.ok(webhook.json.event_created_at >= order.paid_at, 'the event is recorded once the payer has paid');
     t.match(String(webhook.headers['content-type']), /^application\/json/);
     t.strictSame(webhookSignatureProblems(webhook, secret), [], 'X-Signature and the Standard Webhooks signature verify with the secret');
     t.equal(webhookSignatureProblems(webhook, makeSecret()).length, 2, 'neither signature verifies with another secret');
@@ -149,6 +154,7 @@ t.test('a 500 answer is retried: same webhook-id and body bytes, attempts record
   t.ok(first.headers['webhook-id'], 'webhook-id present');
   t.equal(second.headers['webhook-id'], first.headers['webhook-id'], 'the same webhook-id on the retry');
   t.ok(second.body.equals(first.body), 'the same body bytes on the retry');
+  t.equal(second.json.event_id, first.headers['webhook-id'], 'so the same event_id, the webhook-id, and event_created_at');
   t.strictSame(webhookSignatureProblems(second, secret), [], 'the retry is signed afresh and verifies');
 
   const [delivery] = await settledDeliveries(stack, created.ref_code);
@@ -314,9 +320,13 @@ t.test('a late payment on an EXPIRED order is recorded: PENDING, EXPIRED, PAID, 
   const all = await hook.waitFor(2, 10_000);
   t.strictSame(
     all[1].json,
-    { ref_code: created.ref_code, merchant_order_id: created.merchant_order_id, amount: 90_000, status: 'PAID', event: 'order.paid', paid_at: order.paid_at },
+    {
+      ref_code: created.ref_code, merchant_order_id: created.merchant_order_id, amount: 90_000, status: 'PAID', event: 'order.paid', paid_at: order.paid_at,
+      event_id: all[1].headers['webhook-id'], event_created_at: all[1].json.event_created_at,
+    },
     'order.paid webhook for the late payment',
   );
+  t.match(all[1].json.event_created_at, ISO_Z, 'with the time of the event');
 });
 
 t.test('SSRF: with an empty NOTIFY_URL_ALLOWLIST private destinations are refused', async (t) => {

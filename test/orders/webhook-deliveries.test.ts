@@ -1,13 +1,17 @@
 // A merchant sees its own webhook deliveries and asks for one again: GET /v1/webhook-deliveries
 // (filters), GET /v1/webhook-deliveries/{id} (with its attempts) and POST .../resend, through
-// the real webhook worker and a real receiver.
+// the real webhook worker and a real receiver; and the operator's signed samples of every
+// catalogued event (ops webhooks:trigger).
 import t from 'tap';
+import { randomBytes } from 'node:crypto';
+import { sampleBody, webhookEvents } from '../../api/openapi/webhook-events.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { paidOrder } from '../helpers/money.ts';
 import { ops } from '../helpers/processes.ts';
 import { startCallbackReceiver } from '../helpers/simulator.ts';
 import { startStack } from '../helpers/stack.ts';
+import { standardWebhook, xSignature } from '../helpers/order-lifecycle.ts';
 
 const stack = await startStack(t, { groups: ['vendor', 'webhook'] });
 const receiver = await startCallbackReceiver();
@@ -82,4 +86,62 @@ t.test('ops webhooks:list: by any resource reference (order, refund), or a merch
   t.match(unknown.stderr + unknown.stdout, /no order, disbursement, settlement or refund DSB-1-NOPE/);
   const both = await ops(stack.env, 'webhooks:list', '--ref', order.ref_code, '--merchant', merchant.merchant_id);
   t.match(both.stderr + both.stdout, /either --ref or --merchant/);
+});
+
+t.test('ops webhooks:trigger: a signed sample of any catalogued event, through the webhook worker, listed as a sample', async (t) => {
+  const secret = `whsec_${randomBytes(24).toString('base64')}`;
+  const merchant = await makeMerchant(stack.api.ctx, { notifyUrl: receiver.url, webhookSecret: secret });
+  const elsewhere = await startCallbackReceiver();
+  t.teardown(() => elsewhere.close());
+  const trigger = async (...args: string[]) => {
+    const res = await ops(stack.env, 'webhooks:trigger', '--merchant', merchant.merchant_id, ...args, '--json');
+    if (res.code !== 0) throw new Error(res.stderr + res.stdout);
+    return JSON.parse(res.stdout) as { id: string; url: string };
+  };
+  const arrived = (r: typeof receiver, id: string) =>
+    eventually(async () => r.received.find((h) => h.headers['webhook-id'] === id), `the sample ${id} to arrive`);
+
+  // Every event of the catalogue, to the merchant's default notify URL.
+  for (const event of webhookEvents) {
+    const { id, url } = await trigger('--event', event.name);
+    t.equal(url, receiver.url, `${event.name}: to the merchant's default notify URL`);
+    const hook = await arrived(receiver, id);
+    t.equal(hook.headers['x-kasir-event'], event.name);
+    t.equal(hook.headers['x-signature'], xSignature(secret, hook.body), `${event.name}: X-Signature verifies with the merchant's secret`);
+    t.doesNotThrow(() => standardWebhook(secret).verify(hook.body.toString(), hook.headers as Record<string, string>), `${event.name}: so does the Standard Webhooks signature`);
+    const parsed = event.schema.safeParse(hook.json);
+    t.ok(parsed.success, `${event.name}: the body is the catalogued schema`);
+    t.strictSame(hook.json, { ...sampleBody(event), event_id: id, event_created_at: hook.json.event_created_at }, `${event.name}: the catalogue's sample, stamped with its delivery id`);
+  }
+
+  // Another URL, and what the merchant and operators see of it.
+  const { id, url } = await trigger('--event', 'order.paid', '--url', elsewhere.url);
+  t.equal(url, elsewhere.url);
+  await arrived(elsewhere, id);
+  const seen = await eventually(async () => {
+    const res = await get(merchant, `/v1/webhook-deliveries/${id}`);
+    return res.json?.data?.status === 'DELIVERED' ? res.json.data : undefined;
+  }, 'the sample delivery recorded as delivered');
+  t.match(seen, { id, event: 'order.paid', sample: true, resource: null, url: elsewhere.url, attempts: 1 });
+  const listed = await ops(stack.env, 'webhooks:list', '--merchant', merchant.merchant_id, '--json');
+  const deliveries = JSON.parse(listed.stdout).deliveries as Array<{ id: string; sample: boolean }>;
+  t.equal(deliveries.length, webhookEvents.length + 1, 'webhooks:list shows every sample');
+  t.ok(deliveries.every((d) => d.sample), 'each marked as a sample');
+  const text = await ops(stack.env, 'webhooks:list', '--merchant', merchant.merchant_id);
+  t.match(text.stdout, new RegExp(`${id}\\s+order\\.paid\\s+DELIVERED\\s+SAMPLE`), 'the text listing says SAMPLE');
+
+  // Real deliveries are not samples.
+  const order = await paidOrder(stack, merchant, 30_000);
+  const real = await eventually(async () => {
+    const res = await get(merchant, '/v1/webhook-deliveries?event=order.paid');
+    return res.json.data.find((d: { resource: { ref_code: string } | null }) => d.resource?.ref_code === order.ref_code);
+  }, 'the real order.paid');
+  t.equal(real.sample, false);
+
+  const refused = await ops(stack.env, 'webhooks:trigger', '--merchant', merchant.merchant_id, '--event', 'order.nope');
+  t.not(refused.code, 0);
+  t.match(refused.stderr + refused.stdout, /--event must be one of order\.paid/);
+  const bare = await makeMerchant(stack.api.ctx);
+  const noUrl = await ops(stack.env, 'webhooks:trigger', '--merchant', bare.merchant_id, '--event', 'order.paid');
+  t.match(noUrl.stderr + noUrl.stdout, /no default notify URL: give --url/);
 });

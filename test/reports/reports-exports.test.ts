@@ -17,7 +17,8 @@ import { makeMerchant } from '../helpers/factories.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { ledgerAudit, paidOrder } from '../helpers/money.ts';
 import { startWorkerGroup, type Proc } from '../helpers/processes.ts';
-import { simulatePay } from '../helpers/simulator.ts';
+import { simulatePay, startCallbackReceiver } from '../helpers/simulator.ts';
+import { xSignature } from '../helpers/order-lifecycle.ts';
 import { startStack } from '../helpers/stack.ts';
 import { ISO_Z, UUID } from '../helpers/v1-orders.ts';
 
@@ -25,7 +26,7 @@ type M = Awaited<ReturnType<typeof makeMerchant>>;
 
 // The csv worker runs apart from the stack's groups so the test holds its process (its pid for
 // memory, and restarts with other settings).
-const stack = await startStack(t, { groups: ['vendor', 'disbursement'] });
+const stack = await startStack(t, { groups: ['vendor', 'disbursement', 'webhook'] });
 const pool = stack.api.ctx.pool;
 let csv: Proc = await startWorkerGroup(t, 'csv', stack.env);
 
@@ -34,7 +35,7 @@ async function restartCsv(env: Record<string, string> = {}) {
   csv = await startWorkerGroup(t, 'csv', { ...stack.env, ...env });
 }
 
-const EXPORT_FIELDS = ['completed_at', 'created_at', 'date_from', 'date_to', 'error', 'id', 'row_count', 'status', 'type'];
+const EXPORT_FIELDS = ['completed_at', 'created_at', 'date_from', 'date_to', 'download_url', 'error', 'id', 'row_count', 'status', 'type'];
 const PROFIT_FIELDS = [
   'date_from', 'date_to', 'disbursement_count', 'disbursement_fee_total', 'disbursement_total', 'gross_amount', 'mdr_total',
   'net_amount', 'order_count', 'refund_total',
@@ -211,7 +212,7 @@ t.test('export requests: the job record, refusals, the paginated list', async (t
   const res = await requestExport(m, { type: 'orders', date_from: '2026-01-01', date_to: '2026-01-31' });
   t.equal(res.status, 201, res.text);
   t.same(Object.keys(res.json.data).sort(), EXPORT_FIELDS);
-  t.match(res.json.data, { id: UUID, type: 'orders', status: 'QUEUED', date_from: '2026-01-01', date_to: '2026-01-31', row_count: null, completed_at: null, error: null, created_at: ISO_Z });
+  t.match(res.json.data, { id: UUID, type: 'orders', status: 'QUEUED', date_from: '2026-01-01', date_to: '2026-01-31', row_count: null, download_url: null, completed_at: null, error: null, created_at: ISO_Z });
   const open = await requestExport(m, { type: 'balance_history' });
   t.match(open.json.data, { status: 'QUEUED', date_from: null, date_to: null }, 'dates are optional');
 
@@ -355,12 +356,54 @@ t.test('downloads: another merchant\'s is 404, a non-UUID is INVALID_ID', async 
   t.equal(bad.json.error.code, 'INVALID_ID');
 });
 
-t.test('an export over EXPORT_MAX_ROWS fails at once: FAILED with its reason, no file', async (t) => {
+t.test('GET an export by id: download_url once COMPLETED (null before), and export.completed to the default notify URL', async (t) => {
+  const receiver = await startCallbackReceiver();
+  t.teardown(() => receiver.close());
+  const secret = `whsec_${randomBytes(24).toString('base64')}`;
+  const m = await makeMerchant(stack.api.ctx, { notifyUrl: receiver.url, webhookSecret: secret });
+  await paidOrder(stack, m, 25_000);
+  const res = await requestExport(m, { type: 'orders' });
+  t.equal(res.status, 201, res.text);
+  t.equal(res.json.data.download_url, null, 'no download_url while QUEUED');
+  const id = res.json.data.id;
+
+  // The order's payment also went to that URL: the export's webhook is the one named so.
+  const hook = await eventually(async () => receiver.received.find((h) => h.headers['x-kasir-event'] === 'export.completed'), 'export.completed', 60_000);
+  const record = await get(m, `/v1/reports/exports/${id}`);
+  t.equal(record.status, 200, record.text);
+  t.same(Object.keys(record.json.data).sort(), EXPORT_FIELDS);
+  t.match(record.json.data, { id, status: 'COMPLETED', row_count: 1, completed_at: ISO_Z });
+  t.equal(record.json.data.download_url, `${stack.env.PUBLIC_BASE_URL}/v1/reports/exports/${id}/download`, 'absolute, on the public base URL');
+  const file = await call(record.json.data.download_url, { method: 'GET', path: '', headers: { 'x-api-key': m.api_key } });
+  t.equal(file.status, 200, 'the URL downloads the file with the API key');
+  t.equal(file.text.split('\r\n')[0].split('\n')[0], HEADERS.orders);
+
+  t.strictSame(hook.json, { ...record.json.data, event: 'export.completed', event_id: hook.headers['webhook-id'], event_created_at: hook.json.event_created_at },
+    'the webhook body: the export as GET answers it, plus the event, its id and time');
+  t.match(hook.json.event_created_at, ISO_Z);
+  t.equal(hook.headers['x-signature'], xSignature(secret, hook.body), 'signed with the merchant\'s secret');
+  t.same((await get(m, '/v1/reports/exports')).json.data[0], record.json.data, 'the list shows it the same');
+
+  t.equal((await get(other, `/v1/reports/exports/${id}`)).json.error.code, 'NOT_FOUND', 'another merchant\'s is unknown');
+  t.equal((await get(m, `/v1/reports/exports/${randomUUID()}`)).json.error.code, 'NOT_FOUND');
+  const bad = await get(m, '/v1/reports/exports/not-a-uuid');
+  t.equal(bad.status, 400);
+  t.equal(bad.json.error.code, 'INVALID_ID');
+});
+
+t.test('an export over EXPORT_MAX_ROWS fails at once: FAILED with its reason, no file, export.failed', async (t) => {
   await restartCsv({ EXPORT_MAX_ROWS: '3' });
   t.teardown(() => restartCsv());
+  const receiver = await startCallbackReceiver();
+  t.teardown(() => receiver.close());
+  await pool.query(sql.unsafe`update merchants set notify_url = ${receiver.url} where id = ${shop.merchant_id}`);
+  t.teardown(() => pool.query(sql.unsafe`update merchants set notify_url = null where id = ${shop.merchant_id}`));
   const res = await requestExport(shop, { type: 'orders' });
   const failed = await exportReaches(shop, res.json.data.id, 'FAILED');
-  t.match(failed, { row_count: null, error: 'The export has more than 3 rows; request a narrower date range', completed_at: ISO_Z });
+  t.match(failed, { row_count: null, download_url: null, error: 'The export has more than 3 rows; request a narrower date range', completed_at: ISO_Z });
+  const [hook] = await receiver.waitFor(1, 20_000);
+  t.equal(hook.headers['x-kasir-event'], 'export.failed');
+  t.strictSame(hook.json, { ...failed, event: 'export.failed', event_id: hook.headers['webhook-id'], event_created_at: hook.json.event_created_at }, 'the failed export, its reason, the event');
   const file = await download(shop, failed.id);
   t.equal(file.status, 404);
   t.equal(file.json.error.code, 'NOT_FOUND');
