@@ -23,6 +23,7 @@ export const NEGATIVE_ALLOWED: ReadonlySet<AccountKind> = new Set(['VENDOR_CLEAR
 export const transferKind = z.enum([
   'ORDER_PAYMENT',
   'DISBURSEMENT',
+  'DISBURSEMENT_IMPORT',
   'DISBURSEMENT_COMPLETED',
   'DISBURSEMENT_REVERSAL',
   'ADJUSTMENT',
@@ -34,9 +35,9 @@ export const transferKind = z.enum([
   'SETTLEMENT_REVERSAL',
 ]);
 export type TransferKind = z.infer<typeof transferKind>;
-export type ReferenceType = 'ORDER' | 'DISBURSEMENT' | 'ADJUSTMENT' | 'REFUND' | 'SETTLEMENT';
+export type ReferenceType = 'ORDER' | 'DISBURSEMENT' | 'DISBURSEMENT_IMPORT' | 'ADJUSTMENT' | 'REFUND' | 'SETTLEMENT';
 
-const lockedAccount = z.object({ id: z.number(), kind: accountKind, balance: z.number() });
+const lockedAccount = z.object({ id: z.number(), kind: accountKind, balance: z.number(), version: z.number() });
 export type LockedAccount = z.infer<typeof lockedAccount>;
 
 /** Opens every account a merchant can have, in canonical order; existing ones are kept. */
@@ -56,7 +57,7 @@ export function insertMerchantAccounts(db: Db, merchantId: string) {
  */
 export function lockAccounts(db: Db, merchantId: string, kinds: readonly AccountKind[]) {
   return db.any(sql.type(lockedAccount)`
-    select id, kind, balance from ledger_accounts
+    select id, kind, balance, version from ledger_accounts
     where merchant_id = ${merchantId} and kind = any(${sql.array([...kinds], 'text')})
     order by array_position(${sql.array([...ACCOUNT_KINDS], 'text')}, kind)
     for update`);
@@ -104,6 +105,12 @@ export function insertTransfer(db: Db, t: TransferRow) {
 export function findTransfer(db: Db, kind: TransferKind, referenceId: string) {
   return db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
     select id from ledger_transfers where kind = ${kind} and reference_id = ${referenceId}`);
+}
+
+/** An account's balance and version as last committed, unlocked (null: not opened yet). */
+export function accountState(db: Db, merchantId: string, kind: AccountKind) {
+  return db.maybeOne(sql.type(z.object({ balance: z.number(), version: z.number() }))`
+    select balance, version from ledger_accounts where merchant_id = ${merchantId} and kind = ${kind}`);
 }
 
 export function accountBalance(db: Db, merchantId: string, kind: AccountKind) {
@@ -181,7 +188,10 @@ export type AuditProblem = z.infer<typeof problemRow>;
 /**
  * Every way the ledger can be wrong, as rows: cached balances or versions that differ from their
  * postings, transfers that do not sum to zero (or have fewer than two legs, or legs on another
- * merchant's accounts), broken balance chains, overdrawn accounts, paid orders with no posting.
+ * merchant's accounts), broken balance chains, overdrawn accounts, paid orders with no posting,
+ * daily running totals that differ from the rows, and disbursements whose money is not
+ * accounted for (a debit, then a completion or a reversal, each exactly once; an import's one
+ * debit equal to its disbursements; what is in flight equal to the unfinished disbursements).
  */
 export function findLedgerProblems(db: Db) {
   return db.any(sql.type(problemRow)`
@@ -226,7 +236,48 @@ export function findLedgerProblems(db: Db) {
       select merchant_id, wib_date, sum(request_amount)::bigint as total from disbursements
       where status not in ('FAILED', 'REJECTED') group by merchant_id, wib_date
     ) r on r.merchant_id = t.merchant_id and r.wib_date = t.wib_date
-    where coalesce(t.total, 0) <> coalesce(r.total, 0)`);
+    where coalesce(t.total, 0) <> coalesce(r.total, 0)
+    union all
+    -- Each disbursement is debited once: by its own DISBURSEMENT transfer (single creates, and
+    -- imports before migration 023) or by its import's DISBURSEMENT_IMPORT; then completed once
+    -- when SUCCESS and reversed once when FAILED or REJECTED, never both, never while open.
+    select 'disbursement_transfers', d.ref_code,
+           format('%s: debited %s, completed %s, reversed %s', d.status, coalesce(o.own, 0) + coalesce(i.n, 0), coalesce(o.completed, 0), coalesce(o.reversed, 0))
+    from disbursements d
+    left join (
+      select reference_id,
+             count(*) filter (where kind = 'DISBURSEMENT') as own,
+             count(*) filter (where kind = 'DISBURSEMENT_COMPLETED') as completed,
+             count(*) filter (where kind = 'DISBURSEMENT_REVERSAL') as reversed
+      from ledger_transfers where reference_type = 'DISBURSEMENT' group by reference_id
+    ) o on o.reference_id = d.id
+    left join (
+      select reference_id, count(*) as n from ledger_transfers where kind = 'DISBURSEMENT_IMPORT' group by reference_id
+    ) i on i.reference_id = d.import_id
+    where coalesce(o.own, 0) + coalesce(i.n, 0) <> 1
+       or coalesce(o.completed, 0) <> (d.status = 'SUCCESS')::int
+       or coalesce(o.reversed, 0) <> (d.status in ('FAILED', 'REJECTED'))::int
+    union all
+    -- An import's one debit is exactly its disbursements' total debit, and what its record says.
+    select 'import_debit', t.reference_id::text,
+           format('transfer %s, disbursements %s, import record %s', p.amount, coalesce(s.total, 0), coalesce(r.total_debit::text, 'missing'))
+    from ledger_transfers t
+    join ledger_postings p on p.transfer_id = t.id
+    join ledger_accounts a on a.id = p.account_id and a.kind = 'DISBURSEMENTS_IN_FLIGHT'
+    left join (
+      select import_id, sum(total_debit)::bigint as total from disbursements where import_id is not null group by import_id
+    ) s on s.import_id = t.reference_id
+    left join disbursement_imports r on r.id = t.reference_id
+    where t.kind = 'DISBURSEMENT_IMPORT' and (p.amount <> coalesce(s.total, 0) or r.total_debit is distinct from p.amount)
+    union all
+    -- Money in flight is exactly the total debit of the disbursements not finished yet.
+    select 'disbursements_in_flight', a.merchant_id::text, format('account %s, unfinished disbursements %s', a.balance, coalesce(u.total, 0))
+    from ledger_accounts a
+    left join (
+      select merchant_id, sum(total_debit)::bigint as total from disbursements
+      where status not in ('SUCCESS', 'FAILED', 'REJECTED') group by merchant_id
+    ) u on u.merchant_id = a.merchant_id
+    where a.kind = 'DISBURSEMENTS_IN_FLIGHT' and a.balance <> coalesce(u.total, 0)`);
 }
 
 export function ledgerCounts(db: Db) {
@@ -234,58 +285,4 @@ export function ledgerCounts(db: Db) {
     select (select count(*) from ledger_accounts)::int as accounts,
            (select count(*) from ledger_transfers)::int as transfers,
            (select count(*) from ledger_postings)::int as postings`);
-}
-
-export interface BulkTransferRow {
-  id: string;
-  kind: TransferKind;
-  referenceType: ReferenceType;
-  referenceId: string;
-  refCode: string | null;
-  description: string | null;
-}
-
-export interface BulkPostingRow {
-  transferId: string;
-  accountId: number;
-  amount: number;
-  before: number;
-  after: number;
-}
-
-/**
- * Writes many transfers of one merchant and their postings in one statement, postings in the
- * given order (their seq follows it, so each account's balance chain reads in that order).
- * Account balances are not touched: setAccountBalances follows. A reference already posted
- * under the kind violates ledger_transfers_kind_reference_key and aborts the transaction.
- */
-export function insertTransfersInBulk(db: Db, merchantId: string, transfers: readonly BulkTransferRow[], postings: readonly BulkPostingRow[]) {
-  return db.query(sql.unsafe`
-    with transfers as (
-      insert into ledger_transfers (id, merchant_id, kind, reference_type, reference_id, ref_code, description)
-      select t.id, ${merchantId}, t.kind, t.reference_type, t.reference_id, t.ref_code, t.description
-      from ${sql.unnest(
-        transfers.map((t) => [t.id, t.kind, t.referenceType, t.referenceId, t.refCode, t.description]),
-        ['uuid', 'text', 'text', 'uuid', 'text', 'text'],
-      )} with ordinality as t(id, kind, reference_type, reference_id, ref_code, description, n)
-      order by t.n
-    )
-    insert into ledger_postings (transfer_id, account_id, amount, balance_before, balance_after)
-    select p.transfer_id, p.account_id, p.amount, p.before, p.after
-    from ${sql.unnest(
-      postings.map((p) => [p.transferId, p.accountId, p.amount, p.before, p.after]),
-      ['uuid', 'int8', 'int8', 'int8', 'int8'],
-    )} with ordinality as p(transfer_id, account_id, amount, before, after, n)
-    order by p.n`);
-}
-
-/** Sets (locked) accounts to the balance their new postings reached, counting those postings. */
-export function setAccountBalances(db: Db, accounts: readonly { id: number; balance: number; postings: number }[]) {
-  return db.query(sql.unsafe`
-    update ledger_accounts a set balance = u.balance, version = a.version + u.postings
-    from ${sql.unnest(
-      accounts.map((a) => [a.id, a.balance, a.postings]),
-      ['int8', 'int8', 'int8'],
-    )} as u(id, balance, postings)
-    where a.id = u.id`);
 }

@@ -16,25 +16,20 @@
 import type { Db } from './pool.ts';
 import {
   accountBalance,
+  accountState,
   findLedgerProblems,
   findTransfer,
   insertMerchantAccounts,
   insertTransfer,
-  insertTransfersInBulk,
   ledgerCounts,
   lockAccounts,
   NEGATIVE_ALLOWED,
-  setAccountBalances,
   type AccountKind,
-  type BulkPostingRow,
-  type BulkTransferRow,
   type AuditProblem,
   type LockedAccount,
   type ReferenceType,
   type TransferKind,
 } from './ledger.sql.ts';
-import { randomUUID } from 'node:crypto';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { countLedgerTransfers } from './metrics.ts';
 import { sql } from './pool.ts';
 import { z } from 'zod';
@@ -126,59 +121,6 @@ export async function postTransfer(tx: Db, transfer: Transfer, locked?: Map<Acco
   return id;
 }
 
-/** Transfers per statement in postTransfersInBulk: small enough that no one statement holds the event loop. */
-const BULK_CHUNK = 2_000;
-
-/**
- * Posts many transfers of one merchant, in order, with the very rows postTransfer would write one
- * at a time (one transfer per reference, postings summing to zero, balance chains continuous in
- * posting order) but set-based: one statement per 2,000 transfers, then one balance update.
- * `locked` must hold every account the legs touch, locked in this transaction with nothing
- * posted since; it is advanced to the new balances. Every reference must be new under its kind:
- * a repeat aborts the transaction (postTransfer would skip it). Throws InsufficientFunds, writing
- * nothing, when any transfer in the sequence would take a non-negative account below zero.
- */
-export async function postTransfersInBulk(tx: Db, merchantId: string, transfers: readonly Transfer[], locked: Map<AccountKind, LockedAccount>): Promise<void> {
-  const balances = new Map([...locked].map(([kind, account]) => [kind, account.balance]));
-  const counts = new Map<AccountKind, number>();
-  const kinds = new Map<TransferKind, number>();
-  const rows: BulkTransferRow[] = [];
-  const postings: BulkPostingRow[][] = [];
-  for (const [n, transfer] of transfers.entries()) {
-    if (n % 1_000 === 999) await nextTurn(); // computing 100,000 transfers takes a while: let other requests in
-    if (transfer.merchantId !== merchantId) throw new RangeError(`transfer for merchant ${transfer.merchantId} in a bulk post for ${merchantId}`);
-    const legs = Object.entries(transfer.legs).filter(([, amount]) => amount !== 0) as [AccountKind, number][];
-    let sum = 0;
-    for (const [kind, amount] of legs) {
-      if (!Number.isSafeInteger(amount)) throw new RangeError(`ledger amount for ${kind} is not a whole Rupiah: ${amount}`);
-      if (!locked.has(kind)) throw new RangeError(`account ${kind} is not locked for this bulk post`);
-      sum += amount;
-    }
-    if (sum !== 0) throw new RangeError(`transfer ${transfer.kind} does not balance: legs sum to ${sum}`);
-    if (legs.length < 2) throw new RangeError(`transfer ${transfer.kind} needs at least two non-zero legs`);
-    const id = randomUUID();
-    const legRows = legs.map(([kind, amount]) => {
-      const before = balances.get(kind)!;
-      const after = before + amount;
-      if (after < 0 && !NEGATIVE_ALLOWED.has(kind)) throw new InsufficientFunds(kind, before, -amount);
-      balances.set(kind, after);
-      counts.set(kind, (counts.get(kind) ?? 0) + 1);
-      return { transferId: id, accountId: locked.get(kind)!.id, amount, before, after };
-    });
-    kinds.set(transfer.kind, (kinds.get(transfer.kind) ?? 0) + 1);
-    rows.push({ id, kind: transfer.kind, referenceType: transfer.reference.type, referenceId: transfer.reference.id, refCode: transfer.reference.refCode, description: transfer.description });
-    postings.push(legRows);
-  }
-  for (let start = 0; start < rows.length; start += BULK_CHUNK) {
-    if (start > 0) await nextTurn();
-    await insertTransfersInBulk(tx, merchantId, rows.slice(start, start + BULK_CHUNK), postings.slice(start, start + BULK_CHUNK).flat());
-  }
-  const touched = [...counts].map(([kind, n]) => ({ id: locked.get(kind)!.id, balance: balances.get(kind)!, postings: n }));
-  if (touched.length) await setAccountBalances(tx, touched);
-  for (const [kind] of counts) locked.set(kind, { ...locked.get(kind)!, balance: balances.get(kind)! });
-  for (const [kind, n] of kinds) countLedgerTransfers(tx, kind, n);
-}
-
 const merchantMoney = z.object({ settlement_type: z.enum(['WALLET', 'MANUAL']), mdr_bps: z.number() });
 
 /**
@@ -213,6 +155,14 @@ export async function adjustWallet(tx: Db, a: { merchantId: string; adjustmentId
 
 export async function walletBalance(db: Db, merchantId: string): Promise<number> {
   return (await accountBalance(db, merchantId, 'WALLET')) ?? 0;
+}
+
+/**
+ * The wallet's balance and version as last committed, without its lock: a forecast for work
+ * done before locking, to be checked again under the lock (a wallet never posted to reads 0/0).
+ */
+export async function peekWallet(db: Db, merchantId: string): Promise<{ balance: number; version: number }> {
+  return (await accountState(db, merchantId, 'WALLET')) ?? { balance: 0, version: 0 };
 }
 
 export interface AuditReport {

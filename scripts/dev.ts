@@ -4,8 +4,6 @@
 // waits for them, then stops Postgres. If any child dies, everything stops (as foreman does):
 // a half-running stack hides bugs.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
 import { directDatabaseUrl, parseConfig, publicBaseUrl, type Config } from '../db/config.ts';
 import { prepareDatabase } from '../db/migrate.ts';
 import { stopChild, type Cluster } from './lib/cluster.ts';
@@ -14,6 +12,8 @@ import { createSealer } from '../db/secrets.ts';
 import { getVendor, setRoute, upsertVendor } from '../db/vendors.ts';
 import { DEV_SECRET, loadSimulatorConfig } from '../workers/simulator/config.ts';
 import { clearRunning, localState, recordRunning, ROOT, startLocalCluster } from './lib/local.ts';
+import { isSimulator, readProcfile, servesMetrics, simulatorEnv } from './lib/procfile.ts';
+import { registerSimulator } from './lib/simulator-vendor.ts';
 
 const started = Date.now();
 let cluster: Cluster | null = null;
@@ -53,7 +53,10 @@ env.SIMULATOR_PORT ??= String(config.PORT === 0 ? 4010 : (config.PORT + 1010) % 
 env.SIMULATOR_SECRET ??= DEV_SECRET;
 // The simulator keeps its QRs, payouts and owed callbacks across restarts, as a gateway would.
 env.SIMULATOR_STATE_FILE ??= `${ROOT}.data/simulator-state.jsonl`;
-await registerSimulator(config, `http://127.0.0.1:${env.SIMULATOR_PORT}`, env.SIMULATOR_SECRET);
+const simulatorUrl = `http://127.0.0.1:${env.SIMULATOR_PORT}`;
+if (await registerSimulator(directDatabaseUrl(config), config.KASIR_MASTER_KEY, simulatorUrl, env.SIMULATOR_SECRET)) {
+  process.stdout.write(`registered the built-in simulator (${simulatorUrl}) as the default vendor\n`);
+}
 
 // The simulator also speaks Xendit and Midtrans (docs/simulator.md); their callbacks go to the
 // URLs their dashboards would hold. DEV_GATEWAY=xendit|midtrans puts that dialect in front of the
@@ -62,25 +65,6 @@ const callbacks = `${publicBaseUrl(config)}/callbacks`;
 env.SIMULATOR_XENDIT_CALLBACK_URL ??= `${callbacks}/xendit`;
 env.SIMULATOR_IRIS_NOTIFY_URL ??= `${callbacks}/midtrans`;
 if (env.DEV_GATEWAY) await registerDialect(config, env.DEV_GATEWAY, `http://127.0.0.1:${env.SIMULATOR_PORT}`);
-
-interface Line {
-  name: string;
-  argv: string[];
-}
-
-async function procfile(): Promise<Line[]> {
-  const text = await readFile(`${ROOT}Procfile`, 'utf8');
-  return text
-    .split('\n')
-    .map((line) => line.trim())
-    .filter((line) => line && !line.startsWith('#'))
-    .map((line) => {
-      const colon = line.indexOf(':');
-      return { name: line.slice(0, colon).trim(), argv: line.slice(colon + 1).trim().split(/\s+/) };
-    })
-    // A line whose entry file is not in this checkout yet is skipped, not fatal.
-    .filter((line) => existsSync(`${ROOT}${line.argv[1]}`));
-}
 
 const children = new Map<string, ChildProcess>();
 let stopping = false;
@@ -98,14 +82,14 @@ async function stopAll(code: number) {
 // A METRICS_PORT given to npm start is the first of a range: one port per Kasir process, in
 // Procfile order (one shared port would let only the first bind it; the simulator serves none).
 const metricsPorts: string[] = [];
-for (const line of await procfile()) {
+for (const line of await readProcfile()) {
   const [command, ...args] = line.argv;
-  const served = config.METRICS_PORT && (args[0] === 'api/server.ts' || args[0] === 'workers/run.ts');
+  const served = config.METRICS_PORT && servesMetrics(line);
   const metrics = served ? { METRICS_PORT: String(config.METRICS_PORT! + metricsPorts.length) } : {};
   if (metrics.METRICS_PORT) metricsPorts.push(`${line.name} :${metrics.METRICS_PORT}`);
   const child = spawn(`${ROOT}${command}`, args, {
     cwd: ROOT,
-    env: { ...(args[0] === 'workers/simulator/server.ts' ? simulatorEnv() : env), KASIR_PROCESS: line.name, ...metrics },
+    env: { ...(isSimulator(line) ? simulatorEnv(env) : env), KASIR_PROCESS: line.name, ...metrics },
     // Own process group: a terminal Ctrl-C reaches only this supervisor, which stops the
     // children in order. The IPC channel lets each child notice if the supervisor is killed.
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -138,26 +122,6 @@ Then call the API with the api_key it prints:
 
 Press Ctrl-C to stop.
 `);
-
-async function registerSimulator(config: Config, baseUrl: string, secret: string) {
-  const pool = await createPool(directDatabaseUrl(config), { size: 1, name: 'dev' });
-  try {
-    const sealer = createSealer(config.KASIR_MASTER_KEY);
-    if (await getVendor(pool, sealer, 'sim')) return;
-    await upsertVendor(pool, sealer, { code: 'sim', kind: 'simulator', baseUrl, credentials: { secret } });
-    for (const method of ['QRIS', 'BANK', 'EWALLET'] as const) {
-      await setRoute(pool, { merchantId: null, method, vendorCode: 'sim', priority: 100 });
-    }
-    process.stdout.write(`registered the built-in simulator (${baseUrl}) as the default vendor\n`);
-  } finally {
-    await pool.end();
-  }
-}
-
-/** The simulator stands for a vendor's servers: it gets none of Kasir's secrets or its database. */
-function simulatorEnv(): Record<string, string | undefined> {
-  return Object.fromEntries(Object.entries(env).filter(([name]) => !name.startsWith('KASIR_') && !name.startsWith('DATABASE_')));
-}
 
 /** Registers (once) the simulator's Xendit or Midtrans dialect with its development keys, routed first. */
 async function registerDialect(config: Config, kind: string, simulatorUrl: string) {

@@ -204,7 +204,8 @@ export const movement = named('BalanceMovement', 'One posting on the WALLET acco
   amount: rupiah.describe('Signed: negative leaves the wallet'),
   balance_before: rupiah,
   balance_after: rupiah,
-  reference_type: z.enum(['ORDER', 'DISBURSEMENT', 'ADJUSTMENT', 'REFUND', 'SETTLEMENT']),
+  reference_type: z.enum(['ORDER', 'DISBURSEMENT', 'DISBURSEMENT_IMPORT', 'ADJUSTMENT', 'REFUND', 'SETTLEMENT'])
+    .describe('DISBURSEMENT_IMPORT: one debit for all the disbursements a CSV import accepted; reference_id is the import (GET /v1/disbursements/imports), ref_code null'),
   reference_id: uuid,
   ref_code: text.nullable(),
   description: text.nullable(),

@@ -1777,15 +1777,18 @@ export interface components {
         BalanceMovement: {
             id: components["schemas"]["Uuid"];
             /** @enum {string} */
-            type: "ORDER_PAYMENT" | "DISBURSEMENT" | "DISBURSEMENT_COMPLETED" | "DISBURSEMENT_REVERSAL" | "ADJUSTMENT" | "REFUND" | "REFUND_COMPLETED" | "REFUND_REVERSAL" | "SETTLEMENT_PAYOUT" | "SETTLEMENT_COMPLETED" | "SETTLEMENT_REVERSAL";
+            type: "ORDER_PAYMENT" | "DISBURSEMENT" | "DISBURSEMENT_IMPORT" | "DISBURSEMENT_COMPLETED" | "DISBURSEMENT_REVERSAL" | "ADJUSTMENT" | "REFUND" | "REFUND_COMPLETED" | "REFUND_REVERSAL" | "SETTLEMENT_PAYOUT" | "SETTLEMENT_COMPLETED" | "SETTLEMENT_REVERSAL";
             /** @description Signed: negative leaves the wallet */
             amount: number;
             /** @description Whole Rupiah */
             balance_before: number;
             /** @description Whole Rupiah */
             balance_after: number;
-            /** @enum {string} */
-            reference_type: "ORDER" | "DISBURSEMENT" | "ADJUSTMENT" | "REFUND" | "SETTLEMENT";
+            /**
+             * @description DISBURSEMENT_IMPORT: one debit for all the disbursements a CSV import accepted; reference_id is the import (GET /v1/disbursements/imports), ref_code null
+             * @enum {string}
+             */
+            reference_type: "ORDER" | "DISBURSEMENT" | "DISBURSEMENT_IMPORT" | "ADJUSTMENT" | "REFUND" | "SETTLEMENT";
             reference_id: components["schemas"]["Uuid"];
             ref_code: string | null;
             description: string | null;
@@ -3768,7 +3771,7 @@ export interface operations {
             query?: {
                 page?: number;
                 limit?: number;
-                type?: "ORDER_PAYMENT" | "DISBURSEMENT" | "DISBURSEMENT_COMPLETED" | "DISBURSEMENT_REVERSAL" | "ADJUSTMENT" | "REFUND" | "REFUND_COMPLETED" | "REFUND_REVERSAL" | "SETTLEMENT_PAYOUT" | "SETTLEMENT_COMPLETED" | "SETTLEMENT_REVERSAL";
+                type?: "ORDER_PAYMENT" | "DISBURSEMENT" | "DISBURSEMENT_IMPORT" | "DISBURSEMENT_COMPLETED" | "DISBURSEMENT_REVERSAL" | "ADJUSTMENT" | "REFUND" | "REFUND_COMPLETED" | "REFUND_REVERSAL" | "SETTLEMENT_PAYOUT" | "SETTLEMENT_COMPLETED" | "SETTLEMENT_REVERSAL";
                 date_from?: components["schemas"]["Day"];
                 date_to?: components["schemas"]["Day"];
             };

@@ -1,7 +1,7 @@
 // The daily limit reads a running total per merchant and WIB day (migration 020) instead of
 // summing the day's rows. It must equal the rows whatever happens to them: raised by creates
-// and imports, lowered exactly once by a FAILED or a REJECTED, untouched by SUCCESS and by
-// refusals; and the ledger audit proves it (and names it when it does not hold).
+// and imports, lowered exactly once by a FAILED or a REJECTED (an imported row's too), untouched
+// by SUCCESS and by refusals; and the ledger audit proves it (and names it when it does not hold).
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { adjustWallet } from '../../db/ledger.ts';
@@ -50,18 +50,30 @@ t.test('success, failure, rejection, refusals and an import: the running total f
   t.equal((await ops(stack.env, 'disbursements:reject', '--id', reviewed.json.data.id)).code === 0, false, 'a second rejection is refused');
   t.equal(await runningTotal(merchant), 100_000, 'and lowers nothing');
 
+  // An import adds its accepted rows in its one decision; its rows then end like any other.
   const form = new FormData();
   const file = [
     'channel,bank_short_code,account_number,account_name,ewallet_provider,ewallet_phone,amount,notify_url',
     'BANK,BCA,1234567890,Budi Santoso,,,20000,',
     'BANK,BCA,1234567890,Budi Santoso,,,30000,',
     'BANK,NOSUCHBANK,1234567890,Budi Santoso,,,10000,',
+    'BANK,BCA,1234560000,Closed Account,,,40000,',
+    'BANK,BCA,1234567890,Budi Santoso,,,350000,',
   ].join('\n');
   form.set('file', new Blob([file], { type: 'text/csv' }), 'payouts.csv');
   form.set('idempotency_prefix', `dt-${randomUUID()}`);
   const imported = await fetch(`${stack.api.url}/v1/disbursements/import`, { method: 'POST', headers: { 'x-api-key': merchant.api_key }, body: form });
   t.equal(imported.status, 200, await imported.clone().text());
-  t.equal(await runningTotal(merchant), 150_000, 'raised by the accepted rows of the file only');
+  const results = ((await imported.json()) as any).data.results;
+  t.same(results.map((r: any) => r.disbursement_status ?? r.error.code), ['PENDING', 'PENDING', 'BANK_NOT_FOUND', 'PENDING', 'IN_REVIEW']);
+  t.equal(await runningTotal(merchant), 540_000, 'raised by the accepted rows of the file only');
+  t.equal(await runningTotal(merchant), await liveRows(merchant), 'equal to the rows');
+  await reaches(merchant, results[3].disbursement_id, 'FAILED');
+  t.equal(await runningTotal(merchant), 500_000, 'an imported row that fails lowers it once');
+  const rejectedImport = await ops(stack.env, 'disbursements:reject', '--id', results[4].disbursement_id, '--reason', 'too big');
+  t.equal(rejectedImport.code, 0, rejectedImport.stderr);
+  t.equal(await runningTotal(merchant), 150_000, 'an imported row rejected from review lowers it once');
+  await reaches(merchant, results[0].disbursement_id, 'SUCCESS');
   t.equal(await runningTotal(merchant), await liveRows(merchant), 'equal to the rows');
   await ledgerAudit(t, stack.env);
 });

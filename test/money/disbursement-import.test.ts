@@ -1,15 +1,19 @@
 // CSV import of disbursements (POST /v1/disbursements/import) through real HTTP with real
 // multipart uploads (the platform's FormData and Blob), a real Postgres, and the real
-// disbursement worker process sending to the simulator gateway. Every test ends with the
-// ledger audit.
+// disbursement worker process sending to the simulator gateway. An import's money is one
+// DISBURSEMENT_IMPORT transfer; the wallet is locked only for the decision at its end, so the
+// merchant's payment credits and single disbursements go through while a file is imported.
+// Every test ends with the ledger audit.
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { adjustWallet, InsufficientFunds, lockMerchantAccounts, postTransfersInBulk } from '../../db/ledger.ts';
+import { adjustWallet, mdrOf } from '../../db/ledger.ts';
 import { sql } from '../../db/pool.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { balanceOf, ledgerAudit } from '../helpers/money.ts';
+import { xSignature } from '../helpers/order-lifecycle.ts';
 import { ops } from '../helpers/processes.ts';
+import { simulatePay } from '../helpers/simulator.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 
 type M = Awaited<ReturnType<typeof makeMerchant>>;
@@ -72,14 +76,31 @@ function reaches(stack: Stack, merchant: M, id: string, status: string, deadline
   }, `disbursement ${id} to become ${status}`, deadlineMs);
 }
 
-async function written(stack: Stack, merchantId: string): Promise<{ disbursements: number; imports: number; debits: number; jobs: number }> {
+/**
+ * What the merchant's disbursements wrote: rows, import records, debit transfers (`debits`: one
+ * DISBURSEMENT per single create; `importDebits`: one DISBURSEMENT_IMPORT per import that
+ * accepted rows), what those debits took from the wallet, and execute jobs.
+ */
+async function written(stack: Stack, merchantId: string): Promise<{ disbursements: number; imports: number; debits: number; importDebits: number; debited: number; jobs: number }> {
   return stack.api.ctx.pool.one(sql.unsafe`
     select (select count(*)::int from disbursements where merchant_id = ${merchantId}) as disbursements,
            (select count(*)::int from disbursement_imports where merchant_id = ${merchantId}) as imports,
            (select count(*)::int from ledger_transfers where merchant_id = ${merchantId} and kind = 'DISBURSEMENT') as debits,
+           (select count(*)::int from ledger_transfers where merchant_id = ${merchantId} and kind = 'DISBURSEMENT_IMPORT') as import_debits,
+           (select coalesce(-sum(p.amount), 0)::int from ledger_postings p
+              join ledger_transfers t on t.id = p.transfer_id join ledger_accounts a on a.id = p.account_id
+              where t.merchant_id = ${merchantId} and t.kind in ('DISBURSEMENT', 'DISBURSEMENT_IMPORT') and a.kind = 'WALLET') as debited,
            (select count(*)::int from pgboss.job j
               where j.name = 'disbursement-execute'
-                and (j.data->>'disbursement_id')::uuid in (select id from disbursements where merchant_id = ${merchantId})) as jobs`) as never;
+                and (j.data->>'disbursement_id')::uuid in (select id from disbursements where merchant_id = ${merchantId})) as jobs`)
+    .then((r: any) => ({ disbursements: r.disbursements, imports: r.imports, debits: r.debits, importDebits: r.import_debits, debited: r.debited, jobs: r.jobs }));
+}
+
+/** The merchant's wallet movements through the API, oldest first. */
+async function movements(stack: Stack, merchant: M): Promise<any[]> {
+  const res = await call(stack.api.url, { path: '/v1/balance-history?limit=100', headers: { 'x-api-key': merchant.api_key } });
+  if (res.status !== 200) throw new Error(`balance history: ${res.status} ${res.text}`);
+  return [...res.json.data].reverse();
 }
 
 t.test('a file of bank and e-wallet rows is debited at once, executed by the worker, and a retry creates nothing twice', async (t) => {
@@ -103,6 +124,11 @@ t.test('a file of bank and e-wallet rows is debited at once, executed by the wor
   ]);
   t.match(data.results[0], { disbursement_id: /^[0-9a-f-]{36}$/, ref_code: /^DSB-\d+-[0-9A-Z]+$/, disbursement_status: 'PENDING', total_debit: 102_500 });
   t.equal(await balanceOf(stack, merchant), 1_000_000 - data.total_debit, 'the whole file is debited in the import');
+  t.same((await movements(stack, merchant)).slice(0, 2).map((m) => [m.type, m.amount, m.reference_type, m.reference_id]), [
+    ['ADJUSTMENT', 1_000_000, 'ADJUSTMENT', (await movements(stack, merchant))[0].reference_id],
+    ['DISBURSEMENT_IMPORT', -data.total_debit, 'DISBURSEMENT_IMPORT', data.import_id],
+  ], 'by one transfer that refers to the import');
+  t.match(await written(stack, merchant.merchant_id), { disbursements: 4, debits: 0, importDebits: 1, debited: data.total_debit, jobs: 4 });
 
   const first = (await getDisbursement(stack, merchant, data.results[0].ref_code)).json.data;
   t.match(first, { idempotency_key: 'payroll-2026-11-1', channel: 'BANK', account_number: '1234567890', request_amount: 100_000, fee: 2_500, total_debit: 102_500, source: 'IMPORT' });
@@ -177,11 +203,12 @@ t.test('every row is checked with exactly the rules (codes and messages) of POST
       body[name] = name === 'amount' && /^\d+$/.test(String(value)) ? Number(value) : value;
     }
     const json = await call(stack.api.url, { path: '/v1/disbursements', headers: { 'x-api-key': merchant.api_key }, body });
-    t.same(results[index].error, json.json.error, `${what}: the JSON endpoint answers the same code and message`);
+    // Code and message (the JSON answer's envelope may add fields of its own, such as a request id).
+    t.same(results[index].error, { code: json.json.error.code, message: json.json.error.message }, `${what}: the JSON endpoint answers the same code and message`);
   }
   t.match(results.at(-2), { status: 'ACCEPTED', total_debit: 10_000 }, 'a valid row among them is accepted');
   t.match(results.at(-1), { status: 'REFUSED', error: { code: 'INVALID_BODY', message: 'row has 3 fields; the header has 8' } });
-  t.match((await written(stack, merchant.merchant_id)), { disbursements: 1, debits: 1, jobs: 1 }, 'refused rows write nothing');
+  t.match((await written(stack, merchant.merchant_id)), { disbursements: 1, debits: 0, importDebits: 1, debited: 10_000, jobs: 1 }, 'refused rows write nothing');
   t.equal(await balanceOf(stack, merchant), 0);
   await ledgerAudit(t, stack.env);
 });
@@ -225,7 +252,7 @@ t.test('one balance decision: rows are accepted in file order until one does not
   t.same(retry.json.data.results.map((r: any) => r.error?.code ?? r.status),
     ['ALREADY_IMPORTED', 'ALREADY_IMPORTED', 'BANK_NOT_FOUND', 'ALREADY_IMPORTED', 'ALREADY_IMPORTED', 'ACCEPTED', 'ACCEPTED']);
   t.equal(await balanceOf(stack, merchant), 30_000 - 22_500 - 3_500);
-  t.match(await written(stack, merchant.merchant_id), { disbursements: 6, imports: 2, debits: 6, jobs: 6 });
+  t.match(await written(stack, merchant.merchant_id), { disbursements: 6, imports: 2, debits: 0, importDebits: 2, debited: 50_000 + 26_000, jobs: 6 });
   await ledgerAudit(t, stack.env);
 });
 
@@ -301,12 +328,12 @@ t.test('an unreadable file or form is a clear 400 INVALID_FILE and writes nothin
   }
   const notMultipart = await call(stack.api.url, { path: '/v1/disbursements/import', headers: { 'x-api-key': merchant.api_key }, body: { file: good, idempotency_prefix: 'p' } });
   t.equal(notMultipart.status, 400);
-  t.same(notMultipart.json.error, { code: 'INVALID_FILE', message: 'body must be multipart/form-data' });
+  t.same({ code: notMultipart.json.error.code, message: notMultipart.json.error.message }, { code: 'INVALID_FILE', message: 'body must be multipart/form-data' });
   const huge = await fetch(`${stack.api.url}/v1/disbursements/import`, {
     method: 'POST', headers: { 'x-api-key': merchant.api_key, 'content-type': 'multipart/form-data; boundary=x' }, body: new Uint8Array(2 * 1024 * 1024),
   });
   t.equal(huge.status, 413, 'a declared length far past the limit is refused unread');
-  t.match(await written(stack, merchant.merchant_id), { disbursements: 0, imports: 0, debits: 0 }, 'nothing written');
+  t.match(await written(stack, merchant.merchant_id), { disbursements: 0, imports: 0, debits: 0, importDebits: 0, jobs: 0 }, 'nothing written');
   t.equal(await balanceOf(stack, merchant), 1_000_000);
   t.equal((await upload(stack, merchant, { file: good, prefix: 'p' })).status, 200, 'the server still takes a good file');
   await ledgerAudit(t, stack.env);
@@ -331,46 +358,133 @@ t.test('the same file uploaded twice at once is imported once', async (t) => {
   const file = csv(Array.from({ length: 50 }, (_, i) => bank(1_000 + i)));
   const [a, b] = await Promise.all([upload(stack, merchant, { file, prefix: 'race' }), upload(stack, merchant, { file, prefix: 'race' })]);
   t.same([a.json.data.accepted + b.json.data.accepted, a.json.data.already_imported + b.json.data.already_imported], [50, 50], 'one took every row, the other found them');
-  t.match(await written(stack, merchant.merchant_id), { disbursements: 50, debits: 50, jobs: 50 });
   const debited = Array.from({ length: 50 }, (_, i) => 3_500 + i).reduce((x, y) => x + y, 0);
+  t.match(await written(stack, merchant.merchant_id), { disbursements: 50, imports: 2, debits: 0, importDebits: 1, debited, jobs: 50 });
   t.equal(await balanceOf(stack, merchant), 1_000_000 - debited);
   await ledgerAudit(t, stack.env);
 });
 
-t.test('the bulk ledger path: the same transfers as one by one, and an overdraft anywhere writes nothing', async (t) => {
+/** Whether a transaction other than the caller's holds rows written into disbursements (uncommitted). */
+async function importWriting(stack: Stack): Promise<boolean> {
+  return (await stack.api.ctx.pool.oneFirst(sql.unsafe`
+    select exists (
+      select 1 from pg_locks l join pg_class c on c.oid = l.relation
+      where l.database = (select oid from pg_database where datname = current_database())
+        and c.relname = 'disbursements' and l.mode = 'RowExclusiveLock' and l.granted and l.pid <> pg_backend_pid()
+    ) as writing`)) as boolean;
+}
+
+/** The import's rows other sessions can see: none until it commits. */
+async function committedImportRows(stack: Stack, merchant: M): Promise<number> {
+  return (await stack.api.ctx.pool.oneFirst(sql.unsafe`
+    select count(*)::int as n from disbursements where merchant_id = ${merchant.merchant_id} and import_id is not null`)) as number;
+}
+
+/** An upload whose answer is awaited later; `answered` says whether it has come yet. */
+function running(stack: Stack, merchant: M, u: Upload) {
+  const state = { answered: false };
+  const answer = upload(stack, merchant, u).finally(() => (state.answered = true));
+  return { state, answer };
+}
+
+const payroll = (rows: number, amount: (i: number) => number) => Array.from({ length: rows }, (_, i) => bank(amount(i), String(1_000_000_000 + i)));
+
+t.test('a payment credit for the same merchant during a large import completes while the import is still running', async (t) => {
+  const stack = await startStack(t, { groups: ['vendor'] });
+  const merchant = await makeMerchant(stack.api.ctx);
+  const rows = payroll(30_000, (i) => 10_000 + (i % 100));
+  const total = rows.reduce((sum, r) => sum + Number(r.amount) + 2_500, 0);
+  await fund(stack, merchant, total);
+  // An order waiting for its payer, made before the upload.
+  const body = JSON.stringify({ merchant_order_id: `credit-${randomUUID()}`, amount: 50_000, payment_method: 'QRIS' });
+  const headers: Record<string, string> = { 'x-api-key': merchant.api_key };
+  if (merchant.webhook_secret) headers['x-signature'] = xSignature(merchant.webhook_secret, body);
+  const order = await call(stack.api.url, { path: '/v1/orders', headers, body });
+  t.equal(order.status, 201, order.text);
+
+  const importing = running(stack, merchant, { file: csv(rows), prefix: 'big' });
+  await eventually(async () => ((await importWriting(stack)) ? true : undefined), 'the import to be writing its rows', 30_000);
+  const paid = await simulatePay(stack.sim.url, { reference: order.json.data.ref_code });
+  t.equal(paid.status, 200);
+  await eventually(async () => {
+    const res = await call(stack.api.url, { path: `/v1/orders/${order.json.data.ref_code}`, headers: { 'x-api-key': merchant.api_key } });
+    return res.json?.data?.status === 'PAID' ? true : undefined;
+  }, 'the order to be PAID', 30_000);
+  t.same(
+    { answered: importing.state.answered, committed: await committedImportRows(stack, merchant), open: await importWriting(stack) },
+    { answered: false, committed: 0, open: true },
+    'the credit committed while the import had committed nothing, its transaction still open and its answer not sent',
+  );
+
+  const res = await importing.answer;
+  t.equal(res.status, 200, res.text.slice(0, 500));
+  t.match(res.json.data, { rows: 30_000, accepted: 30_000, refused: 0, total_debit: total });
+  const credit = 50_000 - mdrOf(50_000, 70);
+  t.equal(await balanceOf(stack, merchant), credit, 'the whole file was debited, after the credit');
+  t.same((await movements(stack, merchant)).map((m) => [m.type, m.amount]), [
+    ['ADJUSTMENT', total], ['ORDER_PAYMENT', credit], ['DISBURSEMENT_IMPORT', -total],
+  ], 'the wallet took the credit before the import\'s debit');
+  await ledgerAudit(t, stack.env);
+});
+
+t.test('a single disbursement during an import is answered while it runs, and the import decides on the balance it left', async (t) => {
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 10_000);
+  const n = 20_000;
+  await fund(stack, merchant, n * 12_500);
+  const importing = running(stack, merchant, { file: csv(payroll(n, () => 10_000)), prefix: 'payroll' });
+  await eventually(async () => ((await importWriting(stack)) ? true : undefined), 'the import to be writing its rows', 30_000);
+  // 97,500 + 2,500: the room of 8 rows of the file.
+  const single = await call(stack.api.url, { path: '/v1/disbursements', headers: { 'x-api-key': merchant.api_key }, body: { idempotency_key: 'single', ...bank(97_500) } });
+  t.same(
+    { status: single.status, answered: importing.state.answered, committed: await committedImportRows(stack, merchant) },
+    { status: 201, answered: false, committed: 0 },
+    'the single create went through while the import was writing its rows',
+  );
+
+  const res = await importing.answer;
+  t.equal(res.status, 200, res.text.slice(0, 500));
+  const { data } = res.json;
+  t.match(data, { rows: n, accepted: n - 8, refused: 8, queued: n - 8, total_debit: (n - 8) * 12_500 });
+  t.match(data.results[n - 8], { status: 'REFUSED', error: { code: 'INSUFFICIENT_BALANCE', message: /balance left after the rows above \(0\) is below this row's amount plus fee \(12500\)/ } });
+  t.match(data.results[n - 1], { status: 'REFUSED', error: { code: 'INSUFFICIENT_BALANCE', message: new RegExp(`row ${n - 7} was the first the balance could not cover`) } });
+  t.equal(data.results[n - 9].status, 'ACCEPTED');
+  t.equal(await balanceOf(stack, merchant), 0, 'exactly the balance the single create left');
+  t.match(await written(stack, merchant.merchant_id), { disbursements: n - 8 + 1, imports: 1, debits: 1, importDebits: 1, debited: n * 12_500, jobs: n - 8 + 1 },
+    'rows written for the forecast and then refused are gone with their jobs');
+  const record = await call(stack.api.url, { path: `/v1/disbursements/imports/${data.import_id}`, headers: { 'x-api-key': merchant.api_key } });
+  t.same(record.json.data.refused_rows.map((r: any) => [r.row, r.error.code, r.error.message]),
+    data.results.slice(n - 8).map((r: any) => [r.row, r.error.code, r.error.message]), 'the record keeps the refusals the answer gave');
+  t.match(record.json.data, { accepted: n - 8, refused: 8, total_debit: (n - 8) * 12_500 });
+  await ledgerAudit(t, stack.env);
+});
+
+t.test('the audit proves each imported disbursement is covered by its import\'s one debit, and completed or reversed on its own', async (t) => {
+  const stack = await startStack(t, { groups: [] });
+  const merchant = await makeMerchant(stack.api.ctx);
   const pool = stack.api.ctx.pool;
-  const transfer = (amount: number) => ({
-    merchantId: merchant.merchant_id,
-    kind: 'DISBURSEMENT' as const,
-    reference: { type: 'DISBURSEMENT' as const, id: randomUUID(), refCode: null },
-    description: 'bulk test',
-    legs: { WALLET: -amount, DISBURSEMENTS_IN_FLIGHT: amount },
-  });
-  const over = pool.transaction(async (tx) => {
-    const locked = await lockMerchantAccounts(tx, merchant.merchant_id, ['WALLET', 'DISBURSEMENTS_IN_FLIGHT']);
-    await postTransfersInBulk(tx, merchant.merchant_id, [transfer(4_000), transfer(4_000), transfer(4_000)], locked);
-  });
-  const refusal = await over.catch((err: unknown) => err);
-  t.ok(refusal instanceof InsufficientFunds, 'the third would overdraw the wallet');
-  t.match(refusal, { account: 'WALLET', balance: 2_000 }, 'named with the balance it found');
-  t.equal(await balanceOf(stack, merchant), 10_000, 'nothing was posted');
-  await pool.transaction(async (tx) => {
-    const locked = await lockMerchantAccounts(tx, merchant.merchant_id, ['WALLET', 'DISBURSEMENTS_IN_FLIGHT']);
-    await postTransfersInBulk(tx, merchant.merchant_id, [transfer(4_000), transfer(1_000), transfer(5_000)], locked);
-    t.equal(locked.get('WALLET')!.balance, 0, 'the locked balances advance');
-  });
-  const chain = await pool.any(sql.unsafe`
-    select p.amount, p.balance_before, p.balance_after from ledger_postings p
-    join ledger_accounts a on a.id = p.account_id
-    where a.merchant_id = ${merchant.merchant_id} and a.kind = 'WALLET' order by p.seq`);
-  t.same(chain, [
-    { amount: 10_000, balance_before: 0, balance_after: 10_000 },
-    { amount: -4_000, balance_before: 10_000, balance_after: 6_000 },
-    { amount: -1_000, balance_before: 6_000, balance_after: 5_000 },
-    { amount: -5_000, balance_before: 5_000, balance_after: 0 },
-  ], 'one chain, in the given order');
+  await fund(stack, merchant, 100_000);
+  const res = await upload(stack, merchant, { file: csv([bank(10_000), bank(20_000)]), prefix: 'audited' });
+  t.match(res.json.data, { accepted: 2, total_debit: 35_000 });
+  const [first] = res.json.data.results;
+  const problems = async () => JSON.parse((await ops(stack.env, 'ledger:audit', '--json')).stdout).problems;
+
+  await pool.query(sql.unsafe`update disbursement_imports set total_debit = total_debit + 1 where id = ${res.json.data.import_id}`);
+  t.same(await problems(), [{ check: 'import_debit', subject: res.json.data.import_id, detail: 'transfer 35000, disbursements 35000, import record 35001' }]);
+  await pool.query(sql.unsafe`update disbursement_imports set total_debit = total_debit - 1 where id = ${res.json.data.import_id}`);
+
+  // Marked SUCCESS with no completion transfer: its money would still be in flight.
+  await pool.query(sql.unsafe`update disbursements set status = 'SUCCESS' where id = ${first.disbursement_id}`);
+  t.same(await problems(), [
+    { check: 'disbursement_transfers', subject: first.ref_code, detail: 'SUCCESS: debited 1, completed 0, reversed 0' },
+    { check: 'disbursements_in_flight', subject: merchant.merchant_id, detail: 'account 35000, unfinished disbursements 22500' },
+  ]);
+  await pool.query(sql.unsafe`update disbursements set status = 'PENDING' where id = ${first.disbursement_id}`);
+
+  // An imported disbursement reversed on its own (REJECTED from review) keeps the audit clean.
+  await pool.query(sql.unsafe`update disbursements set status = 'IN_REVIEW' where id = ${first.disbursement_id}`);
+  const rejected = await ops(stack.env, 'disbursements:reject', '--id', first.disbursement_id, '--reason', 'audit test');
+  t.equal(rejected.code, 0, rejected.stderr);
+  t.equal(await balanceOf(stack, merchant), 100_000 - 22_500);
   await ledgerAudit(t, stack.env);
 });
