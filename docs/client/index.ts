@@ -4,7 +4,7 @@
 // typed as the envelopes the operation can answer with.
 //
 // Signatures are computed over the exact bytes sent, never over a re-serialisation: Kasir hashes
-// the raw body it receives (spec 5.2, 5.4), and two JSON.stringify calls of "the same" object
+// the raw body it receives (docs/webhooks.md; the legacy X-SIGNATURE alike), and two JSON.stringify calls of "the same" object
 // need not agree byte for byte (key order, number spelling).
 //
 // For servers only: the API key, the webhook secret and the legacy private key must never reach
@@ -27,7 +27,7 @@ export interface KasirClientOptions {
   apiKey?: string;
   /**
    * The merchant's webhook secret, when one is configured: POST /v1/orders is then refused
-   * without `X-Signature: sha256=<HMAC-SHA256 of the raw body>` (spec 5.2), which the client adds.
+   * without `X-Signature: sha256=<HMAC-SHA256 of the raw body>`, which the client adds.
    */
   webhookSecret?: string;
   /** Another fetch (a proxy agent, a test double); defaults to the global fetch. */
@@ -46,7 +46,7 @@ export function createKasirClient(options: KasirClientOptions): KasirClient {
   return client;
 }
 
-/** `sha256=<lowercase hex HMAC-SHA256 of the raw body, keyed with the webhook secret>` (spec 5.2). */
+/** `sha256=<lowercase hex HMAC-SHA256 of the raw body,, keyed with the webhook secret>`. */
 export function orderSignature(webhookSecret: string, rawBody: string | Uint8Array): string {
   return `sha256=${createHmac('sha256', webhookSecret).update(rawBody).digest('hex')}`;
 }
@@ -63,7 +63,7 @@ function signOrderCreation(webhookSecret: string): Middleware {
   };
 }
 
-// ---------- The legacy API (/api/…, spec 4.10 and 5.3–5.4)
+// ---------- The legacy API (/api/…: its SHA-512 body signatures and the RSA X-SIGNATURE header)
 
 export interface LegacyCredentials {
   clientId: string;
