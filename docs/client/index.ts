@@ -74,7 +74,7 @@ export interface LegacyCredentials {
 
 const sha512 = (text: string) => createHash('sha512').update(text, 'utf8').digest('hex');
 
-/** POST /api/order/create's `signature`: SHA-512 of `clientId|orderId|totalAmount|clientSecret` (spec 5.3). */
+/** POST /api/order/create's `signature`: SHA-512 of `clientId|orderId|totalAmount|clientSecret`. */
 export function legacyOrderCreateSignature(credentials: LegacyCredentials, orderId: string, totalAmount: number): string {
   return sha512(`${credentials.clientId}|${orderId}|${totalAmount}|${credentials.clientSecret}`);
 }
@@ -85,7 +85,7 @@ export function legacyOrderQuerySignature(credentials: LegacyCredentials, orderI
 }
 
 /**
- * The X-SIGNATURE header of the legacy disbursement calls (spec 5.4): base64 of the RSA
+ * The X-SIGNATURE header of the legacy disbursement calls: base64 of the RSA
  * (PKCS#1 v1.5, SHA-256) signature of `clientId|clientSecret|<lowercase hex SHA-256 of the raw body>`.
  */
 export function legacyXSignature(credentials: LegacyCredentials, rawBody: string | Uint8Array): string {
