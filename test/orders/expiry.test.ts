@@ -73,9 +73,13 @@ t.test('a PENDING order past expires_at becomes EXPIRED with a scheduler event a
   const [webhook] = await hook.waitFor(1, 10_000);
   t.strictSame(
     webhook.json,
-    { ref_code: created.ref_code, merchant_order_id: created.merchant_order_id, amount: 25_000, status: 'EXPIRED', event: 'order.expired', paid_at: null },
+    {
+      ref_code: created.ref_code, merchant_order_id: created.merchant_order_id, amount: 25_000, status: 'EXPIRED', event: 'order.expired', paid_at: null,
+      event_id: webhook.headers['webhook-id'], event_created_at: webhook.json.event_created_at,
+    },
     'order.expired webhook with status EXPIRED and paid_at null',
   );
+  t.match(webhook.json.event_created_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/, 'with the time of the event');
 
   const untouched = await getOrder(stack, merchant, bystander.ref_code);
   t.equal(untouched.status, 'PENDING', 'an order whose deadline has not passed stays PENDING');
