@@ -2,7 +2,7 @@
 import type { PgBoss } from 'pg-boss';
 import { directDatabaseUrl, pooledConnections, type Config } from '../db/config.ts';
 import { MASTER_DATA_CHANNEL, createMasterDataCache, type MasterDataCache } from '../db/master-data.ts';
-import { ORDER_OUTCOME_CHANNEL } from '../db/orders.ts';
+import { ORDER_OUTCOME_CHANNEL, parseOutcome } from '../db/orders.ts';
 import { createPool, type Pool } from '../db/pool.ts';
 import { startBoss } from '../db/queue.ts';
 import { openReplica, type Replica } from '../db/replica.ts';
@@ -46,7 +46,13 @@ export async function openContext(config: Config, options: { poolSize?: number; 
   // The process's one listening connection; after a reconnect, missed changes drop the cache.
   const listener = await startListener(
     directDatabaseUrl(config),
-    { [ORDER_OUTCOME_CHANNEL]: (id) => waiter.wake(id), [MASTER_DATA_CHANNEL]: () => masterData.clear() },
+    {
+      [ORDER_OUTCOME_CHANNEL]: (payload) => {
+        const { orderId, storedAnswer } = parseOutcome(payload);
+        waiter.wake(orderId, storedAnswer);
+      },
+      [MASTER_DATA_CHANNEL]: () => masterData.clear(),
+    },
     () => masterData.clear(),
   );
   const ctx: AppContext = { config, pool, replica, boss, waiter, masterData, sealer: createSealer(config), throttle: createAuthThrottle(config) };

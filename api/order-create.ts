@@ -18,8 +18,11 @@ export type OrderCreation =
   | { kind: 'replay'; status: number; body: string }
   /** A confirmed order already holds this merchant_order_id (its stored V1 body). */
   | { kind: 'existing'; order: OrderRow; body: string }
-  /** An attempt ran (this request's, or the same key's in flight): read it by id. */
-  | { kind: 'attempted'; orderId: string };
+  /**
+   * An attempt ran (this request's, or the same key's in flight): read it by id, unless its
+   * confirmation's notification brought the answer it stored for the key (201).
+   */
+  | { kind: 'attempted'; orderId: string; storedAnswer: string | null };
 
 /**
  * `baseUrl`: where the stored V1 answer's checkout_url and qr_url point (the merchant's brand:
@@ -41,8 +44,8 @@ export async function createOrderAndWait(
   }
   if (outcome.kind !== 'attempt') wait.cancel();
   if (outcome.kind === 'replay' || outcome.kind === 'existing') return outcome;
-  await awaitOutcome(ctx, outcome.kind === 'attempt' ? wait : null, outcome.orderId);
-  return { kind: 'attempted', orderId: outcome.orderId };
+  const storedAnswer = await awaitOutcome(ctx, outcome.kind === 'attempt' ? wait : null, outcome.orderId);
+  return { kind: 'attempted', orderId: outcome.orderId, storedAnswer };
 }
 
 /** The attempt's row after the wait; CREATING means its outcome is still unknown. */
@@ -52,17 +55,18 @@ export function attemptedOrder(ctx: AppContext, orderId: string): Promise<OrderR
 
 /**
  * Waits until the worker resolves the attempt (confirmed, failed, or "outcome unknown at the
- * vendor": any notification) or the deadline passes.
+ * vendor": any notification) or the deadline passes; resolves the stored answer the
+ * confirmation's notification carried, if one did.
  */
-async function awaitOutcome(ctx: AppContext, registered: Expectation | null, orderId: string): Promise<void> {
+async function awaitOutcome(ctx: AppContext, registered: Expectation | null, orderId: string): Promise<string | null> {
   const wait = registered ?? ctx.waiter.expect(orderId, ctx.config.ORDER_CREATE_DEADLINE_MS);
   try {
     if (!registered) {
       // Joining another request's attempt: it may have resolved before we started listening.
       const now = await findOrderById(ctx.pool, orderId);
-      if (now && now.status !== 'CREATING') return;
+      if (now && now.status !== 'CREATING') return null;
     }
-    await wait.done;
+    return (await wait.done).storedAnswer;
   } finally {
     wait.cancel();
   }

@@ -70,16 +70,44 @@ export interface NewOrder {
   qrToken: string;
 }
 
+const insertedColumns = sql.fragment`
+  id, merchant_id, ref_code, merchant_order_id, api, amount, status, customer_name, customer_email,
+  customer_phone, notify_url, return_url, metadata, expires_at, qr_token`;
+
+function insertedValues(o: NewOrder) {
+  return sql.fragment`
+    ${o.id}, ${o.merchantId}, ${o.refCode}, ${o.merchantOrderId}, ${o.api}, ${o.amount}, 'CREATING',
+    ${o.customerName}, ${o.customerEmail}, ${o.customerPhone}, ${o.notifyUrl}, ${o.returnUrl},
+    ${o.metadataJson}::json,
+    ${o.expireMinutes === 0 ? null : sql.fragment`now() + make_interval(mins => ${o.expireMinutes})`},
+    ${o.qrToken}`;
+}
+
 /** Inserts a CREATING attempt; null when a live order already holds the merchant_order_id. */
 export function insertOrder(db: Db, o: NewOrder) {
   return db.maybeOne(sql.type(orderRow)`
-    insert into orders (id, merchant_id, ref_code, merchant_order_id, api, amount, status, customer_name,
-                        customer_email, customer_phone, notify_url, return_url, metadata, expires_at, qr_token)
-    values (${o.id}, ${o.merchantId}, ${o.refCode}, ${o.merchantOrderId}, ${o.api}, ${o.amount}, 'CREATING',
-            ${o.customerName}, ${o.customerEmail}, ${o.customerPhone}, ${o.notifyUrl}, ${o.returnUrl},
-            ${o.metadataJson}::json,
-            ${o.expireMinutes === 0 ? null : sql.fragment`now() + make_interval(mins => ${o.expireMinutes})`},
-            ${o.qrToken})
+    insert into orders (${insertedColumns})
+    values (${insertedValues(o)})
+    on conflict (merchant_id, merchant_order_id) where status <> 'FAILED' do nothing
+    returning ${columns}`);
+}
+
+/**
+ * A keyed create's common case in one round trip: claims the Idempotency-Key for the order id
+ * and inserts the CREATING attempt, the insert running only if the claim did. Null when either
+ * did nothing; the key's row then says which (its order_id is this attempt's when the claim
+ * went through and a live order held the merchant_order_id).
+ */
+export function claimKeyAndInsertOrder(db: Db, k: { merchantId: string; key: string; requestHash: Buffer }, o: NewOrder) {
+  return db.maybeOne(sql.type(orderRow)`
+    with claimed as (
+      insert into idempotency_keys (merchant_id, key, request_hash, order_id)
+      values (${k.merchantId}, ${k.key}, ${sql.binary(k.requestHash)}, ${o.id})
+      on conflict do nothing
+      returning order_id
+    )
+    insert into orders (${insertedColumns})
+    select ${insertedValues(o)} from claimed
     on conflict (merchant_id, merchant_order_id) where status <> 'FAILED' do nothing
     returning ${columns}`);
 }
@@ -156,6 +184,20 @@ export function markVendorPending(db: Db, id: string, vendorCode: string) {
     where id = ${id}`);
 }
 
+/**
+ * The vendor worker's load and its first markVendorPending in one statement: the attempt, if it
+ * is still CREATING with no vendor pending and `vendorCode` not tried yet, is now pending at
+ * that vendor, and comes back as it is after that. Null otherwise (resolved, a crash left a
+ * vendor pending, or this vendor was tried): the worker then loads it and decides the long way.
+ */
+export function loadAndMarkVendorPending(db: Db, id: string, vendorCode: string) {
+  return db.maybeOne(sql.type(orderRow)`
+    update orders
+    set pending_vendor = ${vendorCode}, vendors_tried = array_append(vendors_tried, ${vendorCode}), updated_at = now()
+    where id = ${id} and status = 'CREATING' and pending_vendor is null and not (${vendorCode} = any(vendors_tried))
+    returning ${columns}`);
+}
+
 export function clearVendorPending(db: Db, id: string) {
   return db.query(sql.unsafe`update orders set pending_vendor = null, updated_at = now() where id = ${id}`);
 }
@@ -164,6 +206,9 @@ export function clearVendorPending(db: Db, id: string) {
  * CREATING → PENDING with the vendor's QR, its event, the key's stored 201 and the outcome
  * notification (delivered at commit), in one statement. Null when the attempt was not CREATING.
  */
+/** NOTIFY payloads are at most 8,000 bytes: the id, a newline and an answer up to this. */
+const NOTIFIED_ANSWER_MAX_BYTES = 7_900;
+
 export async function confirmAttempt(
   db: Db,
   c: { orderId: string; vendorCode: string; vendorOrderId: string; qrisString: string; source: string; detail: unknown; responseBody: string; channel: string },
@@ -182,8 +227,13 @@ export async function confirmAttempt(
     ), answer as (
       update idempotency_keys set response_status = 201, response_body = ${c.responseBody}
       where order_id in (select id from confirmed) and response_body is null
+      returning response_body
     )
-    select id, pg_notify(${c.channel}, id::text) as notified from confirmed`);
+    -- The notification carries the answer just stored (when it fits NOTIFY's 8,000 bytes), so
+    -- the waiting request sends it without reading it back: the id, a newline, the answer.
+    select id, pg_notify(${c.channel}, id::text || coalesce(
+             (select chr(10) || response_body from answer where octet_length(response_body) <= ${NOTIFIED_ANSWER_MAX_BYTES} limit 1), '')) as notified
+    from confirmed`);
   return row?.id ?? null;
 }
 
@@ -270,15 +320,6 @@ export const idempotencyRow = z.object({
   response_status: z.number().nullable(),
   response_body: z.string().nullable(),
 });
-
-/** Claims a key for this request; null when the key is already held. */
-export function insertIdempotencyKey(db: Db, k: { merchantId: string; key: string; requestHash: Buffer; orderId: string }) {
-  return db.maybeOne(sql.type(idempotencyRow)`
-    insert into idempotency_keys (merchant_id, key, request_hash, order_id)
-    values (${k.merchantId}, ${k.key}, ${sql.binary(k.requestHash)}, ${k.orderId})
-    on conflict do nothing
-    returning request_hash, order_id, response_status, response_body`);
-}
 
 export function findIdempotencyKey(db: Db, merchantId: string, key: string) {
   return db.maybeOne(sql.type(idempotencyRow)`

@@ -24,7 +24,7 @@ import {
   expireDueOrders,
   findIdempotencyKey,
   findOrderById,
-  insertIdempotencyKey,
+  claimKeyAndInsertOrder,
   insertOrder,
   insertOrderEvent,
   insertOrderEvents,
@@ -45,6 +45,15 @@ import { enqueueWebhooks } from './webhooks.ts';
 import { orderResponseBody, orderWebhookBody } from './present/orders.ts';
 
 export const ORDER_OUTCOME_CHANNEL = 'kasir_order_outcome';
+
+/**
+ * A notification on ORDER_OUTCOME_CHANNEL: the attempt's id, and the V1 answer its
+ * confirmation stored for the Idempotency-Key when it carried one (confirmAttempt).
+ */
+export function parseOutcome(payload: string): { orderId: string; storedAnswer: string | null } {
+  const newline = payload.indexOf('\n');
+  return newline === -1 ? { orderId: payload, storedAnswer: null } : { orderId: payload.slice(0, newline), storedAnswer: payload.slice(newline + 1) };
+}
 
 export interface CreateOrderInput extends Omit<NewOrder, 'id' | 'refCode' | 'qrToken'> {
   /** Chosen by the caller, so it can listen for the outcome before the job exists. */
@@ -82,31 +91,14 @@ export async function createOrder(
   const key = input.idempotency;
   const hash = key ? requestHash(key.rawBody) : null;
 
-  return pool.transaction(async (tx) => {
-    let repoint = false;
-    if (key && hash) {
-      const claimed = await insertIdempotencyKey(tx, { merchantId: input.merchantId, key: key.key, requestHash: hash, orderId });
-      if (!claimed) {
-        const held = await findIdempotencyKey(tx, input.merchantId, key.key);
-        if (!held) throw new ApiError('ORDER_PENDING_CONFIRMATION'); // claimed and rolled back meanwhile: retry
-        if (!constantTimeEqual(held.request_hash, hash)) throw new ApiError('IDEMPOTENCY_KEY_REUSED');
-        if (held.response_body !== null && held.response_status !== null) {
-          return { kind: 'replay', status: held.response_status, body: held.response_body };
-        }
-        const previous = await findOrderById(tx, held.order_id);
-        if (previous?.status === 'CREATING') return { kind: 'in_flight', orderId: previous.id };
-        if (previous && previous.status !== 'FAILED') {
-          // Confirmed, but its response was never stored (it was answered 409 meanwhile).
-          const body = render(previous);
-          await storeIdempotentResponse(tx, { merchantId: input.merchantId, key: key.key }, 201, body);
-          return { kind: 'replay', status: 201, body };
-        }
-        repoint = true; // the previous attempt failed: this request retries it (rule 8)
-      }
-    }
-
-    const inserted = await insertOrder(tx, { ...input, id: orderId, refCode: newRefCode('ORD'), qrToken: newQrToken() });
-    if (!inserted) {
+  return pool.transaction(async (tx): Promise<CreateOutcome> => {
+    const attempt: NewOrder = { ...input, id: orderId, refCode: newRefCode('ORD'), qrToken: newQrToken() };
+    const queue = async (): Promise<CreateOutcome> => {
+      await sendJob(boss, 'order-create', { order_id: orderId, merchant_id: input.merchantId }, { db: inTransaction(tx) });
+      return { kind: 'attempt', orderId };
+    };
+    // A live order holds the merchant_order_id: answer it (rule 3), and make it the key's answer.
+    const existing = async (): Promise<CreateOutcome> => {
       const live = await findLiveOrderByMerchantOrderId(tx, input.merchantId, input.merchantOrderId);
       if (!live) throw new ApiError('ORDER_PENDING_CONFIRMATION'); // it failed an instant ago: retry
       if (live.amount !== input.amount) throw new ApiError('MERCHANT_ORDER_ID_REUSED');
@@ -117,10 +109,31 @@ export async function createOrder(
         await storeIdempotentResponse(tx, { merchantId: input.merchantId, key: key.key }, 200, body);
       }
       return { kind: 'existing', order: live, body };
+    };
+
+    if (!key || !hash) return (await insertOrder(tx, attempt)) ? queue() : existing();
+
+    // The common case: a new key and a new merchant_order_id, in one statement.
+    if (await claimKeyAndInsertOrder(tx, { merchantId: input.merchantId, key: key.key, requestHash: hash }, attempt)) return queue();
+    const held = await findIdempotencyKey(tx, input.merchantId, key.key);
+    if (!held) throw new ApiError('ORDER_PENDING_CONFIRMATION'); // claimed and rolled back meanwhile: retry
+    if (held.order_id === orderId) return existing(); // the key is ours; the merchant_order_id is not
+    if (!constantTimeEqual(held.request_hash, hash)) throw new ApiError('IDEMPOTENCY_KEY_REUSED');
+    if (held.response_body !== null && held.response_status !== null) {
+      return { kind: 'replay', status: held.response_status, body: held.response_body };
     }
-    if (key && repoint) await repointIdempotencyKey(tx, input.merchantId, key.key, orderId);
-    await sendJob(boss, 'order-create', { order_id: orderId }, { db: inTransaction(tx) });
-    return { kind: 'attempt', orderId };
+    const previous = await findOrderById(tx, held.order_id);
+    if (previous?.status === 'CREATING') return { kind: 'in_flight', orderId: previous.id };
+    if (previous && previous.status !== 'FAILED') {
+      // Confirmed, but its response was never stored (it was answered 409 meanwhile).
+      const body = render(previous);
+      await storeIdempotentResponse(tx, { merchantId: input.merchantId, key: key.key }, 201, body);
+      return { kind: 'replay', status: 201, body };
+    }
+    // The previous attempt failed: this request retries it under the same key (rule 8).
+    if (!(await insertOrder(tx, attempt))) return existing();
+    await repointIdempotencyKey(tx, input.merchantId, key.key, orderId);
+    return queue();
   });
 }
 

@@ -27,7 +27,9 @@ export const queues = {
     options: { retryLimit: 0, expireInSeconds: 60, deleteAfterSeconds: 3600 },
   },
   'order-create': {
-    schema: z.object({ order_id: uuid }),
+    // merchant_id (absent from jobs the stale sweep re-queues) lets the worker pick the first
+    // vendor from its routing cache and load the attempt and mark it pending in one statement.
+    schema: z.object({ order_id: uuid, merchant_id: uuid.optional() }),
     options: { retryLimit: 5, retryDelay: 1, retryBackoff: true, expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS },
   },
   'order-reconcile': {

@@ -11,7 +11,7 @@ import { publicBaseUrl } from '../db/config.ts';
 import { logger } from '../db/logger.ts';
 import { getMerchant } from '../db/merchants.ts';
 import { announceUnresolved, confirmOrder, failOrder } from '../db/orders.ts';
-import { clearVendorPending, findOrderById, markVendorPending, type OrderRow } from '../db/orders.sql.ts';
+import { clearVendorPending, findOrderById, loadAndMarkVendorPending, markVendorPending, type OrderRow } from '../db/orders.sql.ts';
 import { sendJob } from '../db/queue.ts';
 import { getVendor, routeVendors } from '../db/vendors.ts';
 import type { WorkerContext } from './context.ts';
@@ -66,8 +66,27 @@ function merchantRouting(ctx: WorkerContext, merchantId: string) {
   return value;
 }
 
-export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id: string }) {
-  let order = await findOrderById(ctx.pool, payload.order_id);
+/**
+ * The common case in one statement: a fresh attempt, loaded and marked pending at its merchant's
+ * first vendor (the routing comes from the cache by the job's merchant_id). Returns the attempt
+ * as it was before the mark, with the routing it was marked by; null for every other case.
+ */
+async function loadFresh(ctx: WorkerContext, payload: { order_id: string; merchant_id?: string }) {
+  if (!payload.merchant_id) return null;
+  const routed = await merchantRouting(ctx, payload.merchant_id);
+  const first = routed.vendors[0];
+  if (!first) return null;
+  const marked = await loadAndMarkVendorPending(ctx.pool, payload.order_id, first.code);
+  if (!marked || marked.merchant_id !== payload.merchant_id) return null;
+  const order: OrderRow = { ...marked, pending_vendor: null, vendors_tried: marked.vendors_tried.filter((code) => code !== first.code) };
+  return { order, routed, premarked: first.code };
+}
+
+export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id: string; merchant_id?: string }) {
+  const fresh = await loadFresh(ctx, payload);
+  // The vendor already recorded as pending by loadFresh: its call needs no second mark.
+  let premarked = fresh?.premarked ?? null;
+  let order = fresh?.order ?? (await findOrderById(ctx.pool, payload.order_id));
   if (!order || order.status !== 'CREATING') return { skipped: order?.status ?? 'missing' };
 
   if (order.pending_vendor) {
@@ -85,7 +104,8 @@ export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id:
     order = { ...order, vendors_tried: order.vendors_tried.filter((code) => code !== absent) };
   }
 
-  const { vendors, merchantName, baseUrl } = await merchantRouting(ctx, order.merchant_id);
+  // The routing the attempt was marked by, so the vendor marked is the vendor called first.
+  const { vendors, merchantName, baseUrl } = fresh?.routed ?? (await merchantRouting(ctx, order.merchant_id));
   if (vendors.length === 0) {
     await failOrder(ctx.pool, order.id, 'NO_VENDOR', { reason: 'no QRIS vendor is routed for this merchant' });
     return { failed: 'NO_VENDOR' };
@@ -93,7 +113,8 @@ export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id:
 
   const failures: Record<string, string> = {};
   for (const vendor of vendors.filter((v) => !order!.vendors_tried.includes(v.code))) {
-    await markVendorPending(ctx.pool, order.id, vendor.code);
+    if (vendor.code !== premarked) await markVendorPending(ctx.pool, order.id, vendor.code);
+    premarked = null;
     const result = await gatewayOf(ctx, vendor).createQris({
       reference: order.ref_code,
       amount: order.amount,

@@ -91,7 +91,9 @@ export function orderRoutes(ctx: AppContext): Router {
     if (outcome.kind === 'replay') return sendStored(res, outcome.status, outcome.body, true);
     if (outcome.kind === 'existing') return sendStored(res, 200, outcome.body, false);
     if (keyHeader !== undefined) {
-      // The transaction that confirmed the order stored its answer: send exactly those bytes.
+      // The transaction that confirmed the order stored its answer: send exactly those bytes,
+      // as its notification brought them or, when that did not come, read back.
+      if (outcome.storedAnswer !== null) return sendStored(res, 201, outcome.storedAnswer, false);
       const stored = await findIdempotencyKey(ctx.pool, merchant.id, keyHeader);
       if (stored?.response_body && stored.response_status) return sendStored(res, stored.response_status, stored.response_body, false);
     }
