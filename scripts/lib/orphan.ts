@@ -3,7 +3,8 @@
 import { readFile } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 
-function alive(pid: number): boolean {
+/** Whether a process with this pid exists (signal 0 tests without sending anything). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -17,6 +17,7 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ensureDatabase, freePort, newPassword } from '../lib/cluster.ts';
+import { alive } from '../lib/orphan.ts';
 
 const ENTRY = fileURLToPath(new URL('../postgres.ts', import.meta.url));
 const RESTART_DEADLINE_MS = 60_000;
@@ -117,18 +118,8 @@ async function killWrapper(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 async function postmasterPid(dataDir: string): Promise<number | null> {
   const text = await readFile(`${dataDir}/postmaster.pid`, 'utf8').catch(() => null);
   const pid = Number(text?.split('\n')[0]);
   return Number.isInteger(pid) && pid > 0 ? pid : null;
 }
-
