@@ -1,6 +1,6 @@
 // A small HTTP client for tests, on node:http so every header (Host included) and the raw
 // bytes of both directions are under the test's control.
-import { request as httpRequest } from 'node:http';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
 
 export interface TestResponse {
   status: number;
@@ -61,4 +61,16 @@ export async function eventually<T>(check: () => Promise<T | undefined>, what: s
     await new Promise((resolve) => setTimeout(resolve, delay));
     delay = Math.min(delay * 2, 200);
   }
+}
+
+/** A received request's raw body, and the body parsed as JSON (null when it is empty or not JSON). */
+export async function readRequest(req: IncomingMessage): Promise<{ body: Buffer; json: unknown }> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const body = Buffer.concat(chunks);
+  let json: unknown = null;
+  try {
+    json = JSON.parse(body.toString('utf8'));
+  } catch {}
+  return { body, json };
 }

@@ -15,6 +15,7 @@ import { setRoute, upsertVendor } from '../../db/vendors.ts';
 import { freePort } from '../../scripts/lib/cluster.ts';
 import { testConfig, testEnv } from './config.ts';
 import { testDatabase } from './db.ts';
+import { readRequest } from './http.ts';
 import { startSimulatorProcess, type SimulatorProcess } from './simulator.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -87,14 +88,7 @@ export async function startVendorTap(target: string): Promise<VendorTap> {
   const calls: VendorCall[] = [];
   const upstream = new URL(target);
   const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      let json: unknown = null;
-      try {
-        json = body.length ? JSON.parse(body.toString('utf8')) : null;
-      } catch {}
+    void readRequest(req).then(({ body, json }) => {
       calls.push({ method: req.method ?? 'GET', path: (req.url ?? '/').split('?')[0], body: json });
       const forward = httpRequest(
         { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...req.headers, host: upstream.host }, agent: false },

@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
+import { readRequest } from './http.ts';
 import { startSimulator, type RunningSimulator } from '../../workers/simulator/app.ts';
 import { loadSimulatorConfig } from '../../workers/simulator/config.ts';
 import type { VendorRecord } from '../../db/gateways/gateway.ts';
@@ -158,14 +159,7 @@ export async function startCallbackReceiver(status: (n: number) => number = () =
   const received: ReceivedCallback[] = [];
   let waiters: Array<{ count: number; resolve: () => void }> = [];
   const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      let json: unknown = null;
-      try {
-        json = JSON.parse(body.toString('utf8'));
-      } catch {}
+    void readRequest(req).then(({ body, json }) => {
       received.push({ headers: req.headers, body, json });
       res.statusCode = status(received.length);
       res.end();
