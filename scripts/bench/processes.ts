@@ -35,7 +35,9 @@ export async function startProcess(
   readiness: 'ipc' | RegExp,
   timeoutMs = 30_000,
 ): Promise<BenchProcess> {
-  const child = spawn(process.execPath, [`${ROOT}${entry}`, ...args], {
+  // BENCH_CPU_PROF=<dir>: every process writes a V8 CPU profile there when it exits.
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...profile, `${ROOT}${entry}`, ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     // IPC for entries that report readiness (and stop when this process goes) that way; stdout
