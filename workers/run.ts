@@ -25,6 +25,7 @@ const replica = group.replicaPoolSize ? await openReplica(config, pool, group.re
 const boss = await startBoss(config.DATABASE_URL, {
   role: 'worker',
   listenUrl: directDatabaseUrl(config),
+  preparedStatements: pooledConnections(config).preparedStatements,
   monitorIntervalSeconds: config.QUEUE_MONITOR_INTERVAL_SECONDS,
   expireInSeconds: { 'order-create': config.ORDER_CREATE_JOB_EXPIRE_SECONDS },
 });

@@ -311,9 +311,9 @@ async function statements(client: pg.Client, merchantId: string, like: string) {
     [merchantId, like],
   );
   const orders = count[0].n;
-  const { rows } = await client.query<{ query: string; calls: string; total_ms: number; rows: string }>(
+  const { rows } = await client.query<{ query: string; calls: string; total_ms: number; plans: string; plan_ms: number; rows: string }>(
     `${MARK}
-     select query, calls, total_exec_time as total_ms, rows
+     select query, calls, total_exec_time as total_ms, plans, total_plan_time as plan_ms, rows
        from pg_stat_statements
       where dbid = (select oid from pg_database where datname = current_database())
         and query not like '${MARK}%'
@@ -325,6 +325,9 @@ async function statements(client: pg.Client, merchantId: string, like: string) {
     per_order: per(Number(r.calls)),
     exec_ms_per_order: Number((r.total_ms / orders).toFixed(3)),
     mean_ms: Number((r.total_ms / Number(r.calls)).toFixed(3)),
+    /** Plans made per call (1: planned every time; near 0: a prepared statement's cached plan). */
+    plans_per_call: Number((Number(r.plans) / Number(r.calls)).toFixed(2)),
+    plan_ms_per_order: Number((r.plan_ms / orders).toFixed(3)),
     query: r.query.replace(/\s+/g, ' ').trim().slice(0, 110),
   }));
   const sum = (side?: string) =>
@@ -334,6 +337,7 @@ async function statements(client: pg.Client, merchantId: string, like: string) {
     /** Statements sent per order created (round trips; foreign-key checks are not counted). */
     per_order: { total: sum(), api: sum('api'), worker: sum('worker'), other: sum('?') },
     exec_ms_per_order: Number((all.reduce((a, s) => a + s.exec_ms_per_order, 0)).toFixed(3)),
+    plan_ms_per_order: Number((all.reduce((a, s) => a + s.plan_ms_per_order, 0)).toFixed(3)),
     top: all.filter((s) => s.per_order >= 0.01),
   };
 }
@@ -438,8 +442,10 @@ function text(r: Report): string {
     if (s) {
       lines.push(
         `  stmts    ${s.per_order.total} statements (round trips) per order: api ${s.per_order.api}, worker ${s.per_order.worker}, other ${s.per_order.other}; ` +
-          `${s.exec_ms_per_order} ms of execution per order`,
-        ...s.top.map((q) => `           ${q.side.padEnd(8)} ${q.per_order.toFixed(2).padStart(5)}×  ${q.mean_ms.toFixed(3).padStart(7)} ms  ${q.query}`),
+          `${s.exec_ms_per_order} ms of execution and ${s.plan_ms_per_order} ms of planning per order`,
+        ...s.top.map(
+          (q) => `           ${q.side.padEnd(8)} ${q.per_order.toFixed(2).padStart(5)}×  ${q.mean_ms.toFixed(3).padStart(7)} ms  plans ${q.plans_per_call.toFixed(2)}/call  ${q.query}`,
+        ),
       );
     }
     lines.push('');

@@ -29,7 +29,7 @@ export async function statsDatabase(options: { durable?: boolean } = {}): Promis
     await chmod(dir, 0o755); // the postgres user must traverse it when running as root
     const password = newPassword();
     cluster = await startCluster({ dataDir: `${dir}/pg`, password, ephemeral: false });
-    const settings = ["shared_preload_libraries = 'pg_stat_statements'", "pg_stat_statements.track = 'top'"];
+    const settings = ["shared_preload_libraries = 'pg_stat_statements'", "pg_stat_statements.track = 'top'", 'pg_stat_statements.track_planning = on'];
     if (!options.durable) settings.push('fsync = off', 'synchronous_commit = off', 'full_page_writes = off');
     const admin = new pg.Client({ connectionString: cluster.url('postgres') });
     await admin.connect();
