@@ -121,7 +121,11 @@ export async function startBoss(url: string, options: BossOptions): Promise<PgBo
   const dbConfig = { connectionString: url, max };
   const prepared = options.preparedStatements ?? false;
   const boss = new PgBoss({
-    db: split ? new ListenElsewhereDb(dbConfig, prepared, options.listenUrl!) : new PreparedBossDb(dbConfig, prepared),
+    ...(split
+      ? { db: new ListenElsewhereDb(dbConfig, prepared, options.listenUrl!) }
+      : prepared
+        ? { db: new PreparedBossDb(dbConfig, true) }
+        : { connectionString: url }),
     schema: 'pgboss',
     max,
     useListenNotify: worker,
