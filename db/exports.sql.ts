@@ -1,5 +1,5 @@
-// One function per statement on exports and export_chunks, and the row queries each export type
-// streams (one per type: its CSV columns are its select list, in order).
+// One function per statement on exports and export_chunks, and the COPY that writes each export
+// type's CSV (one per type: its CSV columns are its select list, in order).
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
 
@@ -75,6 +75,15 @@ export function lockExportAttempt(db: Db, id: string, attempt: number) {
   return db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
     select id from exports where id = ${id} and attempt = ${attempt} and status = 'PROCESSING'
     for update`);
+}
+
+/**
+ * The build transaction sits idle while the COPY it stores (on another connection) computes,
+ * longest before the first row when Postgres sorts or hashes first: the pool's 60 s
+ * idle-in-transaction limit guards request paths, not this wait.
+ */
+export function allowExportReadWaits(tx: Db, ms: number) {
+  return tx.query(sql.unsafe`select set_config('idle_in_transaction_session_timeout', ${`${ms}ms`}, true)`);
 }
 
 export function insertExportChunk(db: Db, exportId: string, seq: number, data: Buffer) {
@@ -154,7 +163,7 @@ export function failAbandonedExportRows(db: Db, hours: number) {
     returning ${columns}`);
 }
 
-// ---- The rows each export type streams ----
+// ---- The rows each export type holds, and the COPY that writes them as CSV ----
 
 /** ISO 8601 UTC with milliseconds, as the V1 API writes timestamps (Date#toISOString). */
 const iso = (column: string) =>
@@ -167,29 +176,90 @@ export interface ExportFilter {
   dateTo: string | null;
 }
 
+type Fragment = ReturnType<typeof sql.fragment>;
+
+/**
+ * The filter's values in SQL: bind parameters in a query, escaped literals in the COPY (a COPY
+ * takes no bind parameters; sql.literalValue escapes whatever the values hold).
+ */
+interface FilterSql {
+  merchantId: Fragment;
+  dateFrom: Fragment | null;
+  dateTo: Fragment | null;
+}
+
+const boundFilter = (f: ExportFilter): FilterSql => ({
+  merchantId: sql.fragment`${f.merchantId}::uuid`,
+  dateFrom: f.dateFrom === null ? null : sql.fragment`${f.dateFrom}::date`,
+  dateTo: f.dateTo === null ? null : sql.fragment`${f.dateTo}::date`,
+});
+
+const literalFilter = (f: ExportFilter): FilterSql => ({
+  merchantId: sql.fragment`${sql.literalValue(f.merchantId)}::uuid`,
+  dateFrom: f.dateFrom === null ? null : sql.fragment`${sql.literalValue(f.dateFrom)}::date`,
+  dateTo: f.dateTo === null ? null : sql.fragment`${sql.literalValue(f.dateTo)}::date`,
+});
+
 /** `column` within the filter's WIB days (a timestamptz column). */
-function inWibDays(column: string, f: ExportFilter) {
+function inWibDays(column: string, f: FilterSql) {
   const c = sql.identifier(column.split('.'));
   return sql.fragment`
-    ${f.dateFrom === null ? sql.fragment`true` : sql.fragment`${c} >= (${f.dateFrom}::date)::timestamp at time zone 'Asia/Jakarta'`}
-    and ${f.dateTo === null ? sql.fragment`true` : sql.fragment`${c} < (${f.dateTo}::date + 1)::timestamp at time zone 'Asia/Jakarta'`}`;
+    ${f.dateFrom === null ? sql.fragment`true` : sql.fragment`${c} >= (${f.dateFrom})::timestamp at time zone 'Asia/Jakarta'`}
+    and ${f.dateTo === null ? sql.fragment`true` : sql.fragment`${c} < (${f.dateTo} + 1)::timestamp at time zone 'Asia/Jakarta'`}`;
 }
 
 /** `column` (a date) within the filter's days. */
-function inDays(column: string, f: ExportFilter) {
+function inDays(column: string, f: FilterSql) {
   const c = sql.identifier(column.split('.'));
   return sql.fragment`
-    ${f.dateFrom === null ? sql.fragment`true` : sql.fragment`${c} >= ${f.dateFrom}::date`}
-    and ${f.dateTo === null ? sql.fragment`true` : sql.fragment`${c} <= ${f.dateTo}::date`}`;
+    ${f.dateFrom === null ? sql.fragment`true` : sql.fragment`${c} >= ${f.dateFrom}`}
+    and ${f.dateTo === null ? sql.fragment`true` : sql.fragment`${c} <= ${f.dateTo}`}`;
 }
 
-type Column = readonly [name: string, value: ReturnType<typeof sql.fragment>];
-const col = (name: string, value = sql.fragment`${sql.identifier(['x', name])}`): Column => [name, value];
+/**
+ * How a column's values become CSV cells. Postgres writes the file (COPY … WITH (FORMAT csv)),
+ * cell for cell as csv-stringify did before (escape_formulas, booleans as true/false, NULL and
+ * '' both an empty cell):
+ * - text: a value a spreadsheet would run as a formula gets a leading '; '' becomes NULL, which
+ *   COPY writes as an empty unquoted cell (it would quote '' as "").
+ * - number: amounts (whole Rupiah) and counts as Postgres prints them; a negative one is a
+ *   number, not a formula, and is never escaped.
+ * - boolean: true/false (COPY would write t/f).
+ * - formatted: uuids, dates and ISO timestamps, never '' and never starting with a formula
+ *   character: written as they are.
+ */
+type Kind = 'text' | 'number' | 'boolean' | 'formatted';
 
-// Each type's CSV columns, in order, with the expression of each (the select list is built from
-// them, so header and cells cannot drift apart). Amounts are whole Rupiah (bigint); timestamps
-// are formatted by Postgres, so each cell reaches the worker as one value, not a Date object.
-const sources: Record<ExportType, { columns: readonly Column[]; from: (f: ExportFilter) => ReturnType<typeof sql.fragment> }> = {
+/**
+ * First characters that make a spreadsheet evaluate a cell: csv-stringify's escape_formulas list
+ * (=, +, -, @, tab, carriage return, and the full-width ＝ ＋ － ＠ that Apple Numbers normalises).
+ */
+const FORMULA_STARTS = ['=', '+', '-', '@', '\t', '\r', '\uFF1D', '\uFF0B', '\uFF0D', '\uFF20'];
+const formulaStarts = sql.join(FORMULA_STARTS.map((c) => sql.literalValue(c)), sql.fragment`, `);
+
+function cell(kind: Kind, value: Fragment): Fragment {
+  switch (kind) {
+    case 'text': {
+      const v = sql.fragment`(${value})::text`;
+      return sql.fragment`case when left(${v}, 1) in (${formulaStarts}) then '''' || ${v} else nullif(${v}, '') end`;
+    }
+    case 'boolean':
+      return sql.fragment`case ${value} when true then 'true' when false then 'false' end`;
+    case 'number':
+    case 'formatted':
+      return value;
+  }
+}
+
+type Column = readonly [name: string, kind: Kind, value: Fragment];
+const col = (name: string, kind: Kind, value = sql.fragment`${sql.identifier(['x', name])}`): Column => [name, kind, value];
+/** A timestamptz column of the same name, as ISO 8601 UTC. */
+const time = (name: string): Column => [name, 'formatted', iso(`x.${name}`)];
+
+// Each type's CSV columns, in order, with the kind and expression of each (the select list and
+// with it the header are built from them, so header and cells cannot drift apart). Amounts are
+// whole Rupiah (bigint); timestamps are formatted by Postgres.
+const sources: Record<ExportType, { columns: readonly Column[]; from: (f: FilterSql) => Fragment }> = {
   // Orders the merchant can see (CREATING and FAILED attempts are internal), by creation time.
   // The last three columns came later (appended, so files read by position keep working):
   // refunded_amount as the order shows it (refunds not FAILED), mdr_amount as the payment's
@@ -197,12 +267,13 @@ const sources: Record<ExportType, { columns: readonly Column[]; from: (f: Export
   // − mdr_amount − refunded_amount; the last two are empty for an order never paid.
   orders: {
     columns: [
-      col('id'), col('ref_code'), col('merchant_order_id'), col('api'), col('payment_method'), col('amount'), col('status'),
-      col('customer_name'), col('customer_email'), col('customer_phone'), col('vendor_rrn'), col('is_settled'),
-      col('created_at', iso('x.created_at')), col('paid_at', iso('x.paid_at')), col('expires_at', iso('x.expires_at')),
-      col('refunded_amount', sql.fragment`refunded.total`),
-      col('mdr_amount', sql.fragment`case when pay.id is null then null else coalesce(fee.amount, 0) end`),
-      col('net_amount', sql.fragment`case when pay.id is null then null else x.amount - coalesce(fee.amount, 0) - refunded.total end`),
+      col('id', 'formatted'), col('ref_code', 'text'), col('merchant_order_id', 'text'), col('api', 'text'),
+      col('payment_method', 'text'), col('amount', 'number'), col('status', 'text'), col('customer_name', 'text'),
+      col('customer_email', 'text'), col('customer_phone', 'text'), col('vendor_rrn', 'text'), col('is_settled', 'boolean'),
+      time('created_at'), time('paid_at'), time('expires_at'),
+      col('refunded_amount', 'number', sql.fragment`refunded.total`),
+      col('mdr_amount', 'number', sql.fragment`case when pay.id is null then null else coalesce(fee.amount, 0) end`),
+      col('net_amount', 'number', sql.fragment`case when pay.id is null then null else x.amount - coalesce(fee.amount, 0) - refunded.total end`),
     ],
     from: (f) => sql.fragment`
       from orders x
@@ -218,12 +289,12 @@ const sources: Record<ExportType, { columns: readonly Column[]; from: (f: Export
   // Settlements by their settlement day (WIB).
   settlements: {
     columns: [
-      col('id'), col('ref_code'), col('settlement_date', sql.fragment`x.settlement_date::text`),
-      col('period_start', iso('x.period_start')), col('period_end', iso('x.period_end')), col('order_count'),
-      col('gross_amount'), col('mdr_total'), col('refund_total'), col('disbursement_fee'), col('platform_fee'),
-      col('aggregator_fee'), col('net_payout'), col('bank_id'), col('bank_short_code', sql.fragment`b.short_code`),
-      col('account_number'), col('account_name'), col('status'), col('completed_at', iso('x.completed_at')),
-      col('created_at', iso('x.created_at')), col('updated_at', iso('x.updated_at')),
+      col('id', 'formatted'), col('ref_code', 'text'), col('settlement_date', 'formatted', sql.fragment`x.settlement_date::text`),
+      time('period_start'), time('period_end'), col('order_count', 'number'), col('gross_amount', 'number'),
+      col('mdr_total', 'number'), col('refund_total', 'number'), col('disbursement_fee', 'number'), col('platform_fee', 'number'),
+      col('aggregator_fee', 'number'), col('net_payout', 'number'), col('bank_id', 'formatted'),
+      col('bank_short_code', 'text', sql.fragment`b.short_code`), col('account_number', 'text'), col('account_name', 'text'),
+      col('status', 'text'), time('completed_at'), time('created_at'), time('updated_at'),
     ],
     from: (f) => sql.fragment`
       from settlements x left join banks b on b.id = x.bank_id
@@ -234,11 +305,12 @@ const sources: Record<ExportType, { columns: readonly Column[]; from: (f: Export
   // why a failed one failed.
   disbursements: {
     columns: [
-      col('id'), col('ref_code'), col('idempotency_key'), col('source'), col('channel'), col('bank_id'),
-      col('bank_short_code'), col('account_number'), col('account_name'), col('ewallet_provider'), col('ewallet_phone'),
-      col('request_amount'), col('fee'), col('final_amount', sql.fragment`x.request_amount`), col('total_debit'),
-      col('status'), col('failure_reason'), col('vendor_disbursement_id'), col('requested_at', iso('x.requested_at')),
-      col('completed_at', iso('x.completed_at')), col('created_at', iso('x.created_at')),
+      col('id', 'formatted'), col('ref_code', 'text'), col('idempotency_key', 'text'), col('source', 'text'), col('channel', 'text'),
+      col('bank_id', 'formatted'), col('bank_short_code', 'text'), col('account_number', 'text'), col('account_name', 'text'),
+      col('ewallet_provider', 'text'), col('ewallet_phone', 'text'), col('request_amount', 'number'), col('fee', 'number'),
+      col('final_amount', 'number', sql.fragment`x.request_amount`), col('total_debit', 'number'), col('status', 'text'),
+      col('failure_reason', 'text'), col('vendor_disbursement_id', 'text'), time('requested_at'), time('completed_at'),
+      time('created_at'),
     ],
     from: (f) => sql.fragment`
       from disbursements x
@@ -246,13 +318,13 @@ const sources: Record<ExportType, { columns: readonly Column[]; from: (f: Export
       order by x.created_at, x.id`,
   },
   // The wallet's movements (GET /v1/balance-history's fields), oldest first in posting order,
-  // so each row's balance_before is the previous row's balance_after.
+  // so each row's balance_before is the previous row's balance_after. Debits are negative.
   balance_history: {
     columns: [
-      col('id'), col('type', sql.fragment`t.kind`), col('amount'), col('balance_before'), col('balance_after'),
-      col('reference_type', sql.fragment`t.reference_type`), col('reference_id', sql.fragment`t.reference_id`),
-      col('ref_code', sql.fragment`t.ref_code`), col('description', sql.fragment`t.description`),
-      col('created_at', iso('x.created_at')),
+      col('id', 'formatted'), col('type', 'text', sql.fragment`t.kind`), col('amount', 'number'), col('balance_before', 'number'),
+      col('balance_after', 'number'), col('reference_type', 'text', sql.fragment`t.reference_type`),
+      col('reference_id', 'formatted', sql.fragment`t.reference_id`), col('ref_code', 'text', sql.fragment`t.ref_code`),
+      col('description', 'text', sql.fragment`t.description`), time('created_at'),
     ],
     from: (f) => sql.fragment`
       from ledger_postings x join ledger_transfers t on t.id = x.transfer_id
@@ -267,18 +339,30 @@ export function exportColumns(type: ExportType): string[] {
   return sources[type].columns.map(([name]) => name);
 }
 
-/** Opens the export's row cursor in the build transaction (it closes when the transaction ends). */
-export function declareExportCursor(db: Db, type: ExportType, filter: ExportFilter) {
+/**
+ * The statement that writes an export's CSV, header first, with at most `limit` rows: a
+ * `COPY (select …) TO STDOUT`, run on a connection of its own (db/copy-out.ts). One statement
+ * reads one snapshot. Its text carries no bind parameters (COPY takes none): the filter's values
+ * are escaped literals.
+ */
+export function exportCsvCopy(type: ExportType, filter: ExportFilter, limit: number): string {
+  if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError(`export row limit ${limit} is not a row count`);
   const { columns, from } = sources[type];
-  const select = sql.join(columns.map(([name, value]) => sql.fragment`${value} as ${sql.identifier([name])}`), sql.fragment`, `);
-  return db.query(sql.unsafe`declare export_rows no scroll cursor for select ${select} ${from(filter)}`);
+  const select = sql.join(columns.map(([name, kind, value]) => sql.fragment`${cell(kind, value)} as ${sql.identifier([name])}`), sql.fragment`, `);
+  const copy = sql.unsafe`
+    copy (select ${select} ${from(literalFilter(filter))} limit ${sql.literalValue(String(limit))}::bigint)
+    to stdout with (format csv, header)`;
+  if (copy.values.length > 0) throw new Error('an export COPY cannot carry bind parameters');
+  return copy.sql;
 }
 
 /**
- * The cursor's next rows (keys are the CSV columns). 250 per FETCH (a count cannot be a bind
- * parameter): a batch must be garbage before the young generation's next scavenges, or every
- * row is promoted and the worker's heap grows with the export (workers/export-build.ts).
+ * The export's rows as values (keys are the CSV columns; no cell formatting): what the file's
+ * cells stand for. The build does not read them this way; the tests hold the file against them
+ * (test/reports/reports-exports.test.ts).
  */
-export function fetchExportRows(db: Db) {
-  return db.any(sql.unsafe`fetch 250 from export_rows`);
+export function selectExportRows(db: Db, type: ExportType, filter: ExportFilter) {
+  const { columns, from } = sources[type];
+  const select = sql.join(columns.map(([name, , value]) => sql.fragment`${value} as ${sql.identifier([name])}`), sql.fragment`, `);
+  return db.any(sql.unsafe`select ${select} ${from(boundFilter(filter))}`);
 }

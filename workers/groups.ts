@@ -79,14 +79,14 @@ export const groups: Record<string, Group> = {
     },
   },
   csv: {
-    // One export at a time: its cursor, and caughtUp's position reads.
-    replicaPoolSize: 2,
+    // caughtUp's position reads (the export's COPY opens a connection of its own).
+    replicaPoolSize: 1,
     async start(ctx) {
       const { handleExportBuild, tuneHeapForExports } = await import('./export-build.ts');
       const { startExportSweep } = await import('./export-sweep.ts');
       tuneHeapForExports();
       await ping(ctx);
-      // One export at a time per process: its memory is one batch of rows and one chunk.
+      // One export at a time per process: its memory is one chunk and the COPY's read buffers.
       await workQueue(ctx.boss, 'export-build', { batchSize: 1 }, (p, job) => handleExportBuild(ctx, p, job));
       exportSweep = startExportSweep(ctx);
     },

@@ -3,7 +3,7 @@
 // (bulk inserts, scripts/lib/synthetic-orders.ts), a fresh csv worker is started (so its peak
 // RSS is this export's alone), the export is requested as the API does (db/exports.ts), and the
 // worker's VmHWM and VmRSS are read from /proc once it completes. Build time is the export's own
-// started_at → completed_at (database clock): claim, cursor, CSV, chunk writes and commit.
+// started_at → completed_at (database clock): claim, the COPY that writes the CSV, chunk writes and commit.
 //
 // With --profits it then times GET /v1/reports/profits's statement over the current WIB month,
 // once the merchant's PAID orders have their ORDER_PAYMENT transfers and fee postings (written
@@ -106,7 +106,7 @@ export async function run(args: string[]): Promise<void> {
     const report = {
       bench: 'export',
       machine: { cores: os.availableParallelism(), load_before: loadBefore, node: process.version, postgres: db.settings.server_version },
-      csv_stringify: await packageVersion('csv-stringify'),
+      pg_copy_streams: await packageVersion('pg-copy-streams'),
       database: { source: db.source, fsync: db.settings.fsync, synchronous_commit: db.settings.synchronous_commit },
       runs,
       profits,
@@ -183,13 +183,13 @@ async function completion(client: pg.Client, id: string) {
 
 function text(r: {
   machine: { cores: number; load_before: number; node: string; postgres: string };
-  csv_stringify: string;
+  pg_copy_streams: string;
   database: { source: string; fsync: string; synchronous_commit: string };
   runs: Run[];
   profits: Awaited<ReturnType<typeof timeProfits>> | null;
 }): string {
   return [
-    `export bench: orders export built by one csv worker process (a fresh one per size), csv-stringify ${r.csv_stringify}`,
+    `export bench: orders export built by one csv worker process (a fresh one per size), Postgres writes the CSV (COPY), read with pg-copy-streams ${r.pg_copy_streams}`,
     `machine   ${r.machine.cores} cores (1-min load ${r.machine.load_before} at start` +
       `${r.machine.load_before > r.machine.cores ? ': BUSY, figures unreliable' : ''}), Node ${r.machine.node}, PostgreSQL ${r.machine.postgres}`,
     `database  ${r.database.source}: fsync=${r.database.fsync} synchronous_commit=${r.database.synchronous_commit}`,

@@ -1,14 +1,20 @@
 // Reports and exports (spec 4.8, DESIGN 6) through the whole stack: the API over HTTP, real
 // vendor, disbursement and csv worker processes, the simulator gateway. The profits report is
-// checked against the ledger's postings; each export type's CSV against what the API shows;
+// checked against the ledger's postings; each export type's CSV against what the API shows and,
+// byte for byte, against what csv-stringify made of the same rows (the build before Postgres
+// wrote the CSV); the COPY stream's backpressure, abort and timeout;
 // streaming by the csv worker's peak RSS (/proc/<pid>/status VmHWM) at 20k and 400k rows: the
 // larger file (~98 MB) is about twice the worker's 35-50 MB working plateau, so holding it would
 // show; at 200k rows (49 MB) the plateau came within a few MB of the bound on a loaded machine.
 import t from 'tap';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
+import { stringify } from 'csv-stringify/sync';
 import { z } from 'zod';
+import { copyOut } from '../../db/copy-out.ts';
+import { exportColumns, selectExportRows, type ExportType } from '../../db/exports.sql.ts';
 import { mdrOf } from '../../db/ledger.ts';
 import { rawQuery, sql } from '../../db/pool.ts';
 import { sendJob } from '../../db/queue.ts';
@@ -297,6 +303,136 @@ t.test('orders export: one header row, the merchant\'s visible orders, whole Rup
   t.equal(ranged.record.row_count, 0);
 });
 
+// Postgres writes the file (COPY … WITH (FORMAT csv)) since issue 17; before, csv-stringify wrote
+// it from the rows a cursor returned. The file must be that same CSV: each export's rows, read as
+// values by the same column table, stringified with the options the build used then.
+const stringifiedBefore = async (m: M, type: ExportType) =>
+  stringify([...(await selectExportRows(pool, type, { merchantId: m.merchant_id, dateFrom: null, dateTo: null }))], {
+    header: true,
+    columns: exportColumns(type),
+    escape_formulas: true,
+    cast: { boolean: (value) => (value ? 'true' : 'false') },
+  });
+
+t.test('the CSV Postgres writes is the one csv-stringify wrote: formula starts, quotes, newlines, empty and NULL, negatives', async (t) => {
+  const m = await makeMerchant(stack.api.ctx);
+  // A fully refunded order: its net_amount is minus the MDR, and the refund is a debit (negative) in the wallet's history.
+  // (A second payment leaves the wallet enough to pay the refund back.)
+  await paidOrder(stack, m, 50_000);
+  const refundedOrder = await paidOrder(stack, m, 10_000);
+  const full = await post(m, `/v1/orders/${refundedOrder.ref_code}/refund`, { amount: 10_000 });
+  t.ok(full.json?.data?.id, 'the full refund is accepted');
+  await reaches('refunds', full.json.data.id, 'SUCCEEDED');
+  const awkward: [name: string | null, email: string | null, phone: string | null][] = [
+    ['=HYPERLINK("http://x")', '+x@example.com', '-62812'],
+    ['+628123', '@mail', '\t0812'],
+    ['-Budi', '\rcr@example.com', '\uFF1D1+1'],
+    ['@SUM(A1:A2)', '\uFF0Bx', '\uFF0D1'],
+    ['\uFF20user', '', null],
+    ['Budi "Bos" Santoso', null, ''],
+    ['Santoso, Budi', 'a,b@example.com', '0812,3'],
+    ['Baris satu\nbaris dua', 'x"y@example.com', 'line\r\nend'],
+    ['=1,"2"\n3', "'quoted@example.com", ' =lead space'],
+    ['', '', ''],
+    [null, null, null],
+    ['Ω ünïcödé 😀', '-', '+'],
+  ];
+  for (const [i, [name, email, phone]] of awkward.entries()) {
+    await pool.query(sql.unsafe`
+      insert into orders (id, merchant_id, ref_code, merchant_order_id, api, amount, status, qr_token, customer_name, customer_email, customer_phone, vendor_rrn)
+      values (${randomUUID()}, ${m.merchant_id}, ${`ORD-9-${randomBytes(5).toString('hex')}`}, ${i % 2 ? `-INV-${i}` : `=INV+${i}`}, 'V1', ${1_000 + i},
+              'EXPIRED', ${randomUUID()}, ${name}, ${email}, ${phone}, ${i % 3 === 0 ? '' : null})`);
+  }
+  await pool.query(sql.unsafe`update orders set customer_name = '-refunded' where id = ${refundedOrder.id}`);
+
+  const orders = await exported(m, { type: 'orders' });
+  const before = await stringifiedBefore(m, 'orders');
+  t.strictSame(orders.rows, parse(before), 'every cell as csv-stringify wrote it');
+  t.equal(orders.file.text, before, 'byte for byte: same quoting, one line per row, \\n line ends');
+  t.equal(orders.rows.length, 1 + 2 + awkward.length, 'a newline inside a cell does not split its row');
+
+  t.strictSame(
+    orders.rows.slice(1).map((r) => r[7]).sort(),
+    [`'=HYPERLINK("http://x")`, `'+628123`, `'-Budi`, `'@SUM(A1:A2)`, `'\uFF20user`, 'Budi "Bos" Santoso', 'Santoso, Budi',
+      'Baris satu\nbaris dua', `'=1,"2"\n3`, '', '', 'Ω ünïcödé 😀', `'-refunded`, ''].sort(),
+    "customer names a spreadsheet would run (=, +, -, @, full-width ＠) get a leading '; quotes, commas and newlines stay in the cell",
+  );
+  const cells = orders.rows.slice(1).flatMap((r) => [r[8], r[9]]);
+  for (const escaped of [`'+x@example.com`, `'@mail`, `'\t0812`, `'\rcr@example.com`, `'\uFF1D1+1`, `'\uFF0Bx`, `'\uFF0D1`, `'-62812`, `'-`, `'+`]) {
+    t.ok(cells.includes(escaped), `${JSON.stringify(escaped)}: tab, carriage return and full-width starts are escaped too`);
+  }
+  t.ok(cells.includes(' =lead space') && cells.includes("'quoted@example.com"), 'other text is left as it is');
+  t.ok(orders.rows.slice(1).every((r) => /^('=INV\+|'-INV-|PAY-)/.test(r[2])), 'merchant_order_id is text: escaped too');
+  const refunded = orders.rows.find((r) => r[1] === refundedOrder.ref_code)!;
+  t.strictSame(refunded.slice(15), ['10000', String(mdrOf(10_000, 70)), String(-mdrOf(10_000, 70))], 'a negative net_amount is a number: not escaped');
+  const blank = orders.rows.slice(1).filter((r) => /^'(=|-)INV/.test(r[2]) && r[7] === '' && r[8] === '' && r[9] === '');
+  t.equal(blank.length, 2, "'' and NULL are both an empty cell");
+  t.notOk(/(^|,)""(,|\n)/m.test(orders.file.text), 'no empty cell is quoted ("")');
+  t.ok(orders.rows.slice(1).every((r) => r[11] === 'true' || r[11] === 'false'), 'booleans are true/false');
+
+  const history = await exported(m, { type: 'balance_history' });
+  const historyBefore = await stringifiedBefore(m, 'balance_history');
+  t.strictSame(history.rows, parse(historyBefore), 'balance history: every cell as csv-stringify wrote it');
+  t.equal(history.file.text, historyBefore, 'byte for byte');
+  t.ok(history.rows.slice(1).some((r) => /^-\d+$/.test(r[2])), 'the refund is a negative amount, not escaped');
+});
+
+t.test('every export type is the CSV csv-stringify wrote', async (t) => {
+  const settled = await makeMerchant(stack.api.ctx, { settlement: 'MANUAL' });
+  const bca = await pool.oneFirst(sql.type(z.object({ id: z.string() }))`select id from banks where short_code = 'BCA'`);
+  await pool.query(sql.unsafe`
+    insert into settlements (merchant_id, ref_code, settlement_date, period_start, period_end, gross_amount, mdr_total,
+                             refund_total, disbursement_fee, net_payout, order_count, bank_id, account_number, account_name, status)
+    values (${settled.merchant_id}, ${`STL-20260301-${randomBytes(2).toString('hex')}`}, '2026-03-01', '2026-02-28T17:00:00Z', '2026-03-01T17:00:00Z',
+            10000, 100, 0, 2500, 7400, 1, ${bca}, '-0812', '=Toko, "Maju"', 'PAID')`);
+  for (const [m, type] of [[shop, 'orders'], [shop, 'disbursements'], [shop, 'balance_history'], [settled, 'settlements']] as const) {
+    const { file } = await exported(m, { type });
+    const before = await stringifiedBefore(m, type);
+    t.strictSame(parse(file.text), parse(before), `${type}: every cell`);
+    t.equal(file.text, before, `${type}: byte for byte`);
+  }
+});
+
+t.test('the COPY stream: read only as fast as it is consumed; an abort ends it and its connection', async (t) => {
+  const applicationName = `kasir-test-copy-${randomBytes(3).toString('hex')}`;
+  const sessions = () =>
+    pool.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from pg_stat_activity where application_name = ${applicationName}`);
+  const abort = new AbortController();
+  // ~200 MB of output: far more than the socket and the stream buffer can hold.
+  const statement = `copy (select n, repeat('x', 1000) from generate_series(1, 200000) n) to stdout with (format csv)`;
+  let buffered = -1;
+  const copying = copyOut(statement, { url: stack.env.DATABASE_URL, applicationName, statementTimeoutMs: 60_000, signal: abort.signal }, async (data) => {
+    for await (const piece of data) {
+      t.ok(piece.length > 0, 'output arrives');
+      t.equal(await sessions(), 1, 'the COPY runs on a session of its own, named');
+      // The consumer is busy (as during a chunk insert): what piles up is what the stream buffers.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      buffered = data.readableLength;
+      abort.abort(new Error('heartbeat lost'));
+    }
+  });
+  await t.rejects(copying, { name: 'AbortError' }, 'the abort stops the build');
+  t.ok(buffered >= 0 && buffered <= 1 << 20, `while the consumer was busy the stream held ${buffered} bytes (≤ 1 MiB), not the output`);
+  await eventually(async () => ((await sessions()) === 0 ? true : undefined), 'the COPY session to end');
+
+  // A consumer that fails mid-COPY: the error is the caller's, and the session goes too.
+  const failing = copyOut(statement, { url: stack.env.DATABASE_URL, applicationName, statementTimeoutMs: 60_000 }, async (data) => {
+    for await (const piece of data) if (piece) throw new Error('chunk insert failed');
+  });
+  await t.rejects(failing, /chunk insert failed/);
+  await eventually(async () => ((await sessions()) === 0 ? true : undefined), 'the COPY session to end after a failure');
+
+  // The statement_timeout is the COPY's own, not the role's or the pool's.
+  const drain = async (data: Readable) => {
+    for await (const piece of data) t.ok(piece.length > 0, 'output arrives');
+  };
+  const timedOut = copyOut(`copy (select pg_sleep(2)) to stdout`, { url: stack.env.DATABASE_URL, applicationName, statementTimeoutMs: 200 }, drain);
+  await t.rejects(timedOut, /statement timeout/);
+  const rows = await copyOut(`copy (select n from generate_series(1, 5) n) to stdout with (format csv, header)`,
+    { url: stack.env.DATABASE_URL, applicationName, statementTimeoutMs: 1_000 }, drain);
+  t.equal(rows, 5, "the COPY's row count, without the header");
+});
+
 t.test('disbursements and balance history exports match the API', async (t) => {
   const disbursements = await exported(shop, { type: 'disbursements' });
   t.equal(disbursements.rows[0].join(','), HEADERS.disbursements);
@@ -448,6 +584,7 @@ t.test('streaming: the worker\'s peak memory does not grow with the rows', async
   t.equal(b.rows.length, 400_001, 'every row downloaded, streamed from its chunks');
   t.ok(a.rows.slice(1).every((r) => r[15] === '0' && r[16] === '' && r[17] === ''),
     'orders without a payment transfer (synthetic rows, as an order never paid) have no MDR or net: empty cells');
+  t.equal(a.file.text, await stringifiedBefore(small, 'orders'), 'the file csv-stringify wrote, byte for byte');
   const mb = (n: number) => `${n.toFixed(0)} MB`;
   const fileMb = b.file.raw.length / 1e6;
   t.comment(`csv worker VmHWM: idle ${mb(idle)}, after 20k rows ${mb(afterSmall)}, after 400k rows ${mb(afterLarge)}; files ${mb(a.file.raw.length / 1e6)} and ${mb(fileMb)}`);
