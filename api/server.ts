@@ -4,13 +4,15 @@
 // pool and pg-boss, so a rolling restart drops no request.
 import { createServer } from 'node:http';
 import { createApp } from './app.ts';
-import { loadConfig, publicBaseUrl } from '../db/config.ts';
+import { directDatabaseUrl, loadConfig, publicBaseUrl } from '../db/config.ts';
 import { logger } from '../db/logger.ts';
 import { startMetricsServer } from '../db/metrics.ts';
+import { waitForDatabaseOrExit } from '../db/wait-for-database.ts';
 import { openContext } from './context.ts';
 
 const config = loadConfig();
 logger.level = config.LOG_LEVEL;
+await waitForDatabaseOrExit([config.DATABASE_URL, directDatabaseUrl(config)], config.DATABASE_WAIT_SECONDS, 'api');
 const { ctx, close } = await openContext(config);
 const app = createApp(ctx);
 const metrics = await startMetricsServer(config, ctx.pool);

@@ -149,6 +149,11 @@ export const configSchema = z.object({
    * queue does the pass each interval (pg-boss claims it), so more replicas cost nothing more.
    */
   QUEUE_MONITOR_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(3600).default(3),
+  /**
+   * How long a process that starts while Postgres cannot be reached waits for it before it
+   * exits 1 (db/wait-for-database.ts). 0 exits at once.
+   */
+  DATABASE_WAIT_SECONDS: z.coerce.number().int().min(0).max(3600).default(60),
   /** Delay before order-reconcile asks the vendor about an unresolved create. */
   ORDER_RECONCILE_DELAY_SECONDS: z.coerce.number().int().min(0).default(5),
   /** Delay before a sent disbursement whose callback has not come is queried at its vendor. */

@@ -9,6 +9,7 @@ import { createPool } from '../db/pool.ts';
 import { startBoss } from '../db/queue.ts';
 import { openReplica, primaryOnly } from '../db/replica.ts';
 import { createSealer } from '../db/secrets.ts';
+import { waitForDatabaseOrExit } from '../db/wait-for-database.ts';
 import { groupNames, groups } from './groups.ts';
 
 const name = process.argv[2] ?? '';
@@ -20,6 +21,7 @@ if (!group) {
 
 const config = loadConfig();
 logger.level = config.LOG_LEVEL;
+await waitForDatabaseOrExit([config.DATABASE_URL, directDatabaseUrl(config)], config.DATABASE_WAIT_SECONDS, `worker-${name}`);
 const pool = await createPool(config.DATABASE_URL, { size: config.DB_POOL_SIZE, name: `worker-${name}`, ...pooledConnections(config) });
 const replica = group.replicaPoolSize ? await openReplica(config, pool, group.replicaPoolSize, `worker-${name}`) : primaryOnly(pool);
 const boss = await startBoss(config.DATABASE_URL, {

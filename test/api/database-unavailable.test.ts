@@ -4,24 +4,15 @@
 // connection the server terminates under a running statement.
 import t from 'tap';
 import express from 'express';
-import { createServer } from 'node:net';
 import { createPool, isDatabaseUnavailable, sql } from '../../db/pool.ts';
+import { freePort } from '../../scripts/lib/cluster.ts';
 import { errorHandler } from '../../api/http/error-handler.ts';
 import { requestLog } from '../../api/http/request-log.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { call } from '../helpers/http.ts';
 
-/** A port nothing listens on: bound, read, released. */
-async function deadPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 const url = await testDatabase(t);
-const deadUrl = `postgres://kasir:kasir@127.0.0.1:${await deadPort()}/kasir`;
+const deadUrl = `postgres://kasir:kasir@127.0.0.1:${await freePort()}/kasir`;
 /** A statement on a database that is not there (slonik connects when the pool is made). */
 async function queryDown(): Promise<void> {
   const pool = await createPool(deadUrl, { size: 1, name: 'down' });
