@@ -2,12 +2,14 @@
 // reads through the API, and the ledger audit run exactly as an operator runs it. Every money
 // test ends with ledgerAudit.
 import type { Test } from 'tap';
+import { randomUUID } from 'node:crypto';
+import { adjustWallet } from '../../db/ledger.ts';
+import type { Pool } from '../../db/pool.ts';
 import { call, eventually } from './http.ts';
 import { xSignature } from './order-lifecycle.ts';
 import { ops } from './processes.ts';
 import { simulatePay } from './simulator.ts';
 import type { Stack } from './stack.ts';
-
 
 export interface MoneyMerchant {
   merchant_id: string;
@@ -46,4 +48,9 @@ export async function ledgerAudit(t: Test, env: Record<string, string>): Promise
   const report = JSON.parse(res.stdout || '{}');
   t.same(report.problems, [], 'ledger audit: no problems');
   t.equal(res.code, 0, 'ledger audit exits 0');
+}
+
+/** Puts `amount` in the merchant's wallet as an operator adjustment does (`ops ledger:adjust`). */
+export async function fundWallet(pool: Pool, merchant: { merchant_id: string }, amount: number): Promise<void> {
+  await pool.transaction((tx) => adjustWallet(tx, { merchantId: merchant.merchant_id, adjustmentId: randomUUID(), amount, reason: 'test float' }));
 }

@@ -4,12 +4,11 @@
 // by SUCCESS and by refusals; and the ledger audit proves it (and names it when it does not hold).
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
-import { adjustWallet } from '../../db/ledger.ts';
 import { sql } from '../../db/pool.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { bankPayout } from '../helpers/merchant-api.ts';
-import { ledgerAudit } from '../helpers/money.ts';
+import { fundWallet, ledgerAudit } from '../helpers/money.ts';
 import { ops } from '../helpers/processes.ts';
 import { startStack } from '../helpers/stack.ts';
 
@@ -27,7 +26,7 @@ const reaches = (m: M, id: string, status: string) =>
 
 t.test('success, failure, rejection, refusals and an import: the running total follows the rows', async (t) => {
   const merchant = await makeMerchant(stack.api.ctx);
-  await pool.transaction((tx) => adjustWallet(tx, { merchantId: merchant.merchant_id, adjustmentId: randomUUID(), amount: 2_000_000, reason: 'test float' }));
+  await fundWallet(pool, merchant, 2_000_000);
   t.equal((await ops(stack.env, 'merchant:set-fees', '--merchant', merchant.merchant_id, '--daily-limit', '1000000', '--review-threshold', '300000')).code, 0);
 
   const ok = await disburse(merchant, bankPayout(100_000, '1234567890'));
@@ -80,7 +79,7 @@ t.test('success, failure, rejection, refusals and an import: the running total f
 
 t.test('the audit names a running total that does not match the rows', async (t) => {
   const merchant = await makeMerchant(stack.api.ctx);
-  await pool.transaction((tx) => adjustWallet(tx, { merchantId: merchant.merchant_id, adjustmentId: randomUUID(), amount: 100_000, reason: 'test float' }));
+  await fundWallet(pool, merchant, 100_000);
   t.equal((await disburse(merchant, bankPayout(10_000, '1234567777'))).status, 201);
   await pool.query(sql.unsafe`update disbursement_daily_totals set total = total + 1 where merchant_id = ${merchant.merchant_id}`);
   const audit = await ops(stack.env, 'ledger:audit', '--json');

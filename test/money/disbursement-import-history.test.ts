@@ -3,10 +3,9 @@
 // reasons exactly as the import's own answer gave them; the list follows the spec's pagination.
 import t from 'tap';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { adjustWallet } from '../../db/ledger.ts';
 import { call } from '../helpers/http.ts';
 import { makeMerchant } from '../helpers/factories.ts';
-import { ledgerAudit } from '../helpers/money.ts';
+import { fundWallet, ledgerAudit } from '../helpers/money.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 import { issueKey, makeUser } from '../helpers/team.ts';
 
@@ -41,16 +40,11 @@ const asRecorded = (result: Record<string, unknown>) => ({
 const refusedIn = (result: { results: { status: string; row: number; idempotency_key: string; error?: unknown }[] }) =>
   result.results.filter((r) => r.status === 'REFUSED').map((r) => ({ row: r.row, idempotency_key: r.idempotency_key, error: r.error }));
 
-async function fund(stack: Stack, merchant: M, amount: number) {
-  await stack.api.ctx.pool.transaction((tx) =>
-    adjustWallet(tx, { merchantId: merchant.merchant_id, adjustmentId: randomUUID(), amount, reason: 'test float' }));
-}
-
 t.test('imports are listed newest first, paginated, and each read with its uploader and refused rows', async (t) => {
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);
   const key = merchant.api_key;
-  await fund(stack, merchant, 100_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 100_000);
 
   const prefix = `pay-${randomBytes(3).toString('hex')}`;
   const first = await upload(stack, key, [

@@ -21,7 +21,7 @@ import { createPool, sql, type Tx } from '../../db/pool.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { bankPayout } from '../helpers/merchant-api.ts';
-import { balanceOf, ledgerAudit } from '../helpers/money.ts';
+import { balanceOf, fundWallet, ledgerAudit } from '../helpers/money.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
 
 type M = Awaited<ReturnType<typeof makeMerchant>>;
@@ -48,9 +48,6 @@ function startImport(stack: Stack, merchant: M, prefix: string, rows: Payout[]) 
   return { state, answer };
 }
 type Importing = ReturnType<typeof startImport>;
-
-const fund = (stack: Stack, merchant: M, amount: number) =>
-  stack.api.ctx.pool.transaction((tx) => adjustWallet(tx, { merchantId: merchant.merchant_id, adjustmentId: randomUUID(), amount, reason: 'test float' }));
 
 /** An operator's adjustment (as `ops ledger:adjust` posts it), in the caller's transaction. */
 const adjust = (merchant: M, amount: number) => (tx: Tx) =>
@@ -202,7 +199,7 @@ const refusedRows = (results: any[]) =>
 t.test('from the third attempt a smaller decision is applied under the lock, and the import commits', async (t) => {
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 8 * COST);
+  await fundWallet(stack.api.ctx.pool, merchant, 8 * COST);
   const debit = adjust(merchant, -COST);
   const { seen, answer } = await interleave(t, stack, merchant, 'shrink', payroll(8), [debit, debit, debit]);
 
@@ -231,7 +228,7 @@ t.test('from the third attempt a smaller decision is applied under the lock, and
 t.test('a larger decision goes back outside the lock even after the free replans', async (t) => {
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 8 * COST);
+  await fundWallet(stack.api.ctx.pool, merchant, 8 * COST);
   const debit = adjust(merchant, -COST);
   const { seen, answer } = await interleave(t, stack, merchant, 'grow', payroll(8), [debit, debit, adjust(merchant, 2 * COST), null]);
 
@@ -250,7 +247,7 @@ t.test('a larger decision goes back outside the lock even after the free replans
 t.test('a key a single create took while the import waited for the lock answers its row from that disbursement', async (t) => {
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 4 * COST);
+  await fundWallet(stack.api.ctx.pool, merchant, 4 * COST);
   const rows = payroll(5);
   const lock = await walletLock(t, stack, merchant);
   // Held only: a holder that updated the WALLET row would set its two waiters racing.

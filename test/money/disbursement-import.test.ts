@@ -6,11 +6,11 @@
 // Every test ends with the ledger audit.
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { adjustWallet, mdrOf } from '../../db/ledger.ts';
+import { mdrOf } from '../../db/ledger.ts';
 import { sql } from '../../db/pool.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { makeMerchant } from '../helpers/factories.ts';
-import { balanceOf, ledgerAudit } from '../helpers/money.ts';
+import { balanceOf, fundWallet, ledgerAudit } from '../helpers/money.ts';
 import { xSignature } from '../helpers/order-lifecycle.ts';
 import { ops } from '../helpers/processes.ts';
 import { simulatePay } from '../helpers/simulator.ts';
@@ -20,11 +20,6 @@ type M = Awaited<ReturnType<typeof makeMerchant>>;
 type Row = Partial<Record<(typeof COLUMNS)[number], string | number>>;
 
 const COLUMNS = ['channel', 'bank_short_code', 'account_number', 'account_name', 'ewallet_provider', 'ewallet_phone', 'amount', 'notify_url'] as const;
-
-async function fund(stack: Stack, merchant: M, amount: number) {
-  await stack.api.ctx.pool.transaction((tx) =>
-    adjustWallet(tx, { merchantId: merchant.merchant_id, adjustmentId: randomUUID(), amount, reason: 'test float' }));
-}
 
 const bank = (amount: number | string, account = '1234567890', extra: Row = {}): Row =>
   ({ channel: 'BANK', bank_short_code: 'BCA', account_number: account, account_name: 'Budi Santoso', amount, ...extra });
@@ -106,7 +101,7 @@ async function movements(stack: Stack, merchant: M): Promise<any[]> {
 t.test('a file of bank and e-wallet rows is debited at once, executed by the worker, and a retry creates nothing twice', async (t) => {
   const stack = await startStack(t, { groups: ['disbursement'] });
   const merchant = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 1_000_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 1_000_000);
   const file = csv([bank(100_000), ewallet(20_000), null, bank(50_000, '1234560000', { account_name: 'Closed, Account' }), bank('30000', '9876543210', { bank_short_code: 'bni' })]);
   const res = await upload(stack, merchant, { file, prefix: 'payroll-2026-11' });
   t.equal(res.status, 200, res.text);
@@ -160,7 +155,7 @@ t.test('a file of bank and e-wallet rows is debited at once, executed by the wor
 t.test('every row is checked with exactly the rules (codes and messages) of POST /v1/disbursements', async (t) => {
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 10_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 10_000);
   t.equal((await ops(stack.env, 'banks:disable', '--code', 'PANIN')).code, 0);
   const cases: [string, Row, string][] = [
     ['no channel', { ...bank(1_000), channel: '' }, 'INVALID_BODY'],
@@ -216,7 +211,7 @@ t.test('every row is checked with exactly the rules (codes and messages) of POST
 t.test('a row key already used: the same row is ALREADY_IMPORTED, another payment under it is DUPLICATE_IDEMPOTENCY_KEY', async (t) => {
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 100_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 100_000);
   const json = await call(stack.api.url, { path: '/v1/disbursements', headers: { 'x-api-key': merchant.api_key }, body: { idempotency_key: 'batch-1', ...bank(10_000) } });
   t.equal(json.status, 201);
   const taken = await call(stack.api.url, { path: '/v1/disbursements', headers: { 'x-api-key': merchant.api_key }, body: { idempotency_key: 'batch-2', ...bank(10_000) } });
@@ -235,7 +230,7 @@ t.test('a row key already used: the same row is ALREADY_IMPORTED, another paymen
 t.test('one balance decision: rows are accepted in file order until one does not fit; a top-up and a retry take the rest', async (t) => {
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 50_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 50_000);
   // 4 × 12,500 fit exactly; row 3 is invalid and costs nothing; row 6 is smaller but comes after the stop.
   const file = csv([bank(10_000), bank(10_000), bank(10_000, '1234567890', { bank_short_code: 'NOPE' }), bank(10_000), bank(10_000), bank(20_000), bank(1_000)]);
   const res = await upload(stack, merchant, { file, prefix: 'tail' });
@@ -247,7 +242,7 @@ t.test('one balance decision: rows are accepted in file order until one does not
   t.match(data.results[6].error.message, /row 6 was the first the balance could not cover/, 'the tail names the row that stopped it');
   t.equal(await balanceOf(stack, merchant), 0, 'exactly the balance, never more');
 
-  await fund(stack, merchant, 30_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 30_000);
   const retry = await upload(stack, merchant, { file, prefix: 'tail' });
   t.same(retry.json.data.results.map((r: any) => r.error?.code ?? r.status),
     ['ALREADY_IMPORTED', 'ALREADY_IMPORTED', 'BANK_NOT_FOUND', 'ALREADY_IMPORTED', 'ALREADY_IMPORTED', 'ACCEPTED', 'ACCEPTED']);
@@ -259,7 +254,7 @@ t.test('one balance decision: rows are accepted in file order until one does not
 t.test('the daily limit counts earlier disbursements and the rows above; review holds big rows unqueued', async (t) => {
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 1_000_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 1_000_000);
   t.equal((await ops(stack.env, 'merchant:set-fees', '--merchant', merchant.merchant_id, '--daily-limit', '100000', '--review-threshold', '30000')).code, 0);
   const json = await call(stack.api.url, { path: '/v1/disbursements', headers: { 'x-api-key': merchant.api_key }, body: { idempotency_key: randomUUID(), ...bank(20_000) } });
   t.equal(json.status, 201);
@@ -276,7 +271,7 @@ t.test('the daily limit counts earlier disbursements and the rows above; review 
 t.test('spreadsheet exports: semicolons, a BOM, CRLF, quoted cells, columns in any order, header case', async (t) => {
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 1_000_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 1_000_000);
   const rows = [bank(10_000, '1234567890', { account_name: 'Santoso; Budi "B"' }), ewallet(5_000)];
   const semicolon = csv(rows, { delimiter: ';', bom: true, eol: '\r\n' });
   const res = await upload(stack, merchant, { file: semicolon, prefix: 'semi' });
@@ -297,7 +292,7 @@ t.test('spreadsheet exports: semicolons, a BOM, CRLF, quoted cells, columns in a
 t.test('an unreadable file or form is a clear 400 INVALID_FILE and writes nothing', async (t) => {
   const stack = await startStack(t, { groups: [], env: { IMPORT_MAX_BYTES: '4096', IMPORT_MAX_ROWS: '5' } });
   const merchant = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 1_000_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 1_000_000);
   const good = csv([bank(1_000)]);
   const png = Uint8Array.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52, 0xff, 0xfe]);
   const latin1 = Uint8Array.from([...Buffer.from(good.replace('Budi Santoso', 'Jos')), 0xe9]);
@@ -354,7 +349,7 @@ t.test('WALLET merchants only; the API key first', async (t) => {
 t.test('the same file uploaded twice at once is imported once', async (t) => {
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 1_000_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 1_000_000);
   const file = csv(Array.from({ length: 50 }, (_, i) => bank(1_000 + i)));
   const [a, b] = await Promise.all([upload(stack, merchant, { file, prefix: 'race' }), upload(stack, merchant, { file, prefix: 'race' })]);
   t.same([a.json.data.accepted + b.json.data.accepted, a.json.data.already_imported + b.json.data.already_imported], [50, 50], 'one took every row, the other found them');
@@ -394,7 +389,7 @@ t.test('a payment credit for the same merchant during a large import completes w
   const merchant = await makeMerchant(stack.api.ctx);
   const rows = payroll(30_000, (i) => 10_000 + (i % 100));
   const total = rows.reduce((sum, r) => sum + Number(r.amount) + 2_500, 0);
-  await fund(stack, merchant, total);
+  await fundWallet(stack.api.ctx.pool, merchant, total);
   // An order waiting for its payer, made before the upload.
   const body = JSON.stringify({ merchant_order_id: `credit-${randomUUID()}`, amount: 50_000, payment_method: 'QRIS' });
   const headers: Record<string, string> = { 'x-api-key': merchant.api_key };
@@ -431,7 +426,7 @@ t.test('a single disbursement during an import is answered while it runs, and th
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);
   const n = 20_000;
-  await fund(stack, merchant, n * 12_500);
+  await fundWallet(stack.api.ctx.pool, merchant, n * 12_500);
   const importing = running(stack, merchant, { file: csv(payroll(n, () => 10_000)), prefix: 'payroll' });
   await eventually(async () => ((await importWriting(stack)) ? true : undefined), 'the import to be writing its rows', 30_000);
   // 97,500 + 2,500: the room of 8 rows of the file.
@@ -463,7 +458,7 @@ t.test('the audit proves each imported disbursement is covered by its import\'s 
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);
   const pool = stack.api.ctx.pool;
-  await fund(stack, merchant, 100_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 100_000);
   const res = await upload(stack, merchant, { file: csv([bank(10_000), bank(20_000)]), prefix: 'audited' });
   t.match(res.json.data, { accepted: 2, total_debit: 35_000 });
   const [first] = res.json.data.results;

@@ -3,11 +3,10 @@
 // status and WIB day. A header Idempotency-Key, when sent too, must equal the body's key.
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
-import { adjustWallet } from '../../db/ledger.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { call } from '../helpers/http.ts';
 import { bankPayout } from '../helpers/merchant-api.ts';
-import { ledgerAudit } from '../helpers/money.ts';
+import { fundWallet, ledgerAudit } from '../helpers/money.ts';
 import { ops } from '../helpers/processes.ts';
 import { startStack } from '../helpers/stack.ts';
 
@@ -20,7 +19,7 @@ const list = (m: M, query: string) => call(stack.api.url, { method: 'GET', path:
 t.test('the 409 names the disbursement; the key finds it; lists filter', async (t) => {
   const merchant = await makeMerchant(stack.api.ctx);
   const other = await makeMerchant(stack.api.ctx);
-  await pool.transaction((tx) => adjustWallet(tx, { merchantId: merchant.merchant_id, adjustmentId: randomUUID(), amount: 1_000_000, reason: 'test float' }));
+  await fundWallet(pool, merchant, 1_000_000);
   const key = `payout-${randomUUID()}`;
   const first = await post(merchant, { idempotency_key: key, ...bankPayout(10_000, '1234567890') });
   t.equal(first.status, 201, first.text);
@@ -62,7 +61,7 @@ t.test('the 409 names the disbursement; the key finds it; lists filter', async (
 
 t.test('a header Idempotency-Key must equal the body field', async (t) => {
   const merchant = await makeMerchant(stack.api.ctx);
-  await pool.transaction((tx) => adjustWallet(tx, { merchantId: merchant.merchant_id, adjustmentId: randomUUID(), amount: 100_000, reason: 'test float' }));
+  await fundWallet(pool, merchant, 100_000);
   const mismatch = await post(merchant, { idempotency_key: 'a-1', ...bankPayout(1_000, '1234567890') }, { 'idempotency-key': 'a-2' });
   t.equal(mismatch.status, 400);
   t.match(mismatch.json.error, { code: 'INVALID_BODY', message: /header must equal idempotency_key/ });

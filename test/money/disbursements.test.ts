@@ -3,11 +3,10 @@
 // receiver, the ops CLI for review. Every test ends with the ledger audit.
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { adjustWallet } from '../../db/ledger.ts';
 import { sql } from '../../db/pool.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { makeMerchant } from '../helpers/factories.ts';
-import { balanceOf, ledgerAudit, paidOrder } from '../helpers/money.ts';
+import { balanceOf, fundWallet, ledgerAudit, paidOrder } from '../helpers/money.ts';
 import { ops, startWorkerGroup } from '../helpers/processes.ts';
 import { clearFaults, setFaults, startCallbackReceiver } from '../helpers/simulator.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
@@ -20,11 +19,6 @@ const FIELDS = [
 ];
 
 type M = Awaited<ReturnType<typeof makeMerchant>>;
-
-async function fund(stack: Stack, merchant: M, amount: number) {
-  await stack.api.ctx.pool.transaction((tx) =>
-    adjustWallet(tx, { merchantId: merchant.merchant_id, adjustmentId: randomUUID(), amount, reason: 'test float' }));
-}
 
 function disburse(stack: Stack, merchant: M, body: Record<string, unknown>) {
   return call(stack.api.url, { path: '/v1/disbursements', headers: { 'x-api-key': merchant.api_key }, body: { idempotency_key: randomUUID(), ...body } });
@@ -93,7 +87,7 @@ t.test('a bank disbursement is debited at once, sent, and succeeds with signed w
 t.test('a failed transfer returns total_debit exactly once; an e-wallet disbursement succeeds', async (t) => {
   const stack = await startStack(t, { groups: ['disbursement', 'webhook'] });
   const merchant = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 100_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 100_000);
   const failed = await disburse(stack, merchant, bank(50_000, '1234560000'));
   t.equal(failed.status, 201);
   t.equal(await balanceOf(stack, merchant), 47_500);
@@ -114,7 +108,7 @@ t.test('a failed transfer returns total_debit exactly once; an e-wallet disburse
 t.test('rules in the contract order, each refusing with its code and writing nothing', async (t) => {
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 10_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 10_000);
   const expect = async (body: Record<string, unknown>, status: number, code: string, what: string) => {
     const res = await call(stack.api.url, { path: '/v1/disbursements', headers: { 'x-api-key': merchant.api_key }, body });
     t.equal(res.status, status, `${what}: HTTP ${status}`);
@@ -145,7 +139,7 @@ t.test('rules in the contract order, each refusing with its code and writing not
 
   const exact = await disburse(stack, merchant, bank(7_500));
   t.equal(exact.status, 201, 'exactly the balance is allowed');
-  await fund(stack, merchant, 5_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 5_000);
   const first = await call(stack.api.url, { path: '/v1/disbursements', headers: { 'x-api-key': merchant.api_key }, body: { idempotency_key: 'pay-2', ...bank(1_000) } });
   t.equal(first.status, 201);
   await expect({ idempotency_key: 'pay-2', ...bank(1_000) }, 409, 'DUPLICATE_IDEMPOTENCY_KEY', 'a repeated key');
@@ -163,7 +157,7 @@ t.test('rules in the contract order, each refusing with its code and writing not
 t.test('the daily limit counts the WIB day, pending disbursements included', async (t) => {
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 1_000_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 1_000_000);
   t.equal((await ops(stack.env, 'merchant:set-fees', '--merchant', merchant.merchant_id, '--daily-limit', '100000')).code, 0);
   t.equal((await disburse(stack, merchant, bank(60_000))).status, 201);
   const over = await disburse(stack, merchant, bank(40_001));
@@ -182,7 +176,7 @@ t.test('listing and reading: pagination, ids, other merchants', async (t) => {
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);
   const other = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 1_000_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 1_000_000);
   const created = [];
   for (let i = 0; i < 12; i++) created.push((await disburse(stack, merchant, bank(1_000 + i))).json.data);
   const page1 = await call(stack.api.url, { path: '/v1/disbursements', headers: { 'x-api-key': merchant.api_key } });
@@ -208,7 +202,7 @@ t.test('review: above the threshold waits IN_REVIEW; approve sends it, reject re
   const receiver = await startCallbackReceiver();
   t.teardown(() => receiver.close());
   const merchant = await makeMerchant(stack.api.ctx, { notifyUrl: receiver.url });
-  await fund(stack, merchant, 1_000_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 1_000_000);
   t.equal((await ops(stack.env, 'merchant:set-fees', '--merchant', merchant.merchant_id, '--review-threshold', '100000')).code, 0);
   const small = await disburse(stack, merchant, bank(100_000));
   t.equal(small.json.data.status, 'PENDING', 'at the threshold: no review');
@@ -235,7 +229,7 @@ t.test('review: above the threshold waits IN_REVIEW; approve sends it, reject re
 t.test('200-way race on a wallet that affords exactly 10: no overdraft, no double debit, no deadlock', async (t) => {
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 10 * 12_500);
+  await fundWallet(stack.api.ctx.pool, merchant, 10 * 12_500);
   const results = await Promise.all(Array.from({ length: 200 }, () => disburse(stack, merchant, bank(10_000))));
   const accepted = results.filter((r) => r.status === 201);
   const refused = results.filter((r) => r.json?.error?.code === 'INSUFFICIENT_BALANCE');
@@ -243,7 +237,7 @@ t.test('200-way race on a wallet that affords exactly 10: no overdraft, no doubl
   t.equal(refused.length, 190, 'every other one is INSUFFICIENT_BALANCE');
   t.equal(await balanceOf(stack, merchant), 0);
   // The same key raced: one wins, the others are duplicates.
-  await fund(stack, merchant, 12_500);
+  await fundWallet(stack.api.ctx.pool, merchant, 12_500);
   const raced = await Promise.all(Array.from({ length: 20 }, () => disburse(stack, merchant, { ...bank(10_000), idempotency_key: 'same-key' })));
   t.equal(raced.filter((r) => r.status === 201).length, 1);
   t.equal(raced.filter((r) => r.json?.error?.code === 'DUPLICATE_IDEMPOTENCY_KEY').length, 19);
@@ -254,7 +248,7 @@ t.test('200-way race on a wallet that affords exactly 10: no overdraft, no doubl
 t.test('unknown vendor outcomes are reconciled at the same vendor, never re-sent blindly', async (t) => {
   const stack = await startStack(t, { groups: ['disbursement'], env: { DISBURSEMENT_RECONCILE_DELAY_SECONDS: '1', ORDER_RECONCILE_DELAY_SECONDS: '1' } });
   const merchant = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 1_000_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 1_000_000);
   // The vendor takes the transfer but the answer never comes (timeout), and its callback is lost.
   await setFaults(stack.sim.url, [{ op: 'disburse', mode: 'timeout', count: 1 }, { op: 'callback', mode: 'drop_callback', count: 1 }]);
   const timedOut = (await disburse(stack, merchant, bank(10_000))).json.data;
@@ -279,7 +273,7 @@ t.test('unknown vendor outcomes are reconciled at the same vendor, never re-sent
 t.test('a definite refusal fails over to the next vendor', async (t) => {
   const stack = await startStack(t, { vendors: ['sim', 'sim2'], groups: ['disbursement'] });
   const merchant = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 100_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 100_000);
   await setFaults(stack.sims[0].url, [{ op: 'disburse', mode: 'reject' }]);
   const d = (await disburse(stack, merchant, bank(10_000))).json.data;
   await reaches(stack, merchant, d.id, 'SUCCESS');
@@ -295,7 +289,7 @@ t.test('a definite refusal fails over to the next vendor', async (t) => {
 t.test('a worker killed mid-disbursement loses and duplicates nothing', async (t) => {
   const stack = await startStack(t, { groups: [], env: { DISBURSEMENT_RECONCILE_DELAY_SECONDS: '1' } });
   const merchant = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 1_000_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 1_000_000);
   // Every send hangs for a while: the worker is inside the vendor call when it dies.
   await setFaults(stack.sim.url, [{ op: 'disburse', mode: 'latency', latency_ms: 3000 }]);
   const worker = await startWorkerGroup(t, 'disbursement', stack.env);
@@ -319,7 +313,7 @@ t.test('a worker killed mid-disbursement loses and duplicates nothing', async (t
 t.test('a disbursement whose job was lost is restarted by the scheduler after an hour of silence', async (t) => {
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);
-  await fund(stack, merchant, 100_000);
+  await fundWallet(stack.api.ctx.pool, merchant, 100_000);
   const lost = (await disburse(stack, merchant, bank(10_000))).json.data;
   const quiet = (await disburse(stack, merchant, bank(20_000))).json.data;
   const pool = stack.api.ctx.pool;

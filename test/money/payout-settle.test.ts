@@ -3,12 +3,11 @@
 // returns the debit exactly once, SUCCESS completes it; anything not in flight is refused.
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
-import { adjustWallet } from '../../db/ledger.ts';
 import { sql } from '../../db/pool.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { bankPayout } from '../helpers/merchant-api.ts';
-import { balanceOf, ledgerAudit } from '../helpers/money.ts';
+import { balanceOf, fundWallet, ledgerAudit } from '../helpers/money.ts';
 import { ops } from '../helpers/processes.ts';
 import { startStack } from '../helpers/stack.ts';
 
@@ -22,7 +21,7 @@ const inFlight = (id: string) => eventually(async () => ((await statusOf(id)) ==
 
 t.test('FAILED by hand returns the debit once; SUCCESS completes; nothing else can be settled', async (t) => {
   const merchant = await makeMerchant(stack.api.ctx);
-  await pool.transaction((tx) => adjustWallet(tx, { merchantId: merchant.merchant_id, adjustmentId: randomUUID(), amount: 500_000, reason: 'test float' }));
+  await fundWallet(pool, merchant, 500_000);
   const lost = (await disburse(merchant, bankPayout(100_000, '1234567777'))).json.data;
   const arrived = (await disburse(merchant, bankPayout(50_000, '2234567777'))).json.data;
   await inFlight(lost.id);

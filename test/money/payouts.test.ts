@@ -3,12 +3,11 @@
 // machine (workers/payout-execute.ts) records every reference it sends.
 import t from 'tap';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { adjustWallet } from '../../db/ledger.ts';
 import { findPayoutReference } from '../../db/payouts.ts';
 import { sql } from '../../db/pool.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { makeMerchant } from '../helpers/factories.ts';
-import { ledgerAudit } from '../helpers/money.ts';
+import { fundWallet, ledgerAudit } from '../helpers/money.ts';
 import { simulatorSignature } from '../helpers/order-lifecycle.ts';
 import { startWorkerGroup } from '../helpers/processes.ts';
 import { startStack } from '../helpers/stack.ts';
@@ -30,7 +29,7 @@ function signedCallback(reference: string, status: 'SUCCESS' | 'FAILED') {
 
 t.test('a disbursement sent to a vendor is recorded under its reference as a DISBURSEMENT and completed by it', async (t) => {
   const merchant = await makeMerchant(stack.api.ctx);
-  await stack.api.ctx.pool.transaction((tx) => adjustWallet(tx, { merchantId: merchant.merchant_id, adjustmentId: randomUUID(), amount: 500_000, reason: 'test float' }));
+  await fundWallet(stack.api.ctx.pool, merchant, 500_000);
   const created = await call(stack.api.url, {
     path: '/v1/disbursements',
     headers: { 'x-api-key': merchant.api_key },

@@ -4,17 +4,16 @@
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { adjustWallet } from '../../db/ledger.ts';
 import { sql } from '../../db/pool.ts';
 import { call, type TestResponse } from '../helpers/http.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { startStack } from '../helpers/stack.ts';
 import { issueKey, makeUser, setRole, type Role } from '../helpers/team.ts';
+import { fundWallet } from '../helpers/money.ts';
 
 const stack = await startStack(t, { groups: [] });
 const merchant = await makeMerchant(stack.api.ctx);
-await stack.api.ctx.pool.transaction((tx) =>
-  adjustWallet(tx, { merchantId: merchant.merchant_id, adjustmentId: randomUUID(), amount: 10_000_000, reason: 'test float' }));
+await fundWallet(stack.api.ctx.pool, merchant, 10_000_000);
 
 type Caller = 'merchant' | Role;
 const keys: Record<Caller, string> = { merchant: merchant.api_key } as Record<Caller, string>;
