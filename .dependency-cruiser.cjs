@@ -1,26 +1,76 @@
 // The import rule of docs/architecture.md, checked by `npm test` (npm run deps).
-// Layers, bottom to top: db/ (data, shared core), then api/ and workers/ side by side, then
-// scripts/. A module may import its own layer and the layers below it, never above or beside.
+// Layers, bottom to top: db/ (Postgres and what every process shares), then gateways/ (the vendor
+// connectors and the simulator's dialects), then api/ and workers/ side by side, then scripts/.
+// A module may import its own layer and the layers below it, never above or beside.
+//
+// Inside gateways/ there are two sides that speak each protocol: Kasir's connectors (what Kasir
+// sends and how it reads the answer) and the simulator (what a vendor does with it). Each side is
+// written from the vendor's official sources on its own; if one imported the other, a misreading of
+// the protocol would be mirrored on both sides and every test would still pass. Only the standards
+// both must share (the QRIS payload codec) sit in a module of their own that either may import.
+
+// The simulator's side: its process shell (gateways/simulator/, except the connector that Kasir
+// uses to call it) and each vendor's dialect (gateways/<vendor>/dialect.ts, iris-dialect.ts).
+const SIMULATOR_SIDE = ['^gateways/simulator/', '^gateways/[a-z]+/[a-z-]*dialect[.]ts$'];
+const SIMULATOR_CONNECTOR = '^gateways/simulator/connector[.]ts$';
+// Standards shared by both sides.
+const SHARED_STANDARDS = '^gateways/qris[.]ts$';
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
     {
       name: 'db-imports-nothing-above',
-      comment: 'db/ is the bottom layer: data modules and what every process shares (architecture.md)',
+      comment: 'db/ is the bottom layer: what reads or writes Postgres, and what every process shares',
       severity: 'error',
       from: { path: '^db/' },
+      to: { path: '^(gateways|api|workers|scripts|test)/' },
+    },
+    {
+      name: 'gateways-import-only-db',
+      comment: 'gateways/ sits on db/, below the processes that call it (api/ for callbacks, workers/ for jobs)',
+      severity: 'error',
+      from: { path: '^gateways/' },
       to: { path: '^(api|workers|scripts|test)/' },
     },
     {
+      name: 'connector-does-not-import-simulator',
+      comment: 'a connector is written from the vendor\'s sources, never from the simulator that plays the vendor',
+      severity: 'error',
+      from: { path: '^gateways/', pathNot: SIMULATOR_SIDE },
+      to: { path: SIMULATOR_SIDE, pathNot: SIMULATOR_CONNECTOR },
+    },
+    {
+      name: 'simulator-connector-does-not-import-simulator',
+      comment: 'the connector for the simulator\'s own protocol is Kasir\'s side, though it sits in the simulator\'s folder',
+      severity: 'error',
+      from: { path: SIMULATOR_CONNECTOR },
+      to: { path: SIMULATOR_SIDE, pathNot: SIMULATOR_CONNECTOR },
+    },
+    {
+      name: 'simulator-does-not-import-connector',
+      comment: 'a dialect is written from the vendor\'s sources, never from Kasir\'s connector (only shared standards such as the QRIS codec)',
+      severity: 'error',
+      from: { path: SIMULATOR_SIDE, pathNot: SIMULATOR_CONNECTOR },
+      to: { path: '^(gateways|db)/', pathNot: [...SIMULATOR_SIDE, SHARED_STANDARDS] },
+    },
+    {
+      name: 'simulator-does-not-import-its-connector',
+      comment: 'the simulator\'s shell and the connector that calls it are two sides of one protocol',
+      severity: 'error',
+      from: { path: SIMULATOR_SIDE, pathNot: SIMULATOR_CONNECTOR },
+      to: { path: SIMULATOR_CONNECTOR },
+    },
+    {
       name: 'api-does-not-import-workers',
-      comment: 'api/ and workers/ sit side by side on db/: what both need belongs in db/',
+      comment: 'api/ and workers/ sit side by side on gateways/ and db/: what both need belongs below them',
       severity: 'error',
       from: { path: '^api/' },
       to: { path: '^(workers|scripts|test)/' },
     },
     {
       name: 'workers-do-not-import-api',
-      comment: 'api/ and workers/ sit side by side on db/: what both need belongs in db/',
+      comment: 'api/ and workers/ sit side by side on gateways/ and db/: what both need belongs below them',
       severity: 'error',
       from: { path: '^workers/' },
       to: { path: '^(api|scripts|test)/' },
@@ -29,8 +79,15 @@ module.exports = {
       name: 'scripts-are-not-imported',
       comment: 'scripts/ is the top layer: only tests may use it',
       severity: 'error',
-      from: { path: '^(db|api|workers)/' },
+      from: { path: '^(db|gateways|api|workers)/' },
       to: { path: '^scripts/' },
+    },
+    {
+      name: 'presenters-are-leaves',
+      comment: 'a presenter turns a row into its wire shape: it reads row types and other presenters, and nothing that does work',
+      severity: 'error',
+      from: { path: '^db/present/' },
+      to: { path: '^db/', pathNot: ['^db/present/', '^db/[^/]+\\.sql\\.ts$', '^db/(master-data|users|webhooks)\\.ts$'] },
     },
     {
       name: 'no-circular',

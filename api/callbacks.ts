@@ -13,8 +13,8 @@ import { applyPayment } from '../db/orders.ts';
 import { completeRefund } from '../db/refunds.ts';
 import { findRefundByRef } from '../db/refunds.sql.ts';
 import { getVendor, recordCallback } from '../db/vendors.ts';
-import type { CallbackAnswer } from '../db/gateways/gateway.ts';
-import { gatewayFor } from '../db/gateways/registry.ts';
+import type { CallbackAnswer } from '../gateways/gateway.ts';
+import { gatewayFor } from '../gateways/registry.ts';
 import { sendData } from './http/envelope.ts';
 
 export function callbackRoutes(ctx: AppContext): Router {

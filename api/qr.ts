@@ -6,7 +6,7 @@ import { Router } from 'express';
 import type { AppContext } from './context.ts';
 import { ApiError } from '../db/errors.ts';
 import { findOrderByQrToken } from '../db/orders.sql.ts';
-import { renderQrPng } from '../db/gateways/qr-image.ts';
+import { renderQrPng } from './qr-image.ts';
 
 export function qrRoutes(ctx: AppContext): Router {
   const router = Router();

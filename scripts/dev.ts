@@ -10,7 +10,7 @@ import { stopChild, type Cluster } from './lib/cluster.ts';
 import { createPool } from '../db/pool.ts';
 import { createSealer } from '../db/secrets.ts';
 import { getVendor, setRoute, upsertVendor } from '../db/vendors.ts';
-import { DEV_SECRET, loadSimulatorConfig } from '../workers/simulator/config.ts';
+import { DEV_SECRET, loadSimulatorConfig } from '../gateways/simulator/config.ts';
 import { clearRunning, localState, recordRunning, ROOT, startLocalCluster } from './lib/local.ts';
 import { isSimulator, readProcfile, servesMetrics, simulatorEnv } from './lib/procfile.ts';
 import { registerSimulator } from './lib/simulator-vendor.ts';

@@ -16,8 +16,8 @@ import { sendJob } from '../db/queue.ts';
 import { getVendor, routeVendors } from '../db/vendors.ts';
 import type { WorkerContext } from './context.ts';
 import { gatewayOf } from './gateway.ts';
-import type { QrisStatus, VendorRecord } from '../db/gateways/gateway.ts';
-import { validateVendorQris } from '../db/gateways/qris.ts';
+import type { QrisStatus, VendorRecord } from '../gateways/gateway.ts';
+import { validateVendorQris } from '../gateways/qris.ts';
 
 export async function scheduleReconcile(ctx: WorkerContext, orderId: string): Promise<void> {
   await sendJob(ctx.boss, 'order-reconcile', { order_id: orderId }, { startAfter: ctx.config.ORDER_RECONCILE_DELAY_SECONDS });

@@ -17,7 +17,7 @@
 import { publicBaseUrl } from '../db/config.ts';
 import { completeDisbursement, moveDisbursement } from '../db/disbursements.ts';
 import * as disbursements from '../db/disbursements.sql.ts';
-import type { DisburseInput } from '../db/gateways/gateway.ts';
+import type { DisburseInput } from '../gateways/gateway.ts';
 import { logger } from '../db/logger.ts';
 import { payoutStatements, recordPayoutReference, type PayoutKindName } from '../db/payouts.ts';
 import type { Db } from '../db/pool.ts';

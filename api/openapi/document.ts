@@ -16,7 +16,7 @@ import { errorCatalogue, type ErrorCode } from '../../db/errors.ts';
 import { refundStatus } from '../../db/refunds.sql.ts';
 import { settlementStatus } from '../../db/settlements.sql.ts';
 import { role, type Role } from '../../db/users.sql.ts';
-import { IMPORT_COLUMNS } from '../../db/csv/parse-import.ts';
+import { IMPORT_COLUMNS } from '../csv/parse-import.ts';
 import { mayDo, permissionFor } from '../http/roles.ts';
 import { idempotencyKey } from '../http/validate.ts';
 import * as legacyDisbursements from '../legacy/disbursements.ts';

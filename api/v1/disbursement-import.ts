@@ -19,8 +19,8 @@ import { presentImport, presentRefusal } from '../../db/present/disbursement-imp
 import { ApiError } from '../../db/errors.ts';
 import { logger } from '../../db/logger.ts';
 import { getMoneySettings } from '../../db/merchants.ts';
-import { IMPORT_COLUMNS, rowCells, type PackedRows } from '../../db/csv/parse-import.ts';
-import { parseImportFile } from '../../db/csv/pool.ts';
+import { IMPORT_COLUMNS, rowCells, type PackedRows } from '../csv/parse-import.ts';
+import { parseImportFile } from '../csv/pool.ts';
 import { pageMeta, sendDataWithList, sendPage } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
 import { readUpload } from '../http/multipart.ts';

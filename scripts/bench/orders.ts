@@ -8,7 +8,7 @@
 //                           [--pool 10] [--worker-pool 20] [--durable] [--stats] [--json]
 //
 // Processes (each a child, as the Procfile runs it): the API (api/server.ts), the simulator
-// gateway (workers/simulator/server.ts, no injected latency), the `vendor` worker group
+// gateway (gateways/simulator/server.ts, no injected latency), the `vendor` worker group
 // (workers/run.ts vendor), and the ceiling (scripts/bench/ceiling.ts: Express 5, one INSERT per
 // request). The simulator is registered as a vendor and the platform's default QRIS route, and
 // one merchant without a webhook secret is created, directly through db/.

@@ -98,7 +98,7 @@ export async function startSimulatorVendor(s: Session, env: Record<string, strin
   const secret = randomBytes(18).toString('base64url');
   const sim = await startProcess(
     'simulator',
-    'workers/simulator/server.ts',
+    'gateways/simulator/server.ts',
     [],
     { LOG_LEVEL: 'warn', SIMULATOR_HOST: '127.0.0.1', SIMULATOR_PORT: String(await freePort()), SIMULATOR_CODE: VENDOR, SIMULATOR_SECRET: secret, ...env },
     /^simulator listening on (http:\/\/\S+)$/,

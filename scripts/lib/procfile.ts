@@ -9,7 +9,7 @@ export interface ProcfileLine {
   argv: string[];
 }
 
-export const SIMULATOR_ENTRY = 'workers/simulator/server.ts';
+export const SIMULATOR_ENTRY = 'gateways/simulator/server.ts';
 
 export async function readProcfile(): Promise<ProcfileLine[]> {
   const text = await readFile(`${ROOT}Procfile`, 'utf8');

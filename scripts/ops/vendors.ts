@@ -2,7 +2,7 @@
 import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { gatewayFor } from '../../db/gateways/registry.ts';
+import { gatewayFor } from '../../gateways/registry.ts';
 import { getVendor, listRoutes, listVendors, removeRoute, routeMethod, setRoute, setVendorEnabled, upsertVendor, type VendorRecord } from '../../db/vendors.ts';
 import { command, OpsError } from './command.ts';
 

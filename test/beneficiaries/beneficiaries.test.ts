@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { adjustWallet } from '../../db/ledger.ts';
 import { sql } from '../../db/pool.ts';
 import { sendJob } from '../../db/queue.ts';
-import { accountHolder } from '../../workers/simulator/magic.ts';
+import { accountHolder } from '../../gateways/simulator/magic.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { balanceOf, ledgerAudit } from '../helpers/money.ts';

@@ -10,7 +10,7 @@ import { sql } from '../../db/pool.ts';
 import { queues } from '../../db/queue.ts';
 import { handleBeneficiaryVerify } from '../../workers/beneficiary-verify.ts';
 import type { WorkerContext } from '../../workers/context.ts';
-import { accountHolder } from '../../workers/simulator/magic.ts';
+import { accountHolder } from '../../gateways/simulator/magic.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { startWorkerGroup } from '../helpers/processes.ts';

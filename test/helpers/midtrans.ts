@@ -2,7 +2,7 @@
 // Iris creator/approver/merchant keys), the simulator's Midtrans and Iris dialects configured
 // with them, Kasir's vendor record for them, the dialects' admin switches, and a whole stack
 // (API, workers, simulator process) routed to a Midtrans vendor. Nothing of Kasir's is mocked.
-import type { VendorRecord } from '../../db/gateways/gateway.ts';
+import type { VendorRecord } from '../../gateways/gateway.ts';
 import { startSimulatorInProcess, type InProcessSimulator } from './simulator.ts';
 import { startVendorStack, type DialectVendor, type VendorStack } from './vendor-stack.ts';
 

@@ -9,9 +9,9 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { readRequest } from './http.ts';
-import { startSimulator, type RunningSimulator } from '../../workers/simulator/app.ts';
-import { loadSimulatorConfig } from '../../workers/simulator/config.ts';
-import type { VendorRecord } from '../../db/gateways/gateway.ts';
+import { startSimulator, type RunningSimulator } from '../../gateways/simulator/app.ts';
+import { loadSimulatorConfig } from '../../gateways/simulator/config.ts';
+import type { VendorRecord } from '../../gateways/gateway.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const NODE = `${ROOT}node_modules/.bin/node`;
@@ -31,13 +31,13 @@ export interface SimulatorProcess {
 }
 
 /**
- * Spawns `node workers/simulator/server.ts` on an ephemeral port with `env` on top of this
+ * Spawns `node gateways/simulator/server.ts` on an ephemeral port with `env` on top of this
  * process's environment (LOG_LEVEL: this process's, else warn), and resolves once it prints its URL.
  * With SIMULATOR_STATE_FILE in `env` its state outlives the process (kill() then start again).
  */
 export async function startSimulatorProcess(env: Record<string, string> = {}): Promise<SimulatorProcess> {
   const fullEnv: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', SIMULATOR_SECRET: TEST_SECRET, ...env, SIMULATOR_PORT: env.SIMULATOR_PORT ?? '0' };
-  const child = spawn(NODE, ['workers/simulator/server.ts'], { cwd: ROOT, env: fullEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(NODE, ['gateways/simulator/server.ts'], { cwd: ROOT, env: fullEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => {

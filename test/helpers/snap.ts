@@ -5,7 +5,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import type { VendorRecord } from '../../db/gateways/gateway.ts';
+import type { VendorRecord } from '../../gateways/gateway.ts';
 import { startSimulatorInProcess, type InProcessSimulator } from './simulator.ts';
 import { startVendorStack, type DialectVendor, type VendorStack } from './vendor-stack.ts';
 

@@ -3,7 +3,7 @@
 // vendor registered and routed as a platform default in the order given, then the worker
 // groups as processes. Nothing of Kasir's own is mocked.
 import { freePort } from '../../scripts/lib/cluster.ts';
-import type { VendorRecord } from '../../db/gateways/gateway.ts';
+import type { VendorRecord } from '../../gateways/gateway.ts';
 import { setRoute, upsertVendor } from '../../db/vendors.ts';
 import { startApi } from './api.ts';
 import { testConfig, testEnv } from './config.ts';

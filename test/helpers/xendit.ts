@@ -1,7 +1,7 @@
 // Fixtures for the Xendit tests: the test account (the keys a Xendit dashboard shows), the
 // simulator's Xendit dialect configured with them, Kasir's vendor record for it, and the
 // dialect's admin view.
-import type { VendorRecord } from '../../db/gateways/gateway.ts';
+import type { VendorRecord } from '../../gateways/gateway.ts';
 import type { DialectVendor } from './vendor-stack.ts';
 
 /** What Xendit's dashboard shows a test-mode account. */

@@ -3,7 +3,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import t from 'tap';
 import { removeRoute, setRoute, setVendorEnabled, upsertVendor } from '../../db/vendors.ts';
-import { parseQris } from '../../db/gateways/qris.ts';
+import { parseQris } from '../../gateways/qris.ts';
 import { call } from '../helpers/http.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { simulatorRequest } from '../helpers/simulator.ts';

@@ -2,9 +2,9 @@
 // HTTP: every outcome of every operation (ok, 4xx, 429, 5xx, timeout, garbled), the unknown-
 // outcome rules, and the dialects' own signed notifications fed to parseCallback.
 import t from 'tap';
-import type { CreateQrisInput, DisburseInput, Outcome } from '../../db/gateways/gateway.ts';
-import { createMidtransGateway } from '../../db/gateways/midtrans.ts';
-import { validateVendorQris } from '../../db/gateways/qris.ts';
+import type { CreateQrisInput, DisburseInput, Outcome } from '../../gateways/gateway.ts';
+import { createMidtransGateway } from '../../gateways/midtrans/connector.ts';
+import { validateVendorQris } from '../../gateways/qris.ts';
 import { midtransAdmin, midtransVendor, startMidtransSimulatorInProcess } from '../helpers/midtrans.ts';
 import { clearFaults, setFaults, simulatePay, startCallbackReceiver, type CallbackReceiver } from '../helpers/simulator.ts';
 

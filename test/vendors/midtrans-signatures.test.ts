@@ -4,8 +4,8 @@
 // a wrong key, a changed byte, a missing signature.
 import { execFileSync } from 'node:child_process';
 import t from 'tap';
-import { createMidtransGateway } from '../../db/gateways/midtrans.ts';
-import { fromMidtransAmount, irisSignature, notificationSignature, sameHex } from '../../db/gateways/midtrans-transforms.ts';
+import { createMidtransGateway } from '../../gateways/midtrans/connector.ts';
+import { fromMidtransAmount, irisSignature, notificationSignature, sameHex } from '../../gateways/midtrans/transforms.ts';
 import { MIDTRANS_ACCOUNT, midtransVendor } from '../helpers/midtrans.ts';
 
 /** Lowercase hex SHA-512 of `input`, by openssl. */

@@ -1,8 +1,8 @@
 import jsqr from 'jsqr';
 import { PNG } from 'pngjs';
 import t from 'tap';
-import { renderQrPng } from '../../db/gateways/qr-image.ts';
-import { buildDynamicQris } from '../../db/gateways/qris.ts';
+import { renderQrPng } from '../../api/qr-image.ts';
+import { buildDynamicQris } from '../../gateways/qris.ts';
 
 // jsqr is CommonJS typed as an ES module: its function sits on `default` either way.
 const jsQR = jsqr.default;

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { buildDynamicQris, crc16ccittFalse, parseQris, QRIS_MAX_LENGTH, validateVendorQris } from '../../db/gateways/qris.ts';
+import { buildDynamicQris, crc16ccittFalse, parseQris, QRIS_MAX_LENGTH, validateVendorQris } from '../../gateways/qris.ts';
 
 // Real payloads with CRCs verified independently: label<TAB>CRC<TAB>payload.
 const vectors = readFileSync(new URL('../fixtures/qris-vectors.txt', import.meta.url), 'utf8')

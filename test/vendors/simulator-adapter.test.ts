@@ -2,9 +2,9 @@ import { createHmac } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type AddressInfo } from 'node:net';
 import t from 'tap';
-import type { CreateQrisInput, Gateway, Outcome } from '../../db/gateways/gateway.ts';
-import { parseQris, validateVendorQris } from '../../db/gateways/qris.ts';
-import { gatewayFor } from '../../db/gateways/registry.ts';
+import type { CreateQrisInput, Gateway, Outcome } from '../../gateways/gateway.ts';
+import { parseQris, validateVendorQris } from '../../gateways/qris.ts';
+import { gatewayFor } from '../../gateways/registry.ts';
 import {
   classifyTransportError,
   createSimulatorGateway,
@@ -13,7 +13,7 @@ import {
   toDisbursementStatus,
   toQrisStatus,
   toRefundStatus,
-} from '../../db/gateways/simulator.ts';
+} from '../../gateways/simulator/connector.ts';
 import {
   clearFaults,
   setFaults,

@@ -6,10 +6,10 @@ import { once } from 'node:events';
 import { createServer, type AddressInfo } from 'node:net';
 import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node:http';
 import t from 'tap';
-import type { CreateQrisInput, Gateway, Outcome } from '../../db/gateways/gateway.ts';
-import { parseQris, validateVendorQris } from '../../db/gateways/qris.ts';
-import { gatewayFor } from '../../db/gateways/registry.ts';
-import { createSnapGateway } from '../../db/gateways/snap.ts';
+import type { CreateQrisInput, Gateway, Outcome } from '../../gateways/gateway.ts';
+import { parseQris, validateVendorQris } from '../../gateways/qris.ts';
+import { gatewayFor } from '../../gateways/registry.ts';
+import { createSnapGateway } from '../../gateways/snap/connector.ts';
 import { clearFaults, setFaults, simulatePay, startCallbackReceiver } from '../helpers/simulator.ts';
 import { SNAP_ACCOUNT, snapAdmin, snapKeys, snapVendor, startSnapSimulatorInProcess } from '../helpers/snap.ts';
 

@@ -8,9 +8,9 @@ import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { createSnapGateway } from '../../db/gateways/snap.ts';
-import { hmacSign, rsaSign, snapCredentials } from '../../db/gateways/snap-client.ts';
-import { minifyJson, notifyStringToSign, serviceStringToSign, tokenStringToSign } from '../../db/gateways/snap-transforms.ts';
+import { createSnapGateway } from '../../gateways/snap/connector.ts';
+import { hmacSign, rsaSign, snapCredentials } from '../../gateways/snap/client.ts';
+import { minifyJson, notifyStringToSign, serviceStringToSign, tokenStringToSign } from '../../gateways/snap/transforms.ts';
 import { SNAP_ACCOUNT, snapKeyFiles, snapVendor } from '../helpers/snap.ts';
 
 const files = snapKeyFiles();

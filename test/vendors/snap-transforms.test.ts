@@ -4,8 +4,8 @@
 import t from 'tap';
 import { z } from 'zod';
 import { createPool, sql } from '../../db/pool.ts';
-import { BI_CODES, biCodeOf } from '../../db/gateways/snap-banks.ts';
-import { expiresInSecondsOf, externalIdFor, randomExternalId } from '../../db/gateways/snap-client.ts';
+import { BI_CODES, biCodeOf } from '../../gateways/snap/banks.ts';
+import { expiresInSecondsOf, externalIdFor, randomExternalId } from '../../gateways/snap/client.ts';
 import {
   fromNotify,
   fromQueried,
@@ -18,7 +18,7 @@ import {
   toQrisStatus,
   toTransferStatus,
   verdictOf,
-} from '../../db/gateways/snap-transforms.ts';
+} from '../../gateways/snap/transforms.ts';
 import { testDatabase } from '../helpers/db.ts';
 
 t.test('amounts: whole rupiah out with two decimals; back only without a fraction', async (t) => {

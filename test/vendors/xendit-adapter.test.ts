@@ -6,9 +6,9 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { registry } from '../../db/metrics.ts';
-import type { DisburseInput } from '../../db/gateways/gateway.ts';
-import { createXenditGateway } from '../../db/gateways/xendit.ts';
-import { channelCodeOf, toCallbackEvent } from '../../db/gateways/xendit-transforms.ts';
+import type { DisburseInput } from '../../gateways/gateway.ts';
+import { createXenditGateway } from '../../gateways/xendit/connector.ts';
+import { channelCodeOf, toCallbackEvent } from '../../gateways/xendit/transforms.ts';
 import { setFaults, startSimulatorInProcess } from '../helpers/simulator.ts';
 import { XENDIT_ACCOUNT, xenditSimulatorEnv, xenditVendor } from '../helpers/xendit.ts';
 

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { z } from 'zod';
 import { sql } from '../../db/pool.ts';
-import { accountHolder } from '../../workers/simulator/magic.ts';
+import { accountHolder } from '../../gateways/simulator/magic.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { bankPayout, merchantApi } from '../helpers/merchant-api.ts';

@@ -3,7 +3,7 @@
 // Amounts are JSON integers of rupiah both ways; a fractional amount from Xendit is refused,
 // never rounded.
 import { z } from 'zod';
-import type { CallbackEvent, CreateQrisInput, DisburseInput, DisbursementStatus, QrisStatus, RefundResult } from './gateway.ts';
+import type { CallbackEvent, CreateQrisInput, DisburseInput, DisbursementStatus, QrisStatus, RefundResult } from '../gateway.ts';
 
 /** The QR Codes API version Kasir speaks; its callbacks carry the same `api_version`. */
 export const QR_API_VERSION = '2022-07-31';

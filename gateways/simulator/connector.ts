@@ -7,7 +7,7 @@
 // the vendor names the missing resource; a bare 404 may be a wrong base URL.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { logger } from '../logger.ts';
+import { logger } from '../../db/logger.ts';
 import type {
   AccountInquiry,
   AccountInquiryInput,
@@ -22,9 +22,9 @@ import type {
   RefundInput,
   RefundResult,
   VendorRecord,
-} from './gateway.ts';
-import { interpretAnswer, vendorCall, type HttpAnswer } from './http.ts';
-import { parseQris, validateVendorQris } from './qris.ts';
+} from '../gateway.ts';
+import { interpretAnswer, vendorCall, type HttpAnswer } from '../http.ts';
+import { parseQris, validateVendorQris } from '../qris.ts';
 
 /** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
 const DEFAULT_TIMEOUT_MS = 5000;
@@ -39,7 +39,7 @@ const failed = (reason: string) => ({ kind: 'failed' as const, reason });
 const sign = (secret: string, timestamp: string, body: Buffer | string) =>
   createHmac('sha256', secret).update(`${timestamp}.`).update(body).digest();
 
-export { classifyTransportError } from './http.ts';
+export { classifyTransportError } from '../http.ts';
 
 function createClient(vendor: VendorRecord, timeoutMs: number) {
   const secret = vendor.credentials.secret;

@@ -2,12 +2,12 @@
 // configuration error: it throws rather than letting orders reach a vendor nobody can talk to.
 // Every adapter comes back measured (one place for every vendor): each call's duration and
 // outcome, by vendor code and operation; a call that throws counts as unknown.
-import { observeVendorCall } from '../metrics.ts';
+import { observeVendorCall } from '../db/metrics.ts';
 import type { Gateway, Outcome, VendorRecord } from './gateway.ts';
-import { createMidtransGateway } from './midtrans.ts';
-import { createSimulatorGateway } from './simulator.ts';
-import { createSnapGateway } from './snap.ts';
-import { createXenditGateway } from './xendit.ts';
+import { createMidtransGateway } from './midtrans/connector.ts';
+import { createSimulatorGateway } from './simulator/connector.ts';
+import { createSnapGateway } from './snap/connector.ts';
+import { createXenditGateway } from './xendit/connector.ts';
 
 type AdapterFactory = (vendor: VendorRecord, options: { timeoutMs?: number }) => Gateway;
 

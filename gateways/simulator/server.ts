@@ -1,4 +1,4 @@
-// Process entry of the simulator gateway: `node workers/simulator/server.ts`.
+// Process entry of the simulator gateway: `node gateways/simulator/server.ts`.
 // stdout carries exactly one line, `simulator listening on <url>`, which scripts and tests wait
 // for; logs go to stderr so they never interleave with it.
 import { pino } from 'pino';

@@ -13,10 +13,10 @@
 //   (409, "already received"); reads take random ones, as each is a new request.
 import { createHash, createHmac, createPrivateKey, createPublicKey, randomBytes, randomInt, sign, timingSafeEqual, verify, type KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
-import { logger } from '../logger.ts';
-import type { Outcome, VendorRecord } from './gateway.ts';
-import { vendorCall } from './http.ts';
-import { jakartaDay, jakartaTimestamp, minifyJson, notifyStringToSign, parseTimestamp, PATHS, serviceStringToSign, tokenStringToSign } from './snap-transforms.ts';
+import { logger } from '../../db/logger.ts';
+import type { Outcome, VendorRecord } from '../gateway.ts';
+import { vendorCall } from '../http.ts';
+import { jakartaDay, jakartaTimestamp, minifyJson, notifyStringToSign, parseTimestamp, PATHS, serviceStringToSign, tokenStringToSign } from './transforms.ts';
 
 /** Requests and notifies signed further from now than this are refused (replays). */
 export const MAX_SKEW_SECONDS = 300;

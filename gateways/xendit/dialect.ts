@@ -1,6 +1,6 @@
 // The simulator speaking Xendit, as a test-mode account would, written from
 // ../shared/vendors/CONTRACTS.md part 1 and independently of Kasir's adapter
-// (db/gateways/xendit*.ts), so a mistake on one side shows up as a failing test. Mounted at
+// (gateways/xendit*.ts), so a mistake on one side shows up as a failing test. Mounted at
 // /xendit: a vendor's base URL is <simulator>/xendit.
 //
 // - HTTP Basic with the secret key (SIMULATOR_XENDIT_SECRET_KEY) as user and an empty password.
@@ -17,11 +17,11 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
-import { buildDynamicQris, QRIS_MAX_AMOUNT } from '../../../db/gateways/qris.ts';
-import { readBody, type DialectContext } from '../dialect.ts';
-import { loopbackOnly } from '../loopback.ts';
-import type { Fault } from '../faults.ts';
-import { qrStatus, type DisbursementRecord, type QrRecord } from '../store.ts';
+import { buildDynamicQris, QRIS_MAX_AMOUNT } from '../qris.ts';
+import { readBody, type DialectContext } from '../simulator/dialect.ts';
+import { loopbackOnly } from '../simulator/loopback.ts';
+import type { Fault } from '../simulator/faults.ts';
+import { qrStatus, type DisbursementRecord, type QrRecord } from '../simulator/store.ts';
 
 const API_VERSION = '2022-07-31';
 const BUSINESS_ID = '5f27a14a9bf05c73dd040bc8';

@@ -5,7 +5,7 @@
 // Amounts are whole rupiah both ways: out as {value: "150000.00", currency: "IDR"}; back only
 // when the value has no fraction (or ".00"). A provider's "10000.50" is refused, never rounded:
 // an answer with it is treated as garbled.
-import type { CallbackAnswer, DisbursementStatus, QrisStatus } from './gateway.ts';
+import type { CallbackAnswer, DisbursementStatus, QrisStatus } from '../gateway.ts';
 
 // ---------------------------------------------------------------- service codes and paths
 

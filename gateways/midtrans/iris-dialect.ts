@@ -7,7 +7,7 @@
 //   key of the other role 403.
 // - POST /payouts makes `queued` payouts with a reference_no of Iris's own (Kasir's reference
 //   rides in notes); nothing moves until POST /payouts/approve, after which the shared store
-//   settles it after SIMULATOR_DISBURSE_DELAY_MS by the account-number magic (workers/simulator/
+//   settles it after SIMULATOR_DISBURSE_DELAY_MS by the account-number magic (gateways/simulator/
 //   magic.ts): completed, failed (error_code 002) or stuck in processing.
 // - Notifications ({reference_no, amount, status, updated_at, error_code?, error_message?},
 //   Iris-Signature = SHA-512 hex of body + SIMULATOR_IRIS_MERCHANT_KEY) go to
@@ -20,12 +20,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
-import { QRIS_MAX_AMOUNT } from '../../../db/gateways/qris.ts';
-import { readBody, type DialectContext } from '../dialect.ts';
-import { loopbackOnly } from '../loopback.ts';
-import type { Fault, RequestOp } from '../faults.ts';
-import { accountHolder } from '../magic.ts';
-import type { DisbursementRecord } from '../store.ts';
+import { QRIS_MAX_AMOUNT } from '../qris.ts';
+import { readBody, type DialectContext } from '../simulator/dialect.ts';
+import { loopbackOnly } from '../simulator/loopback.ts';
+import type { Fault, RequestOp } from '../simulator/faults.ts';
+import { accountHolder } from '../simulator/magic.ts';
+import type { DisbursementRecord } from '../simulator/store.ts';
 
 const HOLD_MS = 10 * 60 * 1000;
 

@@ -12,7 +12,7 @@ export type Outcome<T> =
   | { kind: 'failed'; reason: string }
   | { kind: 'unknown'; reason: string };
 
-export type { VendorRecord } from '../vendors.ts';
+export type { VendorRecord } from '../db/vendors.ts';
 
 export interface CreateQrisInput {
   /** Kasir's order ref_code; the vendor echoes it as the bill number and in callbacks. */

@@ -1,6 +1,6 @@
 // The simulator speaking Midtrans's Core API for QRIS, as the sandbox at api.sandbox.midtrans.com
 // would, written from ../shared/vendors/CONTRACTS.md part 2 and independently of Kasir's adapter
-// (db/gateways/midtrans*.ts), so a mistake on one side shows up as a failing test. Mounted at
+// (gateways/midtrans*.ts), so a mistake on one side shows up as a failing test. Mounted at
 // /midtrans: a vendor's base URL is <sim>/midtrans.
 //
 // - Basic auth with SIMULATOR_MIDTRANS_SERVER_KEY as the username: anything else is HTTP 401.
@@ -18,11 +18,11 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
-import { buildDynamicQris, QRIS_MAX_AMOUNT } from '../../../db/gateways/qris.ts';
-import { readBody, type DialectContext } from '../dialect.ts';
-import { loopbackOnly } from '../loopback.ts';
-import { applies, isCallbackMode, parseFaultHeader, type Fault, type RequestOp } from '../faults.ts';
-import { newRrn, qrStatus, refundSchema, type QrRecord, type RefundRecord } from '../store.ts';
+import { buildDynamicQris, QRIS_MAX_AMOUNT } from '../qris.ts';
+import { readBody, type DialectContext } from '../simulator/dialect.ts';
+import { loopbackOnly } from '../simulator/loopback.ts';
+import { applies, isCallbackMode, parseFaultHeader, type Fault, type RequestOp } from '../simulator/faults.ts';
+import { newRrn, qrStatus, refundSchema, type QrRecord, type RefundRecord } from '../simulator/store.ts';
 
 class MidtransError extends Error {
   http: number;

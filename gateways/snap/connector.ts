@@ -12,10 +12,10 @@
 //   included), never retried elsewhere;
 // - 409 (the provider already has this X-EXTERNAL-ID or partnerReferenceNo) is "already
 //   received": resolved by asking the provider about our reference, never by sending again.
-import type { AccountInquiry, AccountInquiryInput, CallbackEvent, Gateway, Outcome, QrisCreated, QrisStatus, RefundResult, VendorRecord } from './gateway.ts';
-import { validateVendorQris } from './qris.ts';
-import { biCodeOf } from './snap-banks.ts';
-import { answerTokenRequest, createSnapClient, externalIdFor, randomExternalId, snapCredentials, verifyNotify, type SnapAnswer } from './snap-client.ts';
+import type { AccountInquiry, AccountInquiryInput, CallbackEvent, Gateway, Outcome, QrisCreated, QrisStatus, RefundResult, VendorRecord } from '../gateway.ts';
+import { validateVendorQris } from '../qris.ts';
+import { biCodeOf } from './banks.ts';
+import { answerTokenRequest, createSnapClient, externalIdFor, randomExternalId, snapCredentials, verifyNotify, type SnapAnswer } from './client.ts';
 import {
   accountRefusal,
   fromGenerated,
@@ -36,7 +36,7 @@ import {
   toTransferStatusRequest,
   verdictOf,
   type Verdict,
-} from './snap-transforms.ts';
+} from './transforms.ts';
 
 /** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
 const DEFAULT_TIMEOUT_MS = 5000;

@@ -17,11 +17,11 @@
 // Classification: 2xx is read (unreadable → unknown); 429 RATE_LIMIT_EXCEEDED and every other
 // 4xx are failed (Xendit did nothing); 5xx and lost answers are unknown.
 import { timingSafeEqual } from 'node:crypto';
-import { logger } from '../logger.ts';
-import { observeVendorRateLimited } from '../metrics.ts';
-import type { AccountInquiry, Gateway, Outcome, QrisStatus, RefundResult, VendorRecord } from './gateway.ts';
-import { interpretAnswer, vendorCall, type HttpAnswer } from './http.ts';
-import { validateVendorQris } from './qris.ts';
+import { logger } from '../../db/logger.ts';
+import { observeVendorRateLimited } from '../../db/metrics.ts';
+import type { AccountInquiry, Gateway, Outcome, QrisStatus, RefundResult, VendorRecord } from '../gateway.ts';
+import { interpretAnswer, vendorCall, type HttpAnswer } from '../http.ts';
+import { validateVendorQris } from '../qris.ts';
 import {
   channelCodeOf,
   isPaid,
@@ -42,7 +42,7 @@ import {
   toQrisStatus,
   toRefundRequest,
   toRefundStatus,
-} from './xendit-transforms.ts';
+} from './transforms.ts';
 
 /** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
 const DEFAULT_TIMEOUT_MS = 5000;

@@ -33,10 +33,10 @@ import type {
   QrisStatus,
   RefundResult,
   VendorRecord,
-} from './gateway.ts';
+} from '../gateway.ts';
 import { IRIS_BANKS, irisBankOf } from './iris-banks.ts';
-import { logger } from '../logger.ts';
-import { createMidtransClient, midtransCredentials, type MidtransAnswer } from './midtrans-client.ts';
+import { logger } from '../../db/logger.ts';
+import { createMidtransClient, midtransCredentials, type MidtransAnswer } from './client.ts';
 import {
   accountRefusal,
   acquirerOf,
@@ -60,8 +60,8 @@ import {
   toPayoutStatus,
   toRefundRequest,
   type CoreVerdict,
-} from './midtrans-transforms.ts';
-import { validateVendorQris } from './qris.ts';
+} from './transforms.ts';
+import { validateVendorQris } from '../qris.ts';
 
 /** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
 const DEFAULT_TIMEOUT_MS = 5000;

@@ -2,10 +2,10 @@
 // got with a timeout, no retries (retrying is the caller's decision: failover or reconcile) and
 // no thrown HTTP errors. Core API calls use the server key; Iris calls the creator key (create)
 // or the approver key (approve, reject). Logs carry the path, status and time, never a key.
-import { logger } from '../logger.ts';
-import { observeVendorRateLimited } from '../metrics.ts';
-import type { Outcome, VendorRecord } from './gateway.ts';
-import { vendorCall } from './http.ts';
+import { logger } from '../../db/logger.ts';
+import { observeVendorRateLimited } from '../../db/metrics.ts';
+import type { Outcome, VendorRecord } from '../gateway.ts';
+import { vendorCall } from '../http.ts';
 
 export interface MidtransAnswer {
   status: number;

@@ -1,6 +1,6 @@
 // The simulator speaking SNAP BI, as a provider's sandbox would, written from the standard as
 // ../shared/vendors/CONTRACTS.md part 3 describes it and independently of Kasir's adapter
-// (db/gateways/snap*.ts), so a mistake on one side shows up as a failing test instead of
+// (gateways/snap*.ts), so a mistake on one side shows up as a failing test instead of
 // cancelling out. Mounted at /snap: the signed EndpointUrl is the full path (/snap/v1.0/...).
 //
 // - POST /v1.0/access-token/b2b issues tokens (SHA256withRSA over `clientKey|timestamp`, checked
@@ -20,12 +20,12 @@ import { promisify } from 'node:util';
 import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import got from 'got';
 import { z } from 'zod';
-import { buildDynamicQris, QRIS_MAX_AMOUNT } from '../../../db/gateways/qris.ts';
-import { readBody, type DialectContext } from '../dialect.ts';
-import { loopbackOnly } from '../loopback.ts';
-import { applies, isCallbackMode, parseFaultHeader, type Fault, type RequestOp } from '../faults.ts';
-import { accountHolder } from '../magic.ts';
-import { newRrn, qrStatus, type DisbursementRecord, type QrRecord, type RefundRecord } from '../store.ts';
+import { buildDynamicQris, QRIS_MAX_AMOUNT } from '../qris.ts';
+import { readBody, type DialectContext } from '../simulator/dialect.ts';
+import { loopbackOnly } from '../simulator/loopback.ts';
+import { applies, isCallbackMode, parseFaultHeader, type Fault, type RequestOp } from '../simulator/faults.ts';
+import { accountHolder } from '../simulator/magic.ts';
+import { newRrn, qrStatus, type DisbursementRecord, type QrRecord, type RefundRecord } from '../simulator/store.ts';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 

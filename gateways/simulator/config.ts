@@ -17,7 +17,7 @@ const envSchema = z.object({
   SIMULATOR_MERCHANT_NAME: z.string().min(1).default('KASIR DEMO MERCHANT'),
   SIMULATOR_MERCHANT_CITY: z.string().min(1).default('JAKARTA'),
   SIMULATOR_NMID: z.string().regex(/^[A-Z0-9]{1,15}$/, 'uppercase letters or digits, up to 15').default('ID1026000000001'),
-  // Where the simulator keeps its state across restarts (workers/simulator/journal.ts); unset,
+  // Where the simulator keeps its state across restarts (gateways/simulator/journal.ts); unset,
   // state lives in memory only. A path, created with its directory when missing.
   SIMULATOR_STATE_FILE: z.string().min(1).optional(),
   // The keys the vendor dialects (docs/simulator.md) accept and sign with, like a sandbox

@@ -7,7 +7,7 @@
 // strings with two decimals ("150000.00"), Iris strings in both directions ("10000", "10000.0").
 // A fraction other than zero is refused, never rounded: an answer carrying one is garbled.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { DisbursementStatus, QrisStatus } from './gateway.ts';
+import type { DisbursementStatus, QrisStatus } from '../gateway.ts';
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 export const text = (value: unknown): string | null => (typeof value === 'string' && value.length > 0 ? value : null);
