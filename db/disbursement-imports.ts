@@ -50,6 +50,7 @@ import {
 } from './disbursement-imports.sql.ts';
 import { ApiError, type ErrorCode } from './errors.ts';
 import { lockMerchantAccounts, peekWallet, postTransfer } from './ledger.ts';
+import { walletDecision } from './money-rules.ts';
 import { findBankByShortCode, findEwalletByShortCode, type BankRow, type EwalletRow } from './master-data.ts';
 import type { MerchantMoneySettings } from './merchants.ts';
 import type { Db, Pool } from './pool.ts';
@@ -230,8 +231,8 @@ async function money(db: Db, merchantId: string) {
 function decide(settings: MerchantMoneySettings, candidates: readonly Staged[], start: { today: number; balance: number }): Decision {
   let { today, balance } = start;
   for (const [n, c] of candidates.entries()) {
-    if (today + c.amount > settings.daily_disbursement_limit) return { accepted: n, stop: { code: 'DAILY_LIMIT_EXCEEDED', today, balance } };
-    if (balance < c.amount + c.fee) return { accepted: n, stop: { code: 'INSUFFICIENT_BALANCE', today, balance } };
+    const refusal = walletDecision(settings, { disbursedToday: today, balance }, c);
+    if (refusal) return { accepted: n, stop: { code: refusal, today, balance } };
     today += c.amount;
     balance -= c.amount + c.fee;
   }

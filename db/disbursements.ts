@@ -15,6 +15,7 @@ import { randomUUID } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
 import { ApiError } from './errors.ts';
 import { lockMerchantAccounts, postTransfer } from './ledger.ts';
+import { disbursementFee, walletDecision, withinDisbursementLimit } from './money-rules.ts';
 import { findBankByShortCode, findEwalletByShortCode, type BankRow, type EwalletRow, type MasterDataCache } from './master-data.ts';
 import type { MerchantMoneySettings } from './merchants.ts';
 import type { Db, Pool } from './pool.ts';
@@ -118,8 +119,8 @@ export async function checkRules(settings: MerchantMoneySettings, r: Disbursemen
   if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) {
     throw new ApiError('INVALID_BODY', 'amount: must be a positive integer');
   }
-  if (amount > settings.disbursement_limit) throw new ApiError('AMOUNT_EXCEEDS_LIMIT');
-  const fee = r.channel === 'BANK' ? settings.fee_bank : settings.fee_ewallet;
+  if (!withinDisbursementLimit(settings, amount)) throw new ApiError('AMOUNT_EXCEEDS_LIMIT');
+  const fee = disbursementFee(settings, r.channel);
   return { amount, fee, bank };
 }
 
@@ -182,9 +183,11 @@ export async function createDisbursement(pool: Pool, boss: PgBoss, settings: Mer
     // Under the wallet lock until commit: the day's running total, the balance, the transfer.
     const accounts = await lockMerchantAccounts(tx, r.merchantId, ['WALLET', 'DISBURSEMENTS_IN_FLIGHT']);
     // The day's running total, this row included (a refusal below rolls the addition back).
-    if ((await addToDailyTotal(tx, r.merchantId, amount)) > settings.daily_disbursement_limit) throw new ApiError('DAILY_LIMIT_EXCEEDED');
+    const disbursedToday = (await addToDailyTotal(tx, r.merchantId, amount)) - amount;
     const balance = accounts.get('WALLET')!.balance;
-    if (balance < row.total_debit) throw insufficientBalance(balance, row);
+    const refusal = walletDecision(settings, { disbursedToday, balance }, { amount, fee });
+    if (refusal === 'DAILY_LIMIT_EXCEEDED') throw new ApiError('DAILY_LIMIT_EXCEEDED');
+    if (refusal === 'INSUFFICIENT_BALANCE') throw insufficientBalance(balance, row);
     await postTransfer(
       tx,
       {

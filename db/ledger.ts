@@ -31,6 +31,7 @@ import {
   type TransferKind,
 } from './ledger.sql.ts';
 import { countLedgerTransfers } from './metrics.ts';
+import { mdrOf } from './money-rules.ts';
 import { sql } from './pool.ts';
 import { z } from 'zod';
 
@@ -45,15 +46,6 @@ export class InsufficientFunds extends Error {
     this.account = account;
     this.balance = balance;
   }
-}
-
-/** The merchant discount on a payment: `bps` basis points of the amount, rounded half up. */
-export function mdrOf(amount: number, bps: number): number {
-  if (!Number.isSafeInteger(amount) || amount < 0 || !Number.isInteger(bps) || bps < 0 || bps > 10_000) {
-    throw new RangeError(`mdrOf(${amount}, ${bps})`);
-  }
-  // BigInt: amount × bps reaches 10^17 for the largest QRIS amount, past 2^53.
-  return Number((BigInt(amount) * BigInt(bps) + 5000n) / 10_000n);
 }
 
 export interface Transfer {

@@ -26,7 +26,7 @@ import { newRefCode } from './ref-codes.ts';
 import { findMerchantOrder, findOrderById, insertOrderEvent, lockOrder, setRefundStatus, type OrderRow } from './orders.sql.ts';
 import { findRefund, finishRefund, insertRefund, lockRefund, refundedAmount, succeededAmount, type RefundRow } from './refunds.sql.ts';
 import { enqueueWebhooks } from './webhooks.ts';
-import { refundableAmount } from './present/orders.ts';
+import { refundableAmount } from './money-rules.ts';
 import { presentRefund, refundWebhookBody, type RefundEvent } from './present/refunds.ts';
 import { toJson } from './present/json-text.ts';
 import { idempotent, type Answer } from './idempotency.ts';

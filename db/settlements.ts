@@ -20,6 +20,7 @@
 // - Every status change writes a webhook outbox row in its own transaction.
 import type { PgBoss } from 'pg-boss';
 import { lockMerchantAccounts, postTransfer } from './ledger.ts';
+import { disbursementFee, settlementNet } from './money-rules.ts';
 import { logger } from './logger.ts';
 import { getMerchant, getMoneySettings, getSettlementAccount } from './merchants.ts';
 import type { Db, Pool } from './pool.ts';
@@ -111,7 +112,7 @@ export async function buildSettlement(
     logger.warn({ merchant: merchantId, date: input.settlementDate }, 'settlement skipped: the merchant has no settlement bank account');
     return { merchant_id: merchantId, status: 'skipped', reason: 'no_settlement_account' };
   }
-  const fee = (await getMoneySettings(pool, merchantId)).fee_bank;
+  const fee = disbursementFee(await getMoneySettings(pool, merchantId), 'BANK');
   const { periodStart, periodEnd } = periodOf(input.settlementDate, input.cutoffHour);
 
   return pool.transaction(async (tx): Promise<BuildResult> => {
@@ -125,7 +126,7 @@ export async function buildSettlement(
     const refunds = await lockRefundsToSettle(tx, merchantId);
     if (orders.order_count === 0 && refunds.given_back_count === 0) return { merchant_id: merchantId, status: 'skipped', reason: 'nothing_to_settle' };
     const refundTotal = refunds.deducted - refunds.given_back;
-    const net = orders.gross_amount - orders.mdr_total - refundTotal - fee;
+    const net = settlementNet({ gross: orders.gross_amount, mdr: orders.mdr_total, refunds: refundTotal, fee });
     const figures = { order_count: orders.order_count, gross_amount: orders.gross_amount, mdr_total: orders.mdr_total, refund_total: refundTotal, disbursement_fee: fee, net_payout: net };
     if (net <= 0) {
       logger.info({ merchant: merchantId, date: input.settlementDate, ...figures }, 'settlement deferred: net payout would not be positive');

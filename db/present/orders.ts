@@ -1,6 +1,7 @@
 // Orders as the contract shows them: V1 (spec 2.2 plus the decided extras), legacy (2.8), and
 // the webhook bodies of each (spec 6). Pure functions of a row; workers use them too, because
 // a webhook body is as much a contract as a response.
+import { refundableAmount } from '../money-rules.ts';
 import type { OrderEventRow, OrderRow } from '../orders.sql.ts';
 import { RawJson, toJson } from './json-text.ts';
 import { iso, wib } from './time.ts';
@@ -19,10 +20,6 @@ export function checkoutUrl(baseUrl: string, order: Pick<OrderRow, 'ref_code'>):
  * PAID, else 0 (only PAID orders can be refunded). The accepting transaction checks the same
  * under the order's lock (db/refunds.ts).
  */
-export function refundableAmount(order: Pick<OrderRow, 'status' | 'amount' | 'refunded_amount'>): number {
-  return order.status === 'PAID' ? order.amount - order.refunded_amount : 0;
-}
-
 export function presentOrder(order: OrderRow, baseUrl: string) {
   return {
     id: order.id,

@@ -4,7 +4,8 @@
 // the order) plus, on V1, the refund itself and the order's refunded and refundable amounts.
 import type { OrderRow } from '../orders.sql.ts';
 import type { RefundRow } from '../refunds.sql.ts';
-import { orderWebhookBody, refundableAmount } from './orders.ts';
+import { refundableAmount } from '../money-rules.ts';
+import { orderWebhookBody } from './orders.ts';
 import { iso } from './time.ts';
 
 export function presentRefund(refund: RefundRow, order: Pick<OrderRow, 'ref_code'>) {

@@ -6,7 +6,7 @@
 // Every test ends with the ledger audit.
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { mdrOf } from '../../db/ledger.ts';
+import { mdrOf } from '../../db/money-rules.ts';
 import { sql } from '../../db/pool.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { makeMerchant } from '../helpers/factories.ts';

@@ -15,7 +15,7 @@ import { stringify } from 'csv-stringify/sync';
 import { z } from 'zod';
 import { copyOut } from '../../db/copy-out.ts';
 import { exportColumns, selectExportRows, type ExportType } from '../../db/exports.sql.ts';
-import { mdrOf } from '../../db/ledger.ts';
+import { mdrOf } from '../../db/money-rules.ts';
 import { rawQuery, sql } from '../../db/pool.ts';
 import { sendJob } from '../../db/queue.ts';
 import { insertSyntheticOrders } from '../../scripts/lib/synthetic-orders.ts';
