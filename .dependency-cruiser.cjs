@@ -16,6 +16,44 @@ const SIMULATOR_CONNECTOR = '^gateways/simulator/connector[.]ts$';
 // Standards shared by both sides.
 const SHARED_STANDARDS = '^gateways/qris[.]ts$';
 
+// ---- no-package-internals: a self-contained block (the rule and the list it needs) ----------
+// A package's dist/ is its build output; of it, only the file its manifest names as its entry
+// point (module, else main) is its public API. A package with an `exports` map already refuses
+// every path it does not export (the import does not resolve: no-unresolvable). One without,
+// like pg-boss, lets `pkg/dist/internal.js` resolve, which ties Kasir to the one version whose
+// internals that import was written against. dependency-cruiser matches resolved files, not the
+// import as written, and a package's own entry point resolves into dist/ too, so the rule
+// exempts exactly the entry points, read from the installed packages' manifests.
+const { existsSync, readFileSync } = require('node:fs');
+const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const packageEntryPoints = (() => {
+  const manifest = JSON.parse(readFileSync(`${__dirname}/package.json`, 'utf8'));
+  const exporting = [];
+  const entries = [];
+  for (const name of Object.keys({ ...manifest.dependencies, ...manifest.devDependencies })) {
+    const folder = `${__dirname}/node_modules/${name}`;
+    if (!existsSync(`${folder}/package.json`)) continue; // not installed: nothing of it resolves
+    const installed = JSON.parse(readFileSync(`${folder}/package.json`, 'utf8'));
+    if (installed.exports) {
+      exporting.push(escapeRegExp(name));
+      continue;
+    }
+    const entry = (installed.module ?? installed.main ?? 'index.js').replace(/^\.\//, '');
+    const file = [entry, `${entry}.js`, `${entry}/index.js`].find((f) => existsSync(`${folder}/${f}`));
+    if (file && /(^|\/)dist\//.test(file)) entries.push(`node_modules/${escapeRegExp(name)}/${escapeRegExp(file)}$`);
+  }
+  return [`node_modules/(${exporting.join('|')})/`, ...entries];
+})();
+const noPackageInternals = {
+  name: 'no-package-internals',
+  comment: "a package only through its public entry point, never a file of its dist/ (pins the package's exact version)",
+  severity: 'error',
+  from: { pathNot: 'node_modules/' },
+  // `(@[^/]+/)?[^/]+` would read better, but dependency-cruiser refuses a nested repetition.
+  to: { path: 'node_modules/(@[^/]+/[^/]+|[^/]+)/dist/', pathNot: packageEntryPoints },
+};
+// ---- end of no-package-internals -------------------------------------------------------------
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -103,6 +141,7 @@ module.exports = {
       from: {},
       to: { couldNotResolve: true },
     },
+    noPackageInternals,
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

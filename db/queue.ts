@@ -2,13 +2,11 @@
 // Payloads carry ids only; a handler reloads and locks the row, so a stale or duplicated job
 // is harmless. Every queue has notify on, so an idle worker is woken by NOTIFY in
 // milliseconds instead of waiting out a polling interval.
-import { PgBoss, type Job, type QueueOptions, type SendOptions } from 'pg-boss';
-import PgBossDb from 'pg-boss/dist/db.js';
-import { createHash } from 'node:crypto';
-import type pg from 'pg';
+import { PgBoss, type ConstructorOptions, type Job, type QueueOptions, type SendOptions, type StopOptions } from 'pg-boss';
 import { z } from 'zod';
 import { logger } from './logger.ts';
 import { rawQuery, type Db } from './pool.ts';
+import { QueueConnections } from './queue-connections.ts';
 
 const uuid = z.uuid();
 
@@ -106,7 +104,7 @@ export interface BossOptions {
    */
   listenUrl?: string;
   poolSize?: number;
-  /** Name pg-boss's statements (PreparedBossDb); off behind PgBouncer < 1.21, as for Kasir's own pool. */
+  /** Name pg-boss's statements (db/queue-connections.ts); off behind PgBouncer < 1.21, as for Kasir's own pool. */
   preparedStatements?: boolean;
   /** Worker role: how often this process fails jobs whose worker died (pg-boss default 60 s). */
   monitorIntervalSeconds?: number;
@@ -118,14 +116,8 @@ export async function startBoss(url: string, options: BossOptions): Promise<PgBo
   const worker = options.role === 'worker';
   const max = options.poolSize ?? (worker ? 6 : 4);
   const split = worker && options.listenUrl !== undefined && options.listenUrl !== url;
-  const dbConfig = { connectionString: url, max };
-  const prepared = options.preparedStatements ?? false;
-  const boss = new PgBoss({
-    ...(split
-      ? { db: new ListenElsewhereDb(dbConfig, prepared, options.listenUrl!) }
-      : prepared
-        ? { db: new PreparedBossDb(dbConfig, true) }
-        : { connectionString: url }),
+  const preparedStatements = options.preparedStatements ?? false;
+  const config: ConstructorOptions = {
     schema: 'pgboss',
     max,
     useListenNotify: worker,
@@ -135,7 +127,10 @@ export async function startBoss(url: string, options: BossOptions): Promise<PgBo
       : {}),
     schedule: worker,
     migrate: true,
-  });
+  };
+  const boss = split || preparedStatements
+    ? new OwnConnectionsBoss(config, new QueueConnections({ url, max, preparedStatements, listenUrl: split ? options.listenUrl : undefined }))
+    : new PgBoss({ ...config, connectionString: url });
   boss.on('error', (err) => logger.error({ err }, 'pg-boss error'));
   boss.on('warning', (warning) => logger.warn({ warning }, 'pg-boss warning'));
   await boss.start();
@@ -143,73 +138,18 @@ export async function startBoss(url: string, options: BossOptions): Promise<PgBo
   return boss;
 }
 
-/**
- * pg-boss's own connection pool, with its hot statements prepared once per connection. pg-boss
- * sends its fetch, completion and insert as unnamed statements, so Postgres parses and plans
- * each call again (the completion's json_to_recordset over 20 columns is the costliest).
- * Named after a hash of their text, as db/pool.ts names Kasir's own, they are planned once per
- * connection. Only statements with parameters are named (pg-boss's multi-statement texts have
- * none and must stay simple queries), and only once a text has been seen a few times, with a
- * bound on how many: pg-boss writes some values into its texts (queue names, batch sizes, a
- * maintenance statement's literals), and a connection must not collect a statement per value.
- */
-class PreparedBossDb extends PgBossDb {
-  static readonly #seen = new Map<string, number>();
-  static readonly #names = new Map<string, string>();
-  readonly #prepared: boolean;
+/** pg-boss on Kasir's QueueConnections: pg-boss closes only a pool it made, so stop() closes these. */
+class OwnConnectionsBoss extends PgBoss {
+  readonly #connections: QueueConnections;
 
-  constructor(config: ConstructorParameters<typeof PgBossDb>[0], prepared: boolean) {
-    super(config);
-    this.#prepared = prepared;
+  constructor(config: ConstructorOptions, connections: QueueConnections) {
+    super({ ...config, db: connections });
+    this.#connections = connections;
   }
 
-  override executeSql(text: string, values?: unknown[]) {
-    if (!this.#prepared || !values?.length) return super.executeSql(text, values);
-    const name = PreparedBossDb.#nameOf(text);
-    // pg-boss types its pool as private; it is the pg.Pool that executeSql itself queries.
-    return name ? (this as unknown as { pool: pg.Pool }).pool.query({ name, text, values }) : super.executeSql(text, values);
-  }
-
-  static #nameOf(text: string): string | null {
-    const known = this.#names.get(text);
-    if (known) return known;
-    const seen = (this.#seen.get(text) ?? 0) + 1;
-    if (this.#seen.size >= 1_000) this.#seen.clear();
-    this.#seen.set(text, seen);
-    if (seen < 3 || this.#names.size >= 100) return null;
-    const name = `b${createHash('sha1').update(text).digest('base64url').slice(0, 20)}`;
-    this.#names.set(text, name);
-    return name;
-  }
-}
-
-/**
- * pg-boss's own connection pool, with its LISTEN connection opened on another URL. Still
- * pg-boss's Db class (its `_pgbdb` mark makes pg-boss open, close and pin transactions on it
- * exactly as on the default pool); only `listen` is delegated. The class is not part of
- * pg-boss's public exports, which is why pg-boss is pinned to an exact version.
- */
-class ListenElsewhereDb extends PreparedBossDb {
-  #listener: PgBossDb;
-
-  constructor(config: ConstructorParameters<typeof PgBossDb>[0], prepared: boolean, listenUrl: string) {
-    super(config, prepared);
-    this.#listener = new PgBossDb({ connectionString: listenUrl, max: 1, application_name: 'pgboss-listen' });
-    this.#listener.on('error', (err) => this.emit('error', err));
-  }
-
-  override async open() {
-    await super.open();
-    await this.#listener.open();
-  }
-
-  override async close() {
-    await this.#listener.close();
-    await super.close();
-  }
-
-  override listen(...args: Parameters<PgBossDb['listen']>) {
-    return this.#listener.listen(...args);
+  override async stop(options: StopOptions = {}): Promise<void> {
+    await super.stop(options);
+    if (options.close ?? true) await this.#connections.close();
   }
 }
 
