@@ -104,6 +104,7 @@ async function repair(deps: ReconDeps, gateway: Gateway, run: RunRef, d: Found):
     const q = read.value;
     if (q.status !== 'PAID' || !q.paidAt) return refuse(`${run.vendorCode}'s read says ${r.refCode} is ${q.status}`);
     const done = await repairPayment(deps.pool, deps.boss, run, d, { refCode: r.refCode, amount: d.vendorAmount!, paidAt: q.paidAt, rrn: q.rrn ?? '', vendorOrderId: q.vendorOrderId });
+    if (done.repaired) d.repair = done.note;
     return done.repaired || refuse(done.note);
   }
   const read = await gateway.queryDisbursement(r.reference, r.vendorId);
@@ -111,6 +112,7 @@ async function repair(deps: ReconDeps, gateway: Gateway, run: RunRef, d: Found):
   const q = read.value;
   if (q.status !== 'SUCCESS' && q.status !== 'FAILED') return refuse(`${run.vendorCode}'s read says ${r.reference} is ${q.status}`);
   const done = await repairPayout(deps.pool, deps.boss, run, d, { reference: r.reference, status: q.status, vendorDisbursementId: q.vendorDisbursementId, failureReason: q.failureReason });
+  if (done.repaired) d.repair = done.note;
   return done.repaired || refuse(done.note);
 }
 
