@@ -134,7 +134,9 @@ export interface VendorReport {
 }
 
 /** The vendor could not be read for the day (unreachable, refused, garbled): the run fails with this. */
-export class ReportUnavailable extends Error {}
+export class ReportUnavailable extends Error {
+  override name = 'ReportUnavailable';
+}
 
 /** A verified vendor callback, translated into Kasir's terms. */
 export type CallbackEvent =
