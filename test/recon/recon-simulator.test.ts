@@ -11,10 +11,11 @@ import t from 'tap';
 import { sql } from '../../db/pool.ts';
 import { wibDay } from '../../db/recon.ts';
 import { makeMerchant } from '../helpers/factories.ts';
-import { eventually } from '../helpers/http.ts';
+import { sendJob } from '../../db/queue.ts';
+import { call, eventually } from '../helpers/http.ts';
 import { bankPayout, merchantApi } from '../helpers/merchant-api.ts';
 import { balanceOf, ledgerAudit } from '../helpers/money.ts';
-import { ops } from '../helpers/processes.ts';
+import { ops, startWorkerGroup } from '../helpers/processes.ts';
 import { clearFaults, setFaults, simulatePay, simulatorRequest } from '../helpers/simulator.ts';
 import { startStack } from '../helpers/stack.ts';
 
@@ -219,4 +220,27 @@ t.test('fees: what the vendor reports against what Kasir assumes', async (t) => 
   t.equal(payments.lines_differing, payments.lines);
   t.equal(run.fees.PAYOUT.difference, 0, 'payout fees as assumed');
   t.equal(run.fees.REFUND?.assumed_fee, undefined, 'no assumption, no comparison');
+});
+
+t.test('the daily job reconciles every enabled vendor; the open differences gauge', async (t) => {
+  const scheduler = await startWorkerGroup(t, 'scheduler', { ...stack.env, METRICS_PORT: '0' });
+  t.match(await stack.api.ctx.boss.getSchedules('recon-run'), [{ cron: '0 2 * * *', timezone: 'Asia/Jakarta' }], 'scheduled at 02:00 WIB, after the settlement run');
+  // As the schedule sends it, without a vendor (a day is given: the schedule's own, yesterday, is empty here).
+  await sendJob(stack.api.ctx.boss, 'recon-run', { day });
+  const run = await eventually(
+    async () => (await pool.maybeOne(sql.unsafe`select vendor_code, day::text, status, open_differences from recon_runs where trigger = 'schedule' and status <> 'RUNNING'`)) ?? undefined,
+    'the scheduled run',
+    20_000,
+  );
+  t.match(run, { vendor_code: 'sim', day, status: 'COMPLETED' });
+
+  const open = (await pool.any(sql.unsafe`select kind, count(*)::int as n from recon_differences where status = 'OPEN' group by kind`)) as readonly { kind: string; n: number }[];
+  const metrics = await eventually(async () => {
+    const res = await call(`http://127.0.0.1:${scheduler.message.metricsPort}`, { path: '/metrics' });
+    return res.text.includes('kasir_recon_open_differences{') ? res.text : undefined;
+  }, 'the gauge');
+  for (const kind of ['PAID_AT_VENDOR_ONLY', 'PAID_IN_KASIR_ONLY', 'AMOUNT_DIFFERS', 'STATUS_DIFFERS', 'PAID_TWICE', 'NO_KASIR_RECORD']) {
+    const n = open.find((o) => o.kind === kind)?.n ?? 0;
+    t.match(metrics, new RegExp(`^kasir_recon_open_differences\\{vendor="sim",kind="${kind}"\\} ${n}$`, 'm'), `${kind}: ${n} open`);
+  }
 });
