@@ -76,8 +76,10 @@ export const groups: Record<string, Group> = {
       // One run at a time per process: a run walks every MANUAL merchant.
       await workQueue(ctx.boss, 'settlement-run', { batchSize: 1 }, (p, job) => handleSettlementRun(ctx, p, job));
       await scheduleSettlementRun(ctx);
-      // The daily reconciliation (RECON_CRON, after the settlement run); the vendor group runs it.
-      await (await import('./recon-run.ts')).scheduleReconRun(ctx);
+      // The daily reconciliation (RECON_CRON in WIB, after the settlement run); the vendor group
+      // runs it (workers/recon-run.ts), so this process does not load the vendor adapters. missed
+      // 'once': a scheduler down at that hour still sends the day when it is back.
+      await ctx.boss.schedule('recon-run', ctx.config.RECON_CRON, {}, { tz: 'Asia/Jakarta', key: 'daily', missed: 'once' });
     },
     stop: async () => {
       await Promise.all([sweep?.stop(), keySweep?.stop()]);

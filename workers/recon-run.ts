@@ -176,11 +176,6 @@ export async function reconcileDay(deps: ReconDeps, vendorCode: string, day: str
   }
 }
 
-/** Registers (or updates) the daily schedule; every scheduler process may do it at start. */
-export async function scheduleReconRun(ctx: WorkerContext): Promise<void> {
-  await ctx.boss.schedule('recon-run', ctx.config.RECON_CRON, {}, { tz: 'Asia/Jakarta', key: 'daily', missed: 'once' });
-}
-
 /** When the schedule sent the job (fetched jobs carry no metadata); now, if it is gone. */
 async function createdOn(ctx: WorkerContext, job: Job<unknown>): Promise<Date> {
   const [found] = await ctx.boss.findJobs('recon-run', { id: job.id });
