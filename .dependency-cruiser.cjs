@@ -12,7 +12,8 @@
 // The simulator's side: its process shell (gateways/simulator/, except the connector that Kasir
 // uses to call it) and each vendor's dialect (gateways/<vendor>/dialect.ts, iris-dialect.ts).
 const SIMULATOR_SIDE = ['^gateways/simulator/', '^gateways/[a-z]+/[a-z-]*dialect[.]ts$'];
-const SIMULATOR_CONNECTOR = '^gateways/simulator/connector[.]ts$';
+// (connector-report.ts reads the simulator's daily report for it).
+const SIMULATOR_CONNECTOR = '^gateways/simulator/connector(-report)?[.]ts$';
 // Standards shared by both sides.
 const SHARED_STANDARDS = '^gateways/qris[.]ts$';
 

@@ -173,6 +173,15 @@ export const configSchema = z.object({
     .default('0 0 * * *'),
   /** The hour of the WIB day at which a settlement period closes (0: midnight, the day before). */
   SETTLEMENT_CUTOFF_HOUR: z.coerce.number().int().min(0).max(23).default(0),
+  /**
+   * When the scheduler reconciles the WIB day before with every enabled vendor (cron, WIB):
+   * after the settlement cut-off and its run, and after late callbacks have had time to land.
+   */
+  RECON_CRON: z
+    .string()
+    .trim()
+    .regex(/^\S+( \S+){4}$/, 'a five-field cron expression (minute hour day month weekday), read in WIB')
+    .default('0 2 * * *'),
   /** How long a report export (job record and CSV file) is kept; the csv group deletes older ones. */
   EXPORT_RETENTION_HOURS: z.coerce.number().int().min(1).max(8_760).default(72),
   /** Most data rows one export may hold: a larger one fails, asking for a narrower date range. */

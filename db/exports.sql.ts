@@ -5,12 +5,17 @@ import { sql, type Db } from './pool.ts';
 
 export const exportType = z.enum(['orders', 'settlements', 'disbursements', 'balance_history']);
 export type ExportType = z.infer<typeof exportType>;
+/** What the exports table holds: merchants' exports, and operators' (a reconciliation run's differences). */
+export const storedExportType = z.enum([...exportType.options, 'recon_differences']);
+export type StoredExportType = z.infer<typeof storedExportType>;
 export const exportStatus = z.enum(['QUEUED', 'PROCESSING', 'COMPLETED', 'FAILED']);
 
 export const exportRow = z.object({
   id: z.string(),
-  merchant_id: z.string(),
-  type: exportType,
+  /** Null for an operator's export (recon_differences), which belongs to no merchant. */
+  merchant_id: z.string().nullable(),
+  type: storedExportType,
+  recon_run_id: z.string().nullable(),
   status: exportStatus,
   date_from: z.string().nullable(),
   date_to: z.string().nullable(),
@@ -24,7 +29,7 @@ export const exportRow = z.object({
 export type ExportRow = z.infer<typeof exportRow>;
 
 const columns = sql.fragment`
-  id, merchant_id, type, status, date_from, date_to, attempt, row_count, byte_count, error, completed_at, created_at`;
+  id, merchant_id, type, recon_run_id, status, date_from, date_to, attempt, row_count, byte_count, error, completed_at, created_at`;
 
 export interface NewExport {
   id: string;
@@ -39,6 +44,17 @@ export function insertExport(db: Db, e: NewExport) {
     insert into exports (id, merchant_id, type, date_from, date_to)
     values (${e.id}, ${e.merchantId}, ${e.type}, ${e.dateFrom}::date, ${e.dateTo}::date)
     returning ${columns}`);
+}
+
+/** An operator's export of a reconciliation run's differences (db/recon.ts). */
+export function insertReconExport(db: Db, e: { id: string; runId: string }) {
+  return db.one(sql.type(exportRow)`
+    insert into exports (id, merchant_id, type, recon_run_id) values (${e.id}, null, 'recon_differences', ${e.runId})
+    returning ${columns}`);
+}
+
+export function findExport(db: Db, id: string) {
+  return db.maybeOne(sql.type(exportRow)`select ${columns} from exports where id = ${id}`);
 }
 
 export function listMerchantExports(db: Db, merchantId: string, page: number, limit: number) {
@@ -170,7 +186,10 @@ const iso = (column: string) =>
   sql.fragment`to_char(${sql.identifier(column.split('.'))} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 export interface ExportFilter {
-  merchantId: string;
+  /** Null for an operator's export. */
+  merchantId: string | null;
+  /** A recon_differences export: the run whose vendor and day it lists. */
+  reconRunId?: string | null;
   /** WIB calendar days, inclusive; null is open-ended. */
   dateFrom: string | null;
   dateTo: string | null;
@@ -184,18 +203,21 @@ type Fragment = ReturnType<typeof sql.fragment>;
  */
 interface FilterSql {
   merchantId: Fragment;
+  reconRunId: Fragment;
   dateFrom: Fragment | null;
   dateTo: Fragment | null;
 }
 
 const boundFilter = (f: ExportFilter): FilterSql => ({
   merchantId: sql.fragment`${f.merchantId}::uuid`,
+  reconRunId: sql.fragment`${f.reconRunId ?? null}::uuid`,
   dateFrom: f.dateFrom === null ? null : sql.fragment`${f.dateFrom}::date`,
   dateTo: f.dateTo === null ? null : sql.fragment`${f.dateTo}::date`,
 });
 
 const literalFilter = (f: ExportFilter): FilterSql => ({
-  merchantId: sql.fragment`${sql.literalValue(f.merchantId)}::uuid`,
+  merchantId: f.merchantId === null ? sql.fragment`null::uuid` : sql.fragment`${sql.literalValue(f.merchantId)}::uuid`,
+  reconRunId: f.reconRunId == null ? sql.fragment`null::uuid` : sql.fragment`${sql.literalValue(f.reconRunId)}::uuid`,
   dateFrom: f.dateFrom === null ? null : sql.fragment`${sql.literalValue(f.dateFrom)}::date`,
   dateTo: f.dateTo === null ? null : sql.fragment`${sql.literalValue(f.dateTo)}::date`,
 });
@@ -259,7 +281,7 @@ const time = (name: string): Column => [name, 'formatted', iso(`x.${name}`)];
 // Each type's CSV columns, in order, with the kind and expression of each (the select list and
 // with it the header are built from them, so header and cells cannot drift apart). Amounts are
 // whole Rupiah (bigint); timestamps are formatted by Postgres.
-const sources: Record<ExportType, { columns: readonly Column[]; from: (f: FilterSql) => Fragment }> = {
+const sources: Record<StoredExportType, { columns: readonly Column[]; from: (f: FilterSql) => Fragment }> = {
   // Orders the merchant can see (CREATING and FAILED attempts are internal), by creation time.
   // The last three columns came later (appended, so files read by position keep working):
   // refunded_amount as the order shows it (refunds not FAILED), mdr_amount as the payment's
@@ -332,10 +354,30 @@ const sources: Record<ExportType, { columns: readonly Column[]; from: (f: Filter
         and ${inWibDays('x.created_at', f)}
       order by x.seq`,
   },
+  // An operator's export: the differences of the run's vendor and day as they stand (a rerun
+  // takes over the day's differences), repaired and resolved ones included, with the words a
+  // finance team reads. Amounts whole Rupiah.
+  recon_differences: {
+    columns: [
+      col('id', 'formatted'), col('vendor_code', 'text'), col('day', 'formatted', sql.fragment`x.day::text`), col('kind', 'text'),
+      col('kind_label', 'text', sql.fragment`case x.kind
+        when 'PAID_AT_VENDOR_ONLY' then 'paid at the vendor but not in Kasir' when 'PAID_IN_KASIR_ONLY' then 'paid in Kasir but unknown to the vendor'
+        when 'AMOUNT_DIFFERS' then 'amount differs' when 'STATUS_DIFFERS' then 'final status differs'
+        when 'PAID_TWICE' then 'paid out twice' else 'a vendor line with no Kasir record' end`),
+      col('subject', 'text'), col('reference', 'text'), col('vendor_reference', 'text'), col('merchant_id', 'formatted'),
+      col('kasir_amount', 'number'), col('vendor_amount', 'number'), col('kasir_status', 'text'), col('vendor_status', 'text'),
+      col('detail', 'text'), col('status', 'text'), col('repair', 'text'), col('resolution_note', 'text'),
+      col('run_id', 'formatted'), col('repaired_run_id', 'formatted'), time('created_at'), time('resolved_at'),
+    ],
+    from: (f) => sql.fragment`
+      from recon_differences x join recon_runs r on r.vendor_code = x.vendor_code and r.day = x.day
+      where r.id = ${f.reconRunId}
+      order by x.kind, x.subject, x.reference nulls last, x.id`,
+  },
 };
 
 /** The CSV header of an export type. */
-export function exportColumns(type: ExportType): string[] {
+export function exportColumns(type: StoredExportType): string[] {
   return sources[type].columns.map(([name]) => name);
 }
 
@@ -345,7 +387,7 @@ export function exportColumns(type: ExportType): string[] {
  * reads one snapshot. Its text carries no bind parameters (COPY takes none): the filter's values
  * are escaped literals.
  */
-export function exportCsvCopy(type: ExportType, filter: ExportFilter, limit: number): string {
+export function exportCsvCopy(type: StoredExportType, filter: ExportFilter, limit: number): string {
   if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError(`export row limit ${limit} is not a row count`);
   const { columns, from } = sources[type];
   const select = sql.join(columns.map(([name, kind, value]) => sql.fragment`${cell(kind, value)} as ${sql.identifier([name])}`), sql.fragment`, `);
@@ -361,7 +403,7 @@ export function exportCsvCopy(type: ExportType, filter: ExportFilter, limit: num
  * cells stand for. The build does not read them this way; the tests hold the file against them
  * (test/reports/reports-exports.test.ts).
  */
-export function selectExportRows(db: Db, type: ExportType, filter: ExportFilter) {
+export function selectExportRows(db: Db, type: StoredExportType, filter: ExportFilter) {
   const { columns, from } = sources[type];
   const select = sql.join(columns.map(([name, , value]) => sql.fragment`${value} as ${sql.identifier([name])}`), sql.fragment`, `);
   return db.any(sql.unsafe`select ${select} ${from(boundFilter(filter))}`);

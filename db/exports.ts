@@ -62,6 +62,8 @@ export async function merchantBaseUrl(db: Db, publicBaseUrl: string, merchantId:
 }
 
 async function announce(tx: Db, boss: PgBoss, publicBaseUrl: string, e: ExportRow, event: ExportEvent) {
+  // An operator's export (a reconciliation's differences) has no merchant to tell.
+  if (e.merchant_id === null) return;
   const baseUrl = await merchantBaseUrl(tx, publicBaseUrl, e.merchant_id);
   await enqueueWebhooks(tx, boss, [{ merchantId: e.merchant_id, orderId: null, exportId: e.id, event, url: null, body: exportWebhookBody(e, baseUrl, event) }]);
 }

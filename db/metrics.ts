@@ -19,6 +19,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { Config } from './config.ts';
 import { logger } from './logger.ts';
 import { readQueueGauges, readStateGauges, type QueueGaugeRow, type StateGaugeRow } from './metrics.sql.ts';
+import { readOpenDifferenceGauges, type OpenDifferenceGaugeRow } from './recon.sql.ts';
 import { wasRefused, type Db, type Pool, type Tx } from './pool.ts';
 
 export const registry = new Registry();
@@ -182,6 +183,7 @@ const DATABASE_GAUGE_TTL_MS = 5_000;
 interface DatabaseFacts {
   queues: readonly QueueGaugeRow[];
   states: readonly StateGaugeRow[];
+  differences: readonly OpenDifferenceGaugeRow[];
 }
 
 let databasePool: Pool | null = null;
@@ -191,8 +193,8 @@ function databaseFacts(): Promise<DatabaseFacts | null> {
   if (!databasePool) return Promise.resolve(null);
   if (cached && Date.now() - cached.at < DATABASE_GAUGE_TTL_MS) return cached.facts;
   const pool = databasePool;
-  const facts = Promise.all([readQueueGauges(pool), readStateGauges(pool)]).then(
-    ([queues, states]) => ({ queues, states }),
+  const facts = Promise.all([readQueueGauges(pool), readStateGauges(pool), readOpenDifferenceGauges(pool)]).then(
+    ([queues, states, differences]) => ({ queues, states, differences }),
     (err) => {
       logger.warn({ err }, 'metrics: database gauges unavailable for this scrape');
       return null;
@@ -252,6 +254,18 @@ new Gauge({
     const facts = await databaseFacts();
     this.reset();
     for (const s of facts?.states ?? []) this.set({ table: s.table, status: s.status }, s.oldest_age_seconds);
+  },
+});
+
+new Gauge({
+  name: 'kasir_recon_open_differences',
+  help: 'Reconciliation differences waiting for a person, by vendor and kind (0 for each kind of every vendor reconciled at least once). Same in every process: aggregate with max',
+  labelNames: ['vendor', 'kind'] as const,
+  registers: [registry],
+  async collect() {
+    const facts = await databaseFacts();
+    this.reset();
+    for (const d of facts?.differences ?? []) this.set({ vendor: d.vendor, kind: d.kind }, d.count);
   },
 });
 

@@ -80,6 +80,13 @@ export const queues = {
     schema: z.object({ settlement_id: uuid }),
     options: { retryLimit: 30, retryDelay: 10, retryBackoff: true, retryDelayMax: 1800, expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS },
   },
+  // Reconciles a WIB day with the vendors (one, or every enabled one): the daily schedule, or
+  // sent by hand. A run is idempotent (a rerun replaces the day's open differences), so a retry
+  // after a crash simply runs again; vendors already reconciled by this job are skipped.
+  'recon-run': {
+    schema: z.object({ day: z.iso.date().optional(), vendor_code: z.string().min(1).optional() }),
+    options: { retryLimit: 3, retryDelay: 300, retryBackoff: true, expireInSeconds: 3600, heartbeatSeconds: HEARTBEAT_SECONDS },
+  },
   // Builds a report export's CSV (csv group). A build is one transaction, so a retry starts
   // over; the heartbeat notices a dead worker within seconds while a long build may run an hour.
   'export-build': {

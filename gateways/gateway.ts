@@ -81,6 +81,63 @@ export interface AccountInquiryInput {
  */
 export type AccountInquiry = { status: 'FOUND'; accountName: string } | { status: 'NOT_FOUND'; reason: string };
 
+/**
+ * One movement of money as a vendor reports it for a day (its list or statement, or its answer
+ * about one record): what reconciliation compares with Kasir's books (docs/money.md).
+ */
+export interface VendorLine {
+  /** PAYMENT: a payer paid a QR; PAYOUT: money sent to an account; REFUND: money returned to a payer. */
+  kind: 'PAYMENT' | 'PAYOUT' | 'REFUND';
+  /** Kasir's reference the line carries: the order's ref_code, the payout reference, the refund's ref_code. */
+  reference: string | null;
+  /** The vendor's own id of what moved (its payment, payout or refund id), when it gives one. */
+  vendorId: string | null;
+  /** For a refund that names only the payment it returns: that order's ref_code. */
+  orderReference?: string | null;
+  /** Whole rupiah, before the vendor's fee. */
+  amount: number;
+  /** SUCCESS: the money moved; FAILED: it did not, or came back; PENDING: not final yet. */
+  status: 'SUCCESS' | 'PENDING' | 'FAILED';
+  /** When the vendor says it happened. */
+  at: Date;
+  /** The vendor's fee on this line, in whole rupiah, when it reports one. */
+  fee: number | null;
+}
+
+/** A record Kasir sent a vendor, for vendors that can only be read record by record. */
+export interface SentRecord {
+  kind: 'PAYMENT' | 'PAYOUT' | 'REFUND';
+  /** Kasir's reference, as sent. */
+  reference: string;
+  /** The vendor's id for it, when Kasir holds one. */
+  vendorId: string | null;
+  /** A refund's order: its ref_code and the vendor's id for the payment. */
+  orderReference?: string;
+  orderVendorId?: string | null;
+}
+
+/** The day a reconciliation asks a vendor about. */
+export interface ReportDay {
+  /** The WIB calendar day, YYYY-MM-DD. */
+  date: string;
+  /** The instants to read: the day, widened by a margin (lines in the margin only complete matches). */
+  from: Date;
+  to: Date;
+  /** What Kasir sent this vendor around that day; read only by vendors without a list. */
+  sent(): Promise<readonly SentRecord[]>;
+}
+
+/** A vendor's report of a day: how it was read ('list', 'statement', 'records', or a mix) and its lines. */
+export interface VendorReport {
+  source: string;
+  lines: AsyncIterable<VendorLine>;
+}
+
+/** The vendor could not be read for the day (unreachable, refused, garbled): the run fails with this. */
+export class ReportUnavailable extends Error {
+  override name = 'ReportUnavailable';
+}
+
 /** A verified vendor callback, translated into Kasir's terms. */
 export type CallbackEvent =
   | { type: 'qris.paid'; eventId: string; reference: string; vendorOrderId: string; amount: number; paidAt: Date; rrn: string }
@@ -132,4 +189,10 @@ export interface Gateway {
    * line saying what was checked, or failed/unknown saying why not (bad key, unreachable, ...).
    */
   check(): Promise<Outcome<string>>;
+  /**
+   * What the vendor reports for a day, line by line, read with Kasir's credentials: its list or
+   * statement where it has one, else each record Kasir sent it. Throws (or its lines throw)
+   * ReportUnavailable when the vendor cannot be read.
+   */
+  reportDay?(day: ReportDay): Promise<VendorReport>;
 }

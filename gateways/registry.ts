@@ -52,5 +52,6 @@ function measured(vendor: string, gateway: Gateway): Gateway {
     answerCallback: gateway.answerCallback?.bind(gateway),
     answerRequest: gateway.answerRequest?.bind(gateway),
     check: () => gateway.check(),
+    reportDay: gateway.reportDay?.bind(gateway),
   };
 }

@@ -31,6 +31,10 @@ const benches: Record<string, { summary: string; load: () => Promise<{ run(args:
       '                [--rows 100000] [--connections 10] [--rate 200] [--baseline 5] [--pool 20]',
     load: () => import('./bench/import.ts'),
   },
+  recon: {
+    summary: 'one reconciliation run (and its rerun) of a day of orders and payouts at the simulator, read over HTTP\n' + '                [--orders 10000] [--payouts 2000]',
+    load: () => import('./bench/recon.ts'),
+  },
   export: {
     summary:
       'orders CSV export through one csv worker process: rows/s and the worker\'s peak RSS per size\n' +

@@ -26,6 +26,7 @@ import {
 import { ledgerAdjust, ledgerAudit, merchantSetFees } from './ops/ledger.ts';
 import { disbursementsApprove, disbursementsReject } from './ops/disbursements.ts';
 import { payoutsSettle } from './ops/payouts.ts';
+import { reconExport, reconResolve, reconRun, reconSetCost, reconShow } from './ops/recon.ts';
 import { merchantSetSettlementAccount, settlementsCancel, settlementsList, settlementsRetry, settlementsRun } from './ops/settlements.ts';
 import { resolveDatabase } from './lib/local.ts';
 import { routeList, routeSet, vendorAdd, vendorCheck, vendorDisable, vendorList } from './ops/vendors.ts';
@@ -49,6 +50,11 @@ const commands: Command[] = [
   disbursementsApprove,
   disbursementsReject,
   payoutsSettle,
+  reconRun,
+  reconShow,
+  reconResolve,
+  reconSetCost,
+  reconExport,
   settlementsRun,
   settlementsList,
   settlementsRetry,

@@ -109,7 +109,7 @@ export async function handleExportBuild(ctx: WorkerContext, payload: { export_id
  */
 async function writeCsv(url: string, tx: Db, e: ExportRow, maxRows: number, signal: AbortSignal): Promise<{ rows: number; bytes: number }> {
   // One row past the limit is enough to know the export is too large.
-  const statement = exportCsvCopy(e.type, { merchantId: e.merchant_id, dateFrom: e.date_from, dateTo: e.date_to }, maxRows + 1);
+  const statement = exportCsvCopy(e.type, { merchantId: e.merchant_id, dateFrom: e.date_from, dateTo: e.date_to, reconRunId: e.recon_run_id }, maxRows + 1);
   // One buffer, filled and stored again and again: an insert has sent its bytes when it returns.
   const chunk = Buffer.allocUnsafe(CHUNK_BYTES);
   let filled = 0;

@@ -41,6 +41,9 @@ export const groups: Record<string, Group> = {
       await workQueue(ctx.boss, 'order-create', { batchSize: VENDOR_BATCH, loops: 2 }, (p) => handleOrderCreate(ctx, p));
       await workQueue(ctx.boss, 'order-reconcile', { batchSize: VENDOR_BATCH }, (p) => handleOrderReconcile(ctx, p));
       await workQueue(ctx.boss, 'refund-execute', { batchSize: VENDOR_BATCH }, (p) => handleRefundExecute(ctx, p));
+      // One reconciliation at a time per process: a run reads a vendor's whole day.
+      const { handleReconRun } = await import('./recon-run.ts');
+      await workQueue(ctx.boss, 'recon-run', { batchSize: 1 }, (p, job) => handleReconRun(ctx, p, job));
     },
   },
   disbursement: {
@@ -73,6 +76,10 @@ export const groups: Record<string, Group> = {
       // One run at a time per process: a run walks every MANUAL merchant.
       await workQueue(ctx.boss, 'settlement-run', { batchSize: 1 }, (p, job) => handleSettlementRun(ctx, p, job));
       await scheduleSettlementRun(ctx);
+      // The daily reconciliation (RECON_CRON in WIB, after the settlement run); the vendor group
+      // runs it (workers/recon-run.ts), so this process does not load the vendor adapters. missed
+      // 'once': a scheduler down at that hour still sends the day when it is back.
+      await ctx.boss.schedule('recon-run', ctx.config.RECON_CRON, {}, { tz: 'Asia/Jakarta', key: 'daily', missed: 'once' });
     },
     stop: async () => {
       await Promise.all([sweep?.stop(), keySweep?.stop()]);

@@ -62,6 +62,7 @@ import {
   type CoreVerdict,
 } from './transforms.ts';
 import { validateVendorQris } from '../qris.ts';
+import { midtransReport } from './report.ts';
 
 /** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
 const DEFAULT_TIMEOUT_MS = 5000;
@@ -379,6 +380,8 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
       lines.splice(1, 0, 'Iris creator and approver keys accepted');
       return ok(lines.join('; '));
     },
+
+    reportDay: (day) => midtransReport({ core: (method, path) => client.core(method, path), iris: creds.iris ? (method, path) => client.iris('creator', method, path) : null }, day),
 
     async parseCallback(headers, rawBody, path = '') {
       if (path !== '') return null;

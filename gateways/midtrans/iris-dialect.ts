@@ -26,6 +26,7 @@ import { loopbackOnly } from '../simulator/loopback.ts';
 import type { Fault, RequestOp } from '../simulator/faults.ts';
 import { accountHolder } from '../simulator/magic.ts';
 import type { DisbursementRecord } from '../simulator/store.ts';
+import { irisStatements } from './iris-report-dialect.ts';
 
 const HOLD_MS = 10 * 60 * 1000;
 
@@ -376,6 +377,8 @@ export function irisDialect(ctx: DialectContext): Router {
     res.json({ garble });
   });
   router.use('/admin', admin);
+
+  router.use(irisStatements({ payouts, recordOf, auth: as('creator', 'approver') }));
 
   router.use((req, res) => {
     res.status(404).json({ error_message: `Not found: ${req.method} ${req.path}` });

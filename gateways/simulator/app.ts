@@ -23,6 +23,7 @@ import { midtransDialect } from '../midtrans/dialect.ts';
 import { snapDialect } from '../snap/dialect.ts';
 import { xenditDialect } from '../xendit/dialect.ts';
 import { readBody, type DialectContext, type DialectHooks } from './dialect.ts';
+import { CHANGED_AMOUNT_DELTA, nativeReport, refundAgain } from './report-dialect.ts';
 import { memoryJournal, openJournal } from './journal.ts';
 import { accountHolder, disbursementOutcome } from './magic.ts';
 import { verifySignature } from './signing.ts';
@@ -311,6 +312,7 @@ export function createSimulatorApp(options: SimulatorOptions) {
     qr.refunded += refund.amount;
     store.saveQr(qr);
     store.saveRefund(refund);
+    if ((res.locals.fault as Fault | undefined)?.mode === 'double_refund') refundAgain(store, qr, refund);
     logger.info({ reference: qr.reference, refund_reference: refund.refundReference, amount: refund.amount }, 'refund succeeded');
     reply(res, 201, refundJson(refund));
   });
@@ -341,6 +343,10 @@ export function createSimulatorApp(options: SimulatorOptions) {
       updatedAt: now,
       dialect: 'native',
     };
+    const money = (res.locals.fault as Fault | undefined)?.mode;
+    if (money === 'changed_amount') d.amount += CHANGED_AMOUNT_DELTA;
+    // lost_payout: accepted and answered, then forgotten (never stored, never settled).
+    if (money === 'lost_payout') return reply(res, 201, disbursementJson(d));
     disbursementAccepted(d, (res.locals.callbackFault as Fault | undefined) ?? null);
     reply(res, 201, disbursementJson(d));
   });
@@ -364,6 +370,7 @@ export function createSimulatorApp(options: SimulatorOptions) {
     });
   });
 
+  v1.use(nativeReport(store));
   app.use('/v1', v1);
 
   // Vendor dialects: the same store, faults and payer, spoken as each real gateway speaks.

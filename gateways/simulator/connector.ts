@@ -25,6 +25,7 @@ import type {
 } from '../gateway.ts';
 import { interpretAnswer, vendorCall, type HttpAnswer } from '../http.ts';
 import { parseQris, validateVendorQris } from '../qris.ts';
+import { simulatorReport } from './connector-report.ts';
 
 /** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
 const DEFAULT_TIMEOUT_MS = 5000;
@@ -296,6 +297,8 @@ export function createSimulatorGateway(vendor: VendorRecord, opts: { timeoutMs?:
       if (status === 404 && vendorErrorCode(body) === 'QR_NOT_FOUND') return ok('signed query answered');
       return interpret<string>(answer.value, () => null);
     },
+
+    reportDay: (day) => simulatorReport(request, day),
 
     async parseCallback(headers, rawBody) {
       if (!verifyCallback(secret, headers, rawBody)) return null;

@@ -7,9 +7,15 @@ export const REQUEST_OPS = ['createQris', 'queryQris', 'refund', 'disburse', 'qu
 export type RequestOp = (typeof REQUEST_OPS)[number];
 export type Op = RequestOp | 'callback';
 
-const REQUEST_MODES: readonly string[] = ['latency', 'error', 'timeout', 'reject', 'bad_qris'];
+const REQUEST_MODES: readonly string[] = ['latency', 'error', 'timeout', 'reject', 'bad_qris', 'lost_payout', 'changed_amount', 'double_refund'];
+/**
+ * Money faults (gateways/simulator/report-dialect.ts): the vendor answers as usual but does the
+ * wrong thing with the money, for reconciliation to find: forgets an accepted payout, pays
+ * another amount, refunds twice. Each applies to the one operation named here.
+ */
+const MONEY_FAULTS: Readonly<Record<string, RequestOp>> = { lost_payout: 'disburse', changed_amount: 'disburse', double_refund: 'refund' };
 const CALLBACK_MODES: readonly string[] = ['latency', 'duplicate_callback', 'out_of_order_callback', 'drop_callback'];
-export const MODES = ['latency', 'error', 'timeout', 'reject', 'bad_qris', 'duplicate_callback', 'out_of_order_callback', 'drop_callback'] as const;
+export const MODES = ['latency', 'error', 'timeout', 'reject', 'bad_qris', 'duplicate_callback', 'out_of_order_callback', 'drop_callback', 'lost_payout', 'changed_amount', 'double_refund'] as const;
 export type Mode = (typeof MODES)[number];
 
 export interface Fault {
@@ -22,6 +28,7 @@ export interface Fault {
 export function applies(mode: Mode, op: Op): boolean {
   if (op === 'callback') return CALLBACK_MODES.includes(mode);
   if (mode === 'bad_qris') return op === 'createQris' || op === 'queryQris';
+  if (Object.hasOwn(MONEY_FAULTS, mode)) return op === MONEY_FAULTS[mode];
   return REQUEST_MODES.includes(mode);
 }
 

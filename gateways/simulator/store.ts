@@ -104,6 +104,11 @@ export function createStore(journal: Journal) {
       refunds.set(refund.refundReference, refund);
       journal.put('refund', refund.refundReference, refund);
     },
+    /** A further refund under a reference already used (a vendor that refunded twice), kept under a key of its own. */
+    saveRefundCopy(key: string, refund: RefundRecord) {
+      refunds.set(key, refund);
+      journal.put('refund', key, refund);
+    },
     saveDisbursement(d: DisbursementRecord) {
       disbursements.set(d.reference, d);
       journal.put('disbursement', d.reference, d);

@@ -15,6 +15,7 @@
 import type { AccountInquiry, AccountInquiryInput, CallbackEvent, Gateway, Outcome, QrisCreated, QrisStatus, RefundResult, VendorRecord } from '../gateway.ts';
 import { validateVendorQris } from '../qris.ts';
 import { biCodeOf } from './banks.ts';
+import { snapReport } from './report.ts';
 import { answerTokenRequest, createSnapClient, externalIdFor, randomExternalId, snapCredentials, verifyNotify, type SnapAnswer } from './client.ts';
 import {
   accountRefusal,
@@ -223,6 +224,8 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
       };
       return event;
     },
+
+    reportDay: (day) => snapReport(ask, settings, day),
 
     answerCallback: snapAnswer,
 

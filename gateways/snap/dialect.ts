@@ -26,6 +26,7 @@ import { loopbackOnly } from '../simulator/loopback.ts';
 import { applies, isCallbackMode, parseFaultHeader, type Fault, type RequestOp } from '../simulator/faults.ts';
 import { accountHolder } from '../simulator/magic.ts';
 import { newRrn, qrStatus, type DisbursementRecord, type QrRecord, type RefundRecord } from '../simulator/store.ts';
+import { historyList } from './report-dialect.ts';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
@@ -452,6 +453,8 @@ export function snapDialect(ctx: DialectContext): Router {
       beneficiaryBankCode: d.bankCode,
     });
   });
+
+  service('/v1.0/transaction-history-list', 'queryQris', '12', historyList(ctx));
 
   service('/v1.0/transfer/status', 'queryDisbursement', '36', (req, res) => {
     const body = parse(statusBody, req, '36');

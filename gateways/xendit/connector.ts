@@ -22,6 +22,7 @@ import { observeVendorRateLimited } from '../../db/metrics.ts';
 import type { AccountInquiry, Gateway, Outcome, QrisStatus, RefundResult, VendorRecord } from '../gateway.ts';
 import { interpretAnswer, vendorCall, type HttpAnswer } from '../http.ts';
 import { validateVendorQris } from '../qris.ts';
+import { xenditReport } from './report.ts';
 import {
   channelCodeOf,
   isPaid,
@@ -218,6 +219,8 @@ export function createXenditGateway(vendor: VendorRecord, opts: { timeoutMs?: nu
       if (answer.kind !== 'ok') return answer;
       return interpret(answer.value, (body) => (body && typeof body === 'object' && 'balance' in body ? 'balance read with the secret key' : null));
     },
+
+    reportDay: (day) => xenditReport(request, day),
 
     async parseCallback(headers, rawBody) {
       if (!sameToken(creds.callbackToken, header(headers, 'x-callback-token'))) return null;

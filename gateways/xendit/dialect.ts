@@ -22,6 +22,7 @@ import { readBody, type DialectContext } from '../simulator/dialect.ts';
 import { loopbackOnly } from '../simulator/loopback.ts';
 import type { Fault } from '../simulator/faults.ts';
 import { qrStatus, type DisbursementRecord, type QrRecord } from '../simulator/store.ts';
+import { CHANGED_AMOUNT_DELTA, moneyFault, twinRefund, xenditTransactions } from './report-dialect.ts';
 
 const API_VERSION = '2022-07-31';
 const BUSINESS_ID = '5f27a14a9bf05c73dd040bc8';
@@ -327,6 +328,14 @@ export function xenditDialect(ctx: DialectContext): Router {
     ctx.journal.put('xendit.refund', refund.id, refund);
     if (key) refundKeys.set(key, refund.id);
     qr.refunded += body.amount;
+    // double_refund: Xendit makes the refund twice (the twin completes like the first).
+    const twin = moneyFault(res) === 'double_refund' ? twinRefund(refund) : null;
+    if (twin) {
+      refunds.set(twin.id, twin);
+      ctx.journal.put('xendit.refund', twin.id, twin);
+      qr.refunded += twin.amount;
+      ctx.deadlines.at('xendit.refund', twin.id, new Date(Date.now() + ctx.options.disburseDelayMs), null);
+    }
     ctx.store.saveQr(qr);
     ctx.deadlines.at('xendit.refund', refund.id, new Date(Date.now() + ctx.options.disburseDelayMs), (res.locals.callbackFault as Fault | undefined) ?? null);
     ctx.reply(res, 200, refundJson(refund));
@@ -361,6 +370,9 @@ export function xenditDialect(ctx: DialectContext): Router {
       updatedAt: now,
       dialect: 'xendit',
     };
+    // Money faults: paid with another amount, or accepted and lost (never stored, never settled).
+    if (moneyFault(res) === 'changed_amount') d.amount += CHANGED_AMOUNT_DELTA;
+    if (moneyFault(res) === 'lost_payout') return void ctx.reply(res, 200, payoutJson(d));
     ctx.disbursementAccepted(d, (res.locals.callbackFault as Fault | undefined) ?? null);
     ctx.reply(res, 200, payoutJson(d));
   });
@@ -386,6 +398,8 @@ export function xenditDialect(ctx: DialectContext): Router {
   router.get('/admin/stats', loopbackOnly('Xendit admin'), (req, res) => {
     res.json({ calls: stats.calls, refunds: [...refunds.values()].map(refundJson) });
   });
+
+  router.use(xenditTransactions(ctx, { refunds, paymentIdOf, authenticate }));
 
   router.use((req: Request, res: Response) => {
     res.status(404).json(errorOf(404, 'NOT_FOUND', `no route ${req.method} ${req.path}`));
