@@ -28,7 +28,7 @@ import { disbursementsApprove, disbursementsReject } from './ops/disbursements.t
 import { payoutsSettle } from './ops/payouts.ts';
 import { merchantSetSettlementAccount, settlementsCancel, settlementsList, settlementsRetry, settlementsRun } from './ops/settlements.ts';
 import { resolveDatabase } from './lib/local.ts';
-import { routeList, routeSet, vendorAdd, vendorCheck, vendorDisable, vendorList } from './ops/vendors.ts';
+import { routeList, routeSet, vendorAdd, vendorCheck, vendorConflicts, vendorDisable, vendorList, vendorRemove } from './ops/vendors.ts';
 import { simulatePay, webhooksList, webhooksResend, webhooksTrigger } from './ops/orders.ts';
 import { userIssueKey, userList, userRevokeKey } from './ops/users.ts';
 import { banksDisable, banksEnable, banksList, ewalletsDisable, ewalletsEnable, ewalletsList } from './ops/master-data.ts';
@@ -57,6 +57,8 @@ const commands: Command[] = [
   vendorCheck,
   vendorList,
   vendorDisable,
+  vendorRemove,
+  vendorConflicts,
   routeSet,
   routeList,
   banksList,
