@@ -119,6 +119,12 @@ export function observeVendorRateLimited(vendor: string): void {
   vendorRateLimited.inc({ vendor });
 }
 
+export const qrRenders = new Counter({
+  name: 'kasir_qr_renders_total',
+  help: 'QR images rendered by this API process (each token once while it stays among the images kept)',
+  registers: [registry],
+});
+
 const vendorConflicts = new Counter({
   name: 'kasir_vendor_conflicts_total',
   help: "Vendor words recorded and not applied (ops vendor:conflicts), by the vendor's code and kind: NOT_ITS_RECORD (about a record another vendor holds) or CONTRADICTION (a final word against Kasir's final state)",
