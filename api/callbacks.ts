@@ -4,32 +4,53 @@
 // an unknown order or a mismatched amount is still acknowledged: retrying would not change the
 // answer, and the event row keeps what was reported. Vendors that prescribe their answers
 // (SNAP's responseCode bodies, on paths of their own under the code) get them instead.
+//
+// Trust (docs/callbacks.md): a vendor's word moves only what that vendor holds. The application
+// functions check the record's vendor (db/vendor-binding.ts); a word about another vendor's
+// record, or one contradicting a final state, is recorded as a conflict, logged, counted and
+// answered 2xx (resending it would change nothing). An unknown or removed vendor code is
+// answered exactly like a bad signature, so codes cannot be enumerated. Only a callback whose
+// authentication fails counts against the vendor's failed-authentication budget; an authentic
+// one Kasir does not act on is acknowledged, and one Kasir cannot check now (its vendor cannot
+// be read) is answered 503 so the vendor sends it again.
 import { Router, type Request, type Response } from 'express';
 import type { AppContext } from './context.ts';
 import { ApiError } from '../db/errors.ts';
 import { logger } from '../db/logger.ts';
+import { findOrderById } from '../db/orders.sql.ts';
 import { completePayout } from '../db/payouts.ts';
 import { applyPayment } from '../db/orders.ts';
 import { completeRefund } from '../db/refunds.ts';
 import { findRefundByRef } from '../db/refunds.sql.ts';
-import { getVendor, recordCallback } from '../db/vendors.ts';
-import type { CallbackAnswer } from '../gateways/gateway.ts';
+import { recordConflict, sourceOf, type Speaker } from '../db/vendor-binding.ts';
+import { getVendor, recordCallback, storedEventId, VENDOR_CODE } from '../db/vendors.ts';
+import type { CallbackAnswer, CallbackEvent } from '../gateways/gateway.ts';
 import { gatewayFor } from '../gateways/registry.ts';
 import { sendData } from './http/envelope.ts';
+import type { Db } from '../db/pool.ts';
+import type { PgBoss } from 'pg-boss';
 
 export function callbackRoutes(ctx: AppContext): Router {
   const router = Router();
 
   // Two routes, not one optional segment, so metrics label each plainly.
   const handle = async (req: Request, res: Response) => {
-    ctx.throttle.guard(req, 'callback');
-    const vendor = await getVendor(ctx.pool, ctx.sealer, String(req.params.vendor));
-    if (!vendor) throw new ApiError('NOT_FOUND', 'Unknown vendor');
+    const code = String(req.params.vendor);
+    // Checked before anything reaches Postgres (a NUL byte, a 10 kB code). Each well-formed
+    // code has its own budget whether or not a vendor holds it, so the budget tells nothing.
+    const wellFormed = VENDOR_CODE.test(code);
+    const budget = `callback:${wellFormed ? code : '?'}`;
+    const refuse = (): never => {
+      ctx.throttle.failed(req, 'callback', budget);
+      throw new ApiError('INVALID_SIGNATURE', 'Callback signature is missing or wrong');
+    };
+    const vendor = wellFormed ? await getVendor(ctx.pool, ctx.sealer, code) : null;
+    if (!vendor) return refuse();
     const gateway = gatewayFor(vendor);
     const segments = (req.params as { path?: string[] }).path;
     const path = segments ? `/${segments.join('/')}` : '';
     // Only vendors that answer for themselves have paths under their code.
-    if (path !== '' && !gateway.answerCallback) throw new ApiError('NOT_FOUND', 'Unknown callback path');
+    if (path !== '' && !gateway.answerCallback) return refuse();
     const rawBody = req.rawBody ?? Buffer.alloc(0);
     const answer = (verdict: CallbackAnswer, result: unknown) => {
       if (!gateway.answerCallback) return sendData(res, { received: true, result });
@@ -38,15 +59,24 @@ export function callbackRoutes(ctx: AppContext): Router {
     };
 
     const direct = gateway.answerRequest?.(path, req.headers, rawBody);
-    if (direct) return void res.status(direct.status).json(direct.body);
+    if (direct) {
+      // A provider asking for the token it signs notifies with: a refused signature is a failed authentication.
+      if (direct.status === 401) ctx.throttle.failed(req, 'callback', budget);
+      return void res.status(direct.status).json(direct.body);
+    }
 
     const event = await gateway.parseCallback(req.headers, rawBody, path);
     if (!event) {
-      ctx.throttle.failed(req, 'callback');
+      ctx.throttle.failed(req, 'callback', budget);
       if (gateway.answerCallback) return answer('bad_signature', null);
       throw new ApiError('INVALID_SIGNATURE', 'Callback signature is missing or wrong');
     }
+    if (event.type === 'retry_later') {
+      logger.warn({ vendor: vendor.code, reference: event.reference, reason: event.reason }, 'authentic callback not checkable now; answered 503 so the vendor sends it again');
+      throw new ApiError('SERVICE_UNAVAILABLE', 'The callback cannot be checked with the vendor now; send it again later');
+    }
 
+    const speaker: Speaker = { vendor: vendor.code, via: 'callback', eventId: storedEventId(event.eventId) };
     const result = await ctx.pool.transaction(async (tx) => {
       const fresh = await recordCallback(tx, {
         vendorCode: vendor.code,
@@ -55,33 +85,7 @@ export function callbackRoutes(ctx: AppContext): Router {
         reference: event.reference,
         payload: { ...event },
       });
-      if (!fresh) return 'duplicate';
-      if (event.type === 'qris.paid') {
-        return applyPayment(
-          tx,
-          ctx.boss,
-          { refCode: event.reference, amount: event.amount, paidAt: event.paidAt, rrn: event.rrn, vendorOrderId: event.vendorOrderId },
-          `callback:${vendor.code}`
-        );
-      }
-      if (event.type === 'disbursement.updated') {
-        const outcome =
-          event.status === 'SUCCESS'
-            ? { status: 'SUCCESS' as const, vendorDisbursementId: event.vendorDisbursementId }
-            : { status: 'FAILED' as const, vendorDisbursementId: event.vendorDisbursementId, reason: event.failureReason ?? 'FAILED' };
-        // The payout is found by the kind recorded with the reference it went out under.
-        return completePayout(tx, ctx.boss, event.reference, outcome, `callback:${vendor.code}`);
-      }
-      if (event.type === 'refund.updated') {
-        const refund = await findRefundByRef(tx, event.reference);
-        if (!refund) return 'unknown';
-        const outcome =
-          event.status === 'SUCCEEDED'
-            ? { status: 'SUCCEEDED' as const, vendorRefundId: event.vendorRefundId }
-            : { status: 'FAILED' as const, vendorRefundId: event.vendorRefundId, reason: event.failureReason ?? 'FAILED' };
-        return completeRefund(tx, ctx.boss, refund.id, outcome, `callback:${vendor.code}`);
-      }
-      return 'noted';
+      return fresh ? apply(tx, ctx.boss, event, speaker) : 'duplicate';
     });
     if (result === 'unknown' || result === 'unknown_order' || result === 'amount_mismatch' || result === 'failed_attempt') {
       logger.warn({ vendor: vendor.code, eventId: event.eventId, reference: event.reference, result }, 'callback not applied');
@@ -94,10 +98,56 @@ export function callbackRoutes(ctx: AppContext): Router {
   return router;
 }
 
+/** Applies a fresh, verified event as `speaker`'s word (bound to the records it holds). */
+async function apply(tx: Db, boss: PgBoss, event: CallbackEvent, speaker: Speaker): Promise<string> {
+  if (event.type === 'qris.paid') {
+    return applyPayment(tx, boss, { refCode: event.reference, amount: event.amount, paidAt: event.paidAt, rrn: event.rrn, vendorOrderId: event.vendorOrderId }, speaker);
+  }
+  if (event.type === 'disbursement.updated') {
+    const outcome =
+      event.status === 'SUCCESS'
+        ? { status: 'SUCCESS' as const, vendorDisbursementId: event.vendorDisbursementId }
+        : { status: 'FAILED' as const, vendorDisbursementId: event.vendorDisbursementId, reason: event.failureReason ?? 'FAILED' };
+    // The payout is found by the kind recorded with the reference it went out under.
+    return completePayout(tx, boss, event.reference, outcome, speaker);
+  }
+  if (event.type === 'refund.updated') {
+    const refund = await findRefundByRef(tx, event.reference);
+    if (!refund) return 'unknown';
+    if (event.orderReference !== undefined && 'vendor' in speaker) {
+      // The vendor reported the refund under an order: it must be the refund's own order.
+      const order = await findOrderById(tx, refund.order_id);
+      if (order?.ref_code !== event.orderReference) {
+        await recordConflict(tx, {
+          kind: 'NOT_ITS_RECORD',
+          vendorCode: speaker.vendor,
+          recordType: 'REFUND',
+          recordId: refund.id,
+          reference: refund.ref_code,
+          recordVendor: refund.vendor_code,
+          kasirStatus: refund.status,
+          vendorStatus: event.status,
+          source: sourceOf(speaker),
+          eventId: speaker.eventId ?? null,
+          detail: { reported_order: event.orderReference, refund_order: order?.ref_code ?? null },
+        });
+        return 'not_its_record';
+      }
+    }
+    const outcome =
+      event.status === 'SUCCEEDED'
+        ? { status: 'SUCCEEDED' as const, vendorRefundId: event.vendorRefundId }
+        : { status: 'FAILED' as const, vendorRefundId: event.vendorRefundId, reason: event.failureReason ?? 'FAILED' };
+    return completeRefund(tx, boss, refund.id, outcome, speaker);
+  }
+  return 'noted';
+}
+
 /** What Kasir made of a callback, in the terms a vendor's prescribed answer is chosen by. */
 function verdictOf(result: string): CallbackAnswer {
   if (result === 'duplicate') return 'duplicate';
   if (result === 'unknown' || result === 'unknown_order') return 'unknown_reference';
   if (result === 'amount_mismatch') return 'amount_mismatch';
+  // Applied, noted, or recorded as a conflict: in every case resending it changes nothing.
   return 'accepted';
 }

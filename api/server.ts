@@ -9,11 +9,20 @@ import { logger } from '../db/logger.ts';
 import { startMetricsServer } from '../db/metrics.ts';
 import { waitForDatabaseOrExit } from '../db/wait-for-database.ts';
 import { openContext } from './context.ts';
+import { publishedSecretProblem, warnWithoutTrustProxy } from './start-checks.ts';
 
 const config = loadConfig();
 logger.level = config.LOG_LEVEL;
 await waitForDatabaseOrExit([config.DATABASE_URL, directDatabaseUrl(config)], config.DATABASE_WAIT_SECONDS, 'api');
 const { ctx, close } = await openContext(config);
+const refusal = await publishedSecretProblem(config, ctx.pool, ctx.sealer);
+if (refusal) {
+  logger.fatal(refusal);
+  process.stderr.write(`${refusal}\n`);
+  await close();
+  process.exit(78);
+}
+warnWithoutTrustProxy(config);
 const app = createApp(ctx);
 const metrics = await startMetricsServer(config, ctx.pool);
 

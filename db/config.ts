@@ -130,6 +130,12 @@ export const configSchema = z.object({
       if (/^\d+$/.test(text)) return Number(text);
       return text.split(',').map((x) => x.trim()).filter(Boolean);
     }),
+  /**
+   * `true` lets the web process start while a vendor holds a secret published with Kasir (the
+   * simulator's defaults: db/published-secrets.ts). Only for a development stack nobody else
+   * can reach: anyone who has read the repository can sign that vendor's callbacks.
+   */
+  ALLOW_DEVELOPMENT_SECRETS: optional(z.enum(['true', 'false'], 'true or false').transform((v) => v === 'true')).transform((v) => v ?? false),
   /** Largest CSV POST /v1/disbursements/import takes, in bytes (20 MiB holds ~200,000 rows). */
   IMPORT_MAX_BYTES: z.coerce.number().int().min(1).default(20 * 1024 * 1024),
   /** Most data rows one import may hold (one transaction holds the wallet lock for all of them). */

@@ -31,6 +31,7 @@ import {
   type DisbursementRow,
   type StatusChange,
 } from './disbursements.sql.ts';
+import { boundToHolder, noteFinalWord, sourceOf, type Speaker } from './vendor-binding.ts';
 import { enqueueWebhooks } from './webhooks.ts';
 import { disbursementWebhookBody } from './present/disbursements.ts';
 
@@ -224,22 +225,38 @@ export async function moveDisbursement(
 export type Completion = { status: 'SUCCESS'; vendorDisbursementId: string | null } | { status: 'FAILED'; vendorDisbursementId: string | null; reason: string };
 
 /**
- * The vendor's final word (callback or reconciliation). SUCCESS: the money left through the
- * vendor, the fee is revenue. FAILED: the debit goes back to the wallet. A repeated or late
- * report on a final disbursement changes nothing.
+ * The final word on a disbursement: a vendor's (callback or reconciliation), or Kasir's own (no
+ * vendor left, an operator). SUCCESS: the money left through the vendor, the fee is revenue.
+ * FAILED: the debit goes back to the wallet. A repeated or late report on a final disbursement
+ * changes nothing; one that says the opposite of its final state is recorded as a
+ * contradiction. A vendor's word on a disbursement another vendor holds changes nothing and
+ * is recorded (db/vendor-binding.ts).
  */
 export async function completeDisbursement(
   tx: Db,
   boss: PgBoss,
   where: { id: string } | { refCode: string },
   outcome: Completion,
-  source: string,
+  speaker: Speaker,
   /** Added to the status event's detail (an operator's reason and evidence). */
   detail: Record<string, unknown> = {},
-): Promise<'completed' | 'already_final' | 'unknown'> {
+): Promise<'completed' | 'already_final' | 'contradicted' | 'not_its_record' | 'unknown'> {
   const d = await lockDisbursement(tx, where);
   if (!d) return 'unknown';
-  if (FINAL_STATUSES.has(d.status)) return 'already_final';
+  const held = { type: 'DISBURSEMENT' as const, vendor_code: d.vendor_code };
+  const word = {
+    recordId: d.id,
+    reference: d.ref_code,
+    kasirStatus: d.status,
+    vendorStatus: outcome.status,
+    detail: { vendor_disbursement_id: outcome.vendorDisbursementId, ...(outcome.status === 'FAILED' ? { reason: outcome.reason } : {}) },
+  };
+  if (!(await boundToHolder(tx, speaker, held, word))) return 'not_its_record';
+  if (FINAL_STATUSES.has(d.status)) {
+    const opposite = d.status === 'SUCCESS' ? outcome.status === 'FAILED' : outcome.status === 'SUCCESS';
+    return (await noteFinalWord(tx, speaker, held, word, opposite)) ? 'contradicted' : 'already_final';
+  }
+  const source = sourceOf(speaker);
   const vendorId = outcome.vendorDisbursementId ?? d.vendor_disbursement_id;
   if (outcome.status === 'SUCCESS') {
     await postTransfer(tx, {

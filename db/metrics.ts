@@ -120,6 +120,23 @@ export function observeVendorRateLimited(vendor: string): void {
   vendorRateLimited.inc({ vendor });
 }
 
+export const qrRenders = new Counter({
+  name: 'kasir_qr_renders_total',
+  help: 'QR images rendered by this API process (each token once while it stays among the images kept)',
+  registers: [registry],
+});
+
+const vendorConflicts = new Counter({
+  name: 'kasir_vendor_conflicts_total',
+  help: "Vendor words recorded and not applied (ops vendor:conflicts), by the vendor's code and kind: NOT_ITS_RECORD (about a record another vendor holds) or CONTRADICTION (a final word against Kasir's final state)",
+  labelNames: ['vendor', 'kind'] as const,
+  registers: [registry],
+});
+
+export function observeVendorConflict(vendor: string, kind: 'NOT_ITS_RECORD' | 'CONTRADICTION'): void {
+  vendorConflicts.inc({ vendor, kind });
+}
+
 export const webhookAttempts = new Counter({
   name: 'kasir_webhook_attempts_total',
   help: 'Webhook delivery attempts: delivered (2xx), retrying (failed, another attempt scheduled), exhausted (failed, no attempt left: the delivery is FAILED)',

@@ -41,6 +41,7 @@ import {
 } from './orders.sql.ts';
 import { postOrderPayment } from './ledger.ts';
 import { afterCommit, orderAttemptsFailed, ordersCreated, ordersExpired, ordersPaid } from './metrics.ts';
+import { boundToHolder, sourceOf, type Speaker } from './vendor-binding.ts';
 import { enqueueWebhooks } from './webhooks.ts';
 import { orderResponseBody, orderWebhookBody } from './present/orders.ts';
 
@@ -202,16 +203,21 @@ export interface Payment {
   vendorOrderId: string | null;
 }
 
-export type PaymentResult = 'paid' | 'paid_late' | 'already_paid' | 'unknown_order' | 'amount_mismatch' | 'failed_attempt';
+export type PaymentResult = 'paid' | 'paid_late' | 'already_paid' | 'unknown_order' | 'amount_mismatch' | 'failed_attempt' | 'not_its_record';
 
 /**
  * Applies a payment the vendor reported (callback or reconciliation). PENDING → PAID; a payment
  * on an EXPIRED order is money received, so it is recorded as PAID and flagged late, never
- * dropped. A repeated report changes nothing.
+ * dropped. A repeated report changes nothing. Only the vendor holding the order may report it
+ * paid (db/vendor-binding.ts): another vendor's report is recorded as a conflict and changes
+ * nothing else.
  */
-export async function applyPayment(tx: Db, boss: PgBoss, payment: Payment, source: string): Promise<PaymentResult> {
+export async function applyPayment(tx: Db, boss: PgBoss, payment: Payment, speaker: Speaker): Promise<PaymentResult> {
   const order = await lockOrderByRef(tx, payment.refCode);
   if (!order) return 'unknown_order';
+  const word = { recordId: order.id, reference: order.ref_code, kasirStatus: order.status, vendorStatus: 'PAID', detail: { amount: payment.amount, rrn: payment.rrn } };
+  if (!(await boundToHolder(tx, speaker, { type: 'ORDER', ...order }, word))) return 'not_its_record';
+  const source = sourceOf(speaker);
   if (order.status === 'PAID' || order.status === 'REFUNDED') return 'already_paid';
   if (order.status === 'FAILED') {
     // A QR of an attempt Kasir gave up on was paid anyway. If the merchant_order_id has moved

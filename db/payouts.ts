@@ -7,6 +7,7 @@ import { completeDisbursement } from './disbursements.ts';
 import { lockDisbursement } from './disbursements.sql.ts';
 import { sql, type Db, type Pool } from './pool.ts';
 import { completeSettlement } from './settlements.ts';
+import type { Speaker } from './vendor-binding.ts';
 
 export type PayoutKindName = 'DISBURSEMENT' | 'SETTLEMENT';
 
@@ -27,21 +28,21 @@ export function findPayoutReference(db: Db, reference: string) {
 }
 
 /**
- * Applies a vendor's final word on a reference (a callback) to the payout recorded under it.
- * 'unknown' for a reference Kasir never sent.
+ * Applies a vendor's final word on a reference (a callback) to the payout recorded under it,
+ * bound to the vendor holding it (db/vendor-binding.ts). 'unknown' for a reference Kasir never sent.
  */
 export async function completePayout(
   tx: Db,
   boss: PgBoss,
   reference: string,
   outcome: PayoutCompletion,
-  source: string,
-): Promise<'completed' | 'already_final' | 'unknown'> {
+  speaker: Speaker,
+): Promise<'completed' | 'already_final' | 'contradicted' | 'not_its_record' | 'unknown'> {
   const payout = await findPayoutReference(tx, reference);
   if (!payout) return 'unknown';
-  if (payout.kind === 'DISBURSEMENT') return completeDisbursement(tx, boss, { id: payout.payout_id }, outcome, source);
+  if (payout.kind === 'DISBURSEMENT') return completeDisbursement(tx, boss, { id: payout.payout_id }, outcome, speaker);
   // By reference, not id: an answer about an earlier attempt of a retried settlement completes nothing.
-  return completeSettlement(tx, boss, { reference }, outcome, source);
+  return completeSettlement(tx, boss, { reference }, outcome, speaker);
 }
 
 /**
@@ -95,7 +96,7 @@ export async function settlePayoutByHand(
   ref: string,
   outcome: { status: 'SUCCESS' | 'FAILED'; reason: string; evidence: string | null; vendorDisbursementId: string | null },
 ): Promise<{ kind: PayoutKindName; id: string; status: string }> {
-  const source = 'operator';
+  const source = { kasir: 'operator' };
   const note = `settled by an operator: ${outcome.reason}${outcome.evidence ? ` (evidence: ${outcome.evidence})` : ''}`;
   const completion: PayoutCompletion =
     outcome.status === 'SUCCESS'

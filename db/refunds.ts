@@ -25,6 +25,7 @@ import { inTransaction, sendJob } from './queue.ts';
 import { newRefCode } from './ref-codes.ts';
 import { findMerchantOrder, findOrderById, insertOrderEvent, lockOrder, setRefundStatus, type OrderRow } from './orders.sql.ts';
 import { findRefund, finishRefund, insertRefund, lockRefund, refundedAmount, succeededAmount, type RefundRow } from './refunds.sql.ts';
+import { boundToHolder, noteFinalWord, sourceOf, type Speaker } from './vendor-binding.ts';
 import { enqueueWebhooks } from './webhooks.ts';
 import { refundableAmount } from './money-rules.ts';
 import { presentRefund, refundWebhookBody, type RefundEvent } from './present/refunds.ts';
@@ -123,26 +124,42 @@ async function acceptRefund(
 export type RefundOutcome = { status: 'SUCCEEDED'; vendorRefundId: string | null } | { status: 'FAILED'; vendorRefundId: string | null; reason: string };
 
 /**
- * The vendor's final word on a refund. SUCCEEDED: the money leaves through the vendor. FAILED:
- * it returns to the wallet (or accrual) and a fully refunded order is PAID again. The merchant
- * hears either way. A refund already final changes nothing.
+ * The final word on a refund: the vendor's, or Kasir's own (nothing to refund through). SUCCEEDED:
+ * the money leaves through the vendor. FAILED: it returns to the wallet (or accrual) and a fully
+ * refunded order is PAID again. The merchant hears either way. A refund already final changes
+ * nothing; a word saying the opposite of its final state is recorded as a contradiction. A
+ * vendor's word on a refund another vendor holds changes nothing and is recorded
+ * (db/vendor-binding.ts).
  */
 export async function completeRefund(
   db: Db,
   boss: PgBoss,
   refundId: string,
   outcome: RefundOutcome,
-  source: string,
-): Promise<'completed' | 'already_final' | 'unknown'> {
+  speaker: Speaker,
+): Promise<'completed' | 'already_final' | 'contradicted' | 'not_its_record' | 'unknown'> {
   return db.transaction(async (tx) => {
     // Read unlocked to learn the merchant, then lock in the one order: accounts, refund, order.
+    // A final refund never changes again, and its vendor never changes: the unlocked row decides.
     const unlocked = await findRefund(tx, refundId);
     if (!unlocked) return 'unknown';
-    if (unlocked.status !== 'PENDING') return 'already_final';
+    const held = { type: 'REFUND' as const, vendor_code: unlocked.vendor_code };
+    const word = {
+      recordId: unlocked.id,
+      reference: unlocked.ref_code,
+      kasirStatus: unlocked.status,
+      vendorStatus: outcome.status,
+      detail: { vendor_refund_id: outcome.vendorRefundId, ...(outcome.status === 'FAILED' ? { reason: outcome.reason } : {}) },
+    };
+    if (!(await boundToHolder(tx, speaker, held, word))) return 'not_its_record';
+    const alreadyFinal = async (settled: string) =>
+      (await noteFinalWord(tx, speaker, held, { ...word, kasirStatus: settled }, settled !== outcome.status)) ? ('contradicted' as const) : ('already_final' as const);
+    if (unlocked.status !== 'PENDING') return alreadyFinal(unlocked.status);
     const merchant = await getMoneySettings(tx, unlocked.merchant_id);
     await lockMerchantAccounts(tx, unlocked.merchant_id, [heldIn(merchant.settlement_type), 'REFUNDS_IN_FLIGHT', 'VENDOR_CLEARING']);
     const peek = (await lockRefund(tx, refundId))!;
-    if (peek.status !== 'PENDING') return 'already_final';
+    if (peek.status !== 'PENDING') return alreadyFinal(peek.status);
+    const source = sourceOf(speaker);
     const order = (await lockOrder(tx, peek.order_id))!;
     const reference = { type: 'REFUND' as const, id: peek.id, refCode: peek.ref_code };
     let event: RefundEvent;

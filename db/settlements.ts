@@ -40,6 +40,7 @@ import {
   type SettlementRow,
   type StatusChange,
 } from './settlements.sql.ts';
+import { boundToHolder, noteFinalWord, sourceOf, type Speaker } from './vendor-binding.ts';
 import { enqueueWebhooks } from './webhooks.ts';
 import { settlementWebhookBody } from './present/settlements.ts';
 
@@ -238,23 +239,39 @@ export async function moveSettlement(tx: Db, boss: PgBoss, s: SettlementRow, cha
 export type Completion = { status: 'SUCCESS'; vendorDisbursementId: string | null } | { status: 'FAILED'; vendorDisbursementId: string | null; reason: string };
 
 /**
- * The vendor's final word on the current payout attempt (callback, or reconciliation by id).
- * SUCCESS: PAID, net_payout leaves through the vendor and the fee is revenue. FAILED: the money
- * stays in SETTLEMENTS_IN_FLIGHT for an operator's retry or cancel. A report on a settlement
- * that is not PROCESSING, or on an earlier attempt, changes nothing.
+ * The final word on the current payout attempt: a vendor's (callback, or reconciliation by
+ * id) or an operator's. SUCCESS: PAID, net_payout leaves through the vendor and the fee is
+ * revenue. FAILED: the money stays in SETTLEMENTS_IN_FLIGHT for an operator's retry or cancel.
+ * A report on a settlement that is not PROCESSING, or on an earlier attempt, changes nothing;
+ * one that says the opposite of its final state (SUCCESS on a FAILED or CANCELLED payout,
+ * FAILED on a PAID one) is recorded as a contradiction. A vendor's word on a payout another
+ * vendor holds changes nothing and is recorded (db/vendor-binding.ts).
  */
 export async function completeSettlement(
   tx: Db,
   boss: PgBoss,
   where: { id: string } | { reference: string },
   outcome: Completion,
-  source: string,
-): Promise<'completed' | 'already_final' | 'unknown'> {
+  speaker: Speaker,
+): Promise<'completed' | 'already_final' | 'contradicted' | 'not_its_record' | 'unknown'> {
   const key = 'id' in where ? where : parsePayoutReference(where.reference);
   if (!key) return 'unknown';
   const s = await lockSettlement(tx, key);
   if (!s) return 'unknown';
-  if (s.status !== 'PROCESSING') return 'already_final';
+  const held = { type: 'SETTLEMENT' as const, vendor_code: s.vendor_code };
+  const word = {
+    recordId: s.id,
+    reference: 'reference' in where ? where.reference : payoutReference(s),
+    kasirStatus: s.status,
+    vendorStatus: outcome.status,
+    detail: { vendor_disbursement_id: outcome.vendorDisbursementId, ...(outcome.status === 'FAILED' ? { reason: outcome.reason } : {}) },
+  };
+  if (!(await boundToHolder(tx, speaker, held, word))) return 'not_its_record';
+  if (s.status !== 'PROCESSING') {
+    const opposite = outcome.status === 'SUCCESS' ? s.status === 'FAILED' || s.status === 'CANCELLED' : s.status === 'PAID';
+    return (await noteFinalWord(tx, speaker, held, word, opposite)) ? 'contradicted' : 'already_final';
+  }
+  const source = sourceOf(speaker);
   const vendorId = outcome.vendorDisbursementId ?? s.vendor_disbursement_id;
   if (outcome.status === 'SUCCESS') {
     await postTransfer(tx, {

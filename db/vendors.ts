@@ -1,6 +1,7 @@
 // Vendors (upstream gateways) and routing. Credentials are sealed at rest, bound to the
 // vendor's code (db/secrets.ts), and opened only when a worker is about to call the vendor or
 // verify its callback.
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
 import type { SealedPlace, Sealer } from './secrets.ts';
@@ -37,7 +38,10 @@ export function openVendor(sealer: Sealer, row: VendorRow): VendorRecord {
   };
 }
 
-/** Adds a vendor, or updates kind/URL/credentials of an existing code (and re-enables it). */
+/** Vendor codes as vendor:add accepts them (and the vendors table's check): nothing else names a vendor. */
+export const VENDOR_CODE = /^[a-z0-9][a-z0-9_-]{0,31}$/;
+
+/** Adds a vendor, or updates kind/URL/credentials of an existing code (and re-enables it, or brings a removed one back). */
 export async function upsertVendor(
   db: Db,
   sealer: Sealer,
@@ -48,24 +52,79 @@ export async function upsertVendor(
     values (${input.code}, ${input.kind}, ${input.baseUrl}, ${sql.binary(sealer.seal(JSON.stringify(input.credentials), vendorCredentialsPlace(input.code)))})
     on conflict (code) do update
       set kind = excluded.kind, base_url = excluded.base_url, credentials_enc = excluded.credentials_enc,
-          enabled = true, updated_at = now()`);
+          enabled = true, removed_at = null, updated_at = now()`);
+}
+
+/** Replaces a vendor's base URL and credentials, leaving whether it is enabled (and its routes) as they are. */
+export async function updateVendorConnection(db: Db, sealer: Sealer, code: string, baseUrl: string, credentials: Record<string, string>): Promise<void> {
+  await db.query(sql.unsafe`
+    update vendors
+    set base_url = ${baseUrl}, credentials_enc = ${sql.binary(sealer.seal(JSON.stringify(credentials), vendorCredentialsPlace(code)))}, updated_at = now()
+    where code = ${code} and removed_at is null`);
+}
+
+/** What a vendor still holds in flight: records whose money or payer may still move at it. */
+export async function vendorInFlight(db: Db, code: string) {
+  return db.one(sql.type(z.object({ orders: z.number(), disbursements: z.number(), settlements: z.number(), refunds: z.number() }))`
+    select
+      (select count(*) from orders where (status = 'CREATING' and pending_vendor = ${code}) or (status = 'PENDING' and vendor_code = ${code}))::int as orders,
+      (select count(*) from disbursements where status = 'ON_PROCESS' and vendor_code = ${code})::int as disbursements,
+      (select count(*) from settlements where status = 'PROCESSING' and vendor_code = ${code})::int as settlements,
+      (select count(*) from refunds where status = 'PENDING' and vendor_code = ${code})::int as refunds`);
+}
+
+/**
+ * Removes a vendor: its routes go, its credentials are erased, and it is neither called nor
+ * believed again (getVendor no longer finds it). The row stays for the records that name it.
+ * False when there is no such vendor (or it was removed already).
+ */
+export async function removeVendor(db: Db, sealer: Sealer, code: string): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const removed = await tx.maybeOneFirst(sql.type(z.object({ code: z.string() }))`
+      update vendors
+      set removed_at = now(), enabled = false, updated_at = now(),
+          credentials_enc = ${sql.binary(sealer.seal('{}', vendorCredentialsPlace(code)))}
+      where code = ${code} and removed_at is null
+      returning code`);
+    if (removed === null) return false;
+    await tx.query(sql.unsafe`delete from vendor_routes where vendor_code = ${code}`);
+    return true;
+  });
 }
 
 export async function setVendorEnabled(db: Db, code: string, enabled: boolean): Promise<boolean> {
   const updated = await db.maybeOneFirst(sql.type(z.object({ code: z.string() }))`
-    update vendors set enabled = ${enabled}, updated_at = now() where code = ${code} returning code`);
+    update vendors set enabled = ${enabled}, updated_at = now() where code = ${code} and removed_at is null returning code`);
   return updated !== null;
 }
 
 export async function listVendors(db: Db) {
-  return db.any(sql.type(z.object({ code: z.string(), kind: z.string(), base_url: z.string(), enabled: z.boolean() }))`
-    select code, kind, base_url, enabled from vendors order by code`);
+  return db.any(sql.type(z.object({ code: z.string(), kind: z.string(), base_url: z.string(), enabled: z.boolean(), removed: z.boolean() }))`
+    select code, kind, base_url, enabled, removed_at is not null as removed from vendors order by code`);
 }
 
+/**
+ * A vendor by code, enabled or not (a disabled vendor is still reconciled, and its callbacks
+ * still apply to the records it holds); null for an unknown or removed one.
+ */
 export async function getVendor(db: Db, sealer: Sealer, code: string): Promise<VendorRecord | null> {
+  if (!VENDOR_CODE.test(code)) return null;
   const row = await db.maybeOne(sql.type(vendorRow)`
-    select code, kind, base_url, credentials_enc, enabled from vendors where code = ${code}`);
+    select code, kind, base_url, credentials_enc, enabled from vendors where code = ${code} and removed_at is null`);
   return row ? openVendor(sealer, row) : null;
+}
+
+/** Every vendor not removed, each with its credentials opened or the reason they do not open. */
+export async function openAllVendors(db: Db, sealer: Sealer): Promise<Array<{ code: string; vendor: VendorRecord | null; problem: string | null }>> {
+  const rows = await db.any(sql.type(vendorRow)`
+    select code, kind, base_url, credentials_enc, enabled from vendors where removed_at is null order by code`);
+  return rows.map((row) => {
+    try {
+      return { code: row.code, vendor: openVendor(sealer, row), problem: null };
+    } catch (err) {
+      return { code: row.code, vendor: null, problem: (err as Error).message };
+    }
+  });
 }
 
 /**
@@ -116,6 +175,18 @@ export async function listRoutes(db: Db) {
     order by r.merchant_id nulls first, r.method, r.priority, r.vendor_code`);
 }
 
+/** Longest event id stored as sent; a longer one is stored as its digest (storedEventId). */
+const MAX_EVENT_ID = 200;
+
+/**
+ * The key a vendor's event id is recorded under: itself when short, else `sha256:<hex>` of it.
+ * Event ids come from vendors' bodies and key a btree, whose rows cannot exceed ~2.7 kB; the
+ * digest keeps one id one key, so duplicates are still recognised.
+ */
+export function storedEventId(eventId: string): string {
+  return eventId.length <= MAX_EVENT_ID ? eventId : `sha256:${createHash('sha256').update(eventId).digest('hex')}`;
+}
+
 /** Records a verified callback; false when this event id was seen before (a duplicate). */
 export async function recordCallback(
   db: Db,
@@ -123,7 +194,7 @@ export async function recordCallback(
 ): Promise<boolean> {
   const inserted = await db.maybeOneFirst(sql.type(z.object({ event_id: z.string() }))`
     insert into vendor_callbacks (vendor_code, event_id, type, reference, payload)
-    values (${input.vendorCode}, ${input.eventId}, ${input.type}, ${input.reference}, ${sql.jsonb(input.payload as never)})
+    values (${input.vendorCode}, ${storedEventId(input.eventId)}, ${input.type}, ${input.reference}, ${sql.jsonb(input.payload as never)})
     on conflict do nothing
     returning event_id`);
   return inserted !== null;

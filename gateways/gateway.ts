@@ -142,13 +142,23 @@ export class ReportUnavailable extends Error {
 export type CallbackEvent =
   | { type: 'qris.paid'; eventId: string; reference: string; vendorOrderId: string; amount: number; paidAt: Date; rrn: string }
   | { type: 'disbursement.updated'; eventId: string; reference: string; vendorDisbursementId: string; status: 'SUCCESS' | 'FAILED'; failureReason: string | null }
-  /** A refund's final word; `reference` is Kasir's refund ref_code (RFD-…). */
-  | { type: 'refund.updated'; eventId: string; reference: string; vendorRefundId: string; status: 'SUCCEEDED' | 'FAILED'; failureReason: string | null }
+  /**
+   * A refund's final word; `reference` is Kasir's refund ref_code (RFD-…). `orderReference`: the
+   * order the vendor reports it under, when it names one (Midtrans): a refund of another order
+   * is not applied.
+   */
+  | { type: 'refund.updated'; eventId: string; reference: string; vendorRefundId: string; status: 'SUCCEEDED' | 'FAILED'; failureReason: string | null; orderReference?: string }
   /**
    * Authentic, but nothing for Kasir to do (a refund still pending, an event it does not act
    * on): recorded and acknowledged, so the vendor stops retrying it.
    */
-  | { type: 'noted'; eventId: string; reference: string; what: string };
+  | { type: 'noted'; eventId: string; reference: string; what: string }
+  /**
+   * Authentic, but Kasir cannot act on it now because the vendor cannot be read (the status
+   * re-read failed): not recorded, answered 503 so the vendor sends it again, and never
+   * counted as a failed authentication. `eventId` and `reference` are for logs.
+   */
+  | { type: 'retry_later'; eventId: string; reference: string; reason: string };
 
 /** What Kasir made of a callback, for vendors that prescribe the answer (answerCallback). */
 export type CallbackAnswer = 'accepted' | 'duplicate' | 'bad_signature' | 'unknown_reference' | 'amount_mismatch' | 'invalid_body';
@@ -169,7 +179,8 @@ export interface Gateway {
   /**
    * Authenticates and parses a callback. Returns null when the signature is missing or wrong
    * or the body is not a callback this vendor sends. Async because some vendors' callbacks
-   * are only trusted after re-reading the resource from the vendor (Midtrans).
+   * are only trusted after re-reading the resource from the vendor (Midtrans), and such a
+   * vendor answers `retry_later` when the re-read fails.
    */
   parseCallback(headers: Record<string, string | string[] | undefined>, rawBody: Buffer, path?: string): Promise<CallbackEvent | null>;
   /**

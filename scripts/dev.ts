@@ -9,16 +9,20 @@ import { prepareDatabase } from '../db/migrate.ts';
 import { stopChild, type Cluster } from './lib/cluster.ts';
 import { createPool } from '../db/pool.ts';
 import { createSealer } from '../db/secrets.ts';
-import { getVendor, setRoute, upsertVendor } from '../db/vendors.ts';
-import { DEV_SECRET, loadSimulatorConfig } from '../gateways/simulator/config.ts';
+import { PUBLISHED_SECRETS } from '../db/published-secrets.ts';
+import { getVendor, setRoute, updateVendorConnection, upsertVendor } from '../db/vendors.ts';
 import { clearRunning, localState, recordRunning, ROOT, startLocalCluster } from './lib/local.ts';
 import { isSimulator, readProcfile, servesMetrics, simulatorEnv } from './lib/procfile.ts';
-import { registerSimulator } from './lib/simulator-vendor.ts';
+import { ensureSimulatorVendor, newSimulatorSecret } from './lib/simulator-vendor.ts';
 
 const started = Date.now();
 let cluster: Cluster | null = null;
 const env: Record<string, string | undefined> = { ...process.env };
 
+// The simulator is registered as a vendor only in a database that belongs to this stack: the
+// embedded one, or one DEV_REGISTER_SIMULATOR=true vouches for. In any other database a vendor
+// at 127.0.0.1 would take real merchants' orders to whatever listens there.
+const ownDatabase = !env.DATABASE_URL || env.DEV_REGISTER_SIMULATOR === 'true';
 if (!env.DATABASE_URL) {
   const state = await localState();
   const local = await startLocalCluster();
@@ -45,17 +49,29 @@ const applied = await prepareDatabase(directDatabaseUrl(config));
 if (applied.length) process.stdout.write(`migrations applied: ${applied.join(', ')}\n`);
 
 // The built-in simulator is the default vendor of a development stack, so a merchant made with
-// merchant:create takes orders at once. Registered once: later operator changes (vendor:disable,
-// route:set) are not undone by the next start.
+// merchant:create takes orders at once. Registered once, with a random secret of its own kept
+// sealed in its vendor row (read back here on every start): later operator changes
+// (vendor:disable, route:set, vendor:remove) are not undone by the next start.
 // Derived from PORT (3000 -> 4010), so a second stack started with another PORT does not
 // collide with the first one's simulator.
 env.SIMULATOR_PORT ??= String(config.PORT === 0 ? 4010 : (config.PORT + 1010) % 65536);
-env.SIMULATOR_SECRET ??= DEV_SECRET;
 // The simulator keeps its QRs, payouts and owed callbacks across restarts, as a gateway would.
 env.SIMULATOR_STATE_FILE ??= `${ROOT}.data/simulator-state.jsonl`;
 const simulatorUrl = `http://127.0.0.1:${env.SIMULATOR_PORT}`;
-if (await registerSimulator(directDatabaseUrl(config), config.KASIR_MASTER_KEY, simulatorUrl, env.SIMULATOR_SECRET)) {
-  process.stdout.write(`registered the built-in simulator (${simulatorUrl}) as the default vendor\n`);
+if (ownDatabase) {
+  const registration = await ensureSimulatorVendor(directDatabaseUrl(config), config, simulatorUrl, { secret: env.SIMULATOR_SECRET || undefined });
+  env.SIMULATOR_SECRET = registration.secret;
+  const said = {
+    registered: `registered the built-in simulator (${simulatorUrl}) as the default vendor, with a secret of its own`,
+    rotated: 'gave the built-in simulator vendor a new secret (it held a published one)',
+    kept: null,
+    removed: 'the built-in simulator vendor was removed (vendor:remove): it runs, but nothing routes to it',
+  }[registration.action];
+  if (said) process.stdout.write(`${said}\n`);
+} else {
+  // Not this stack's database: the simulator runs for whoever registers it, under a secret of this run.
+  env.SIMULATOR_SECRET ||= newSimulatorSecret();
+  process.stdout.write('DATABASE_URL is set: the simulator is not registered as a vendor there (DEV_REGISTER_SIMULATOR=true to register it)\n');
 }
 
 // The simulator also speaks Xendit and Midtrans (docs/simulator.md); their callbacks go to the
@@ -64,7 +80,14 @@ if (await registerSimulator(directDatabaseUrl(config), config.KASIR_MASTER_KEY, 
 const callbacks = `${publicBaseUrl(config)}/callbacks`;
 env.SIMULATOR_XENDIT_CALLBACK_URL ??= `${callbacks}/xendit`;
 env.SIMULATOR_IRIS_NOTIFY_URL ??= `${callbacks}/midtrans`;
-if (env.DEV_GATEWAY) await registerDialect(config, env.DEV_GATEWAY, `http://127.0.0.1:${env.SIMULATOR_PORT}`);
+if (env.DEV_GATEWAY && env.DEV_GATEWAY !== 'xendit' && env.DEV_GATEWAY !== 'midtrans') {
+  process.stderr.write(`DEV_GATEWAY must be xendit or midtrans, not ${env.DEV_GATEWAY}\n`);
+  await cluster?.stop();
+  await clearRunning();
+  process.exit(78);
+}
+// A dialect registered by an earlier start keeps getting its keys, even without DEV_GATEWAY.
+if (ownDatabase) for (const kind of ['xendit', 'midtrans'] as const) await registerDialect(config, kind, simulatorUrl, env.DEV_GATEWAY === kind);
 
 const children = new Map<string, ChildProcess>();
 let stopping = false;
@@ -123,37 +146,55 @@ Then call the API with the api_key it prints:
 Press Ctrl-C to stop.
 `);
 
-/** Registers (once) the simulator's Xendit or Midtrans dialect with its development keys, routed first. */
-async function registerDialect(config: Config, kind: string, simulatorUrl: string) {
-  const sim = loadSimulatorConfig(env).dialects;
-  const vendors: Record<string, { baseUrl: string; credentials: Record<string, string> }> = {
-    xendit: { baseUrl: `${simulatorUrl}/xendit`, credentials: { secretKey: sim.xendit.secretKey, callbackToken: sim.xendit.callbackToken } },
+/**
+ * Registers (once) the simulator's Xendit or Midtrans dialect, routed first, with keys of its
+ * own: random per installation and sealed in the vendor row like the simulator's secret, then
+ * handed to the simulator on every start (never the dialects' published defaults).
+ */
+async function registerDialect(config: Config, kind: 'xendit' | 'midtrans', simulatorUrl: string, wanted: boolean) {
+  // Which credential feeds which simulator setting.
+  const dialects: Record<string, { baseUrl: string; fixed: Record<string, string>; keys: Record<string, string> }> = {
+    xendit: {
+      baseUrl: `${simulatorUrl}/xendit`,
+      fixed: {},
+      keys: { secretKey: 'SIMULATOR_XENDIT_SECRET_KEY', callbackToken: 'SIMULATOR_XENDIT_CALLBACK_TOKEN' },
+    },
     midtrans: {
       baseUrl: `${simulatorUrl}/midtrans`,
-      credentials: {
-        serverKey: sim.midtrans.serverKey,
-        qrisAcquirer: 'gopay',
-        irisBaseUrl: `${simulatorUrl}/iris`,
-        irisCreatorKey: sim.iris.creatorKey,
-        irisApproverKey: sim.iris.approverKey,
-        irisMerchantKey: sim.iris.merchantKey,
+      fixed: { qrisAcquirer: 'gopay', irisBaseUrl: `${simulatorUrl}/iris` },
+      keys: {
+        serverKey: 'SIMULATOR_MIDTRANS_SERVER_KEY',
+        irisCreatorKey: 'SIMULATOR_IRIS_CREATOR_KEY',
+        irisApproverKey: 'SIMULATOR_IRIS_APPROVER_KEY',
+        irisMerchantKey: 'SIMULATOR_IRIS_MERCHANT_KEY',
       },
     },
   };
-  const vendor = vendors[kind];
-  if (!vendor) {
-    process.stderr.write(`DEV_GATEWAY must be xendit or midtrans, not ${kind}\n`);
-    await cluster?.stop();
-    await clearRunning();
-    process.exit(78);
-  }
+  const dialect = dialects[kind];
   const pool = await createPool(directDatabaseUrl(config), { size: 1, name: 'dev' });
   try {
     const sealer = createSealer(config);
-    if (await getVendor(pool, sealer, kind)) return;
-    await upsertVendor(pool, sealer, { code: kind, kind, ...vendor });
-    for (const method of ['QRIS', 'BANK', 'EWALLET'] as const) await setRoute(pool, { merchantId: null, method, vendorCode: kind, priority: 50 });
-    process.stdout.write(`registered the simulator's ${kind} dialect (${vendor.baseUrl}) in front of the built-in one\n`);
+    const existing = await getVendor(pool, sealer, kind);
+    // Only this simulator's own dialect vendor: a vendor of that code elsewhere is the operator's.
+    const ours = existing?.kind === kind && existing.baseUrl === dialect.baseUrl;
+    if (existing ? !ours : !wanted) return;
+    const credentials: Record<string, string> = { ...dialect.fixed };
+    let changed = !existing;
+    for (const [name, setting] of Object.entries(dialect.keys)) {
+      const stored = existing?.credentials[name];
+      const key = env[setting] || (stored && !PUBLISHED_SECRETS.has(stored) ? stored : newSimulatorSecret());
+      if (key !== stored) changed = true;
+      credentials[name] = key;
+      env[setting] = key;
+    }
+    if (!existing) {
+      await upsertVendor(pool, sealer, { code: kind, kind, baseUrl: dialect.baseUrl, credentials });
+      for (const method of ['QRIS', 'BANK', 'EWALLET'] as const) await setRoute(pool, { merchantId: null, method, vendorCode: kind, priority: 50 });
+      process.stdout.write(`registered the simulator's ${kind} dialect (${dialect.baseUrl}) in front of the built-in one, with keys of its own\n`);
+    } else if (changed) {
+      await updateVendorConnection(pool, sealer, kind, existing.baseUrl, { ...existing.credentials, ...credentials });
+      process.stdout.write(`gave the simulator's ${kind} dialect vendor new keys\n`);
+    }
   } finally {
     await pool.end();
   }

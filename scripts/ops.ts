@@ -29,7 +29,7 @@ import { payoutsSettle } from './ops/payouts.ts';
 import { reconExport, reconResolve, reconRun, reconSetCost, reconShow } from './ops/recon.ts';
 import { merchantSetSettlementAccount, settlementsCancel, settlementsList, settlementsRetry, settlementsRun } from './ops/settlements.ts';
 import { resolveDatabase } from './lib/local.ts';
-import { routeList, routeSet, vendorAdd, vendorCheck, vendorDisable, vendorList } from './ops/vendors.ts';
+import { routeList, routeSet, vendorAdd, vendorCheck, vendorConflicts, vendorDisable, vendorList, vendorRemove } from './ops/vendors.ts';
 import { simulatePay, webhooksList, webhooksResend, webhooksTrigger } from './ops/orders.ts';
 import { userIssueKey, userList, userRevokeKey } from './ops/users.ts';
 import { banksDisable, banksEnable, banksList, ewalletsDisable, ewalletsEnable, ewalletsList } from './ops/master-data.ts';
@@ -63,6 +63,8 @@ const commands: Command[] = [
   vendorCheck,
   vendorList,
   vendorDisable,
+  vendorRemove,
+  vendorConflicts,
   routeSet,
   routeList,
   banksList,

@@ -39,7 +39,7 @@ async function reconcilePayment(ctx: WorkerContext, order: OrderRow) {
       tx,
       ctx.boss,
       { refCode: order.ref_code, amount: order.amount, paidAt: status.paidAt!, rrn: status.rrn ?? '', vendorOrderId: status.vendorOrderId },
-      `reconcile:${vendor.code}`
+      { vendor: vendor.code, via: 'reconcile' },
     ),
   );
   return { payment: result };

@@ -22,6 +22,7 @@ import { logger } from '../db/logger.ts';
 import { payoutStatements, recordPayoutReference, type PayoutKindName } from '../db/payouts.ts';
 import type { Db } from '../db/pool.ts';
 import { sendJob } from '../db/queue.ts';
+import type { Speaker } from '../db/vendor-binding.ts';
 import { completeSettlement, moveSettlement, payoutReference } from '../db/settlements.ts';
 import * as settlements from '../db/settlements.sql.ts';
 import { getVendor, routeVendors, type RouteMethod, type VendorRecord } from '../db/vendors.ts';
@@ -62,7 +63,7 @@ interface PayoutKind<R extends PayoutRow> {
   claim(tx: Db, ctx: WorkerContext, row: R, vendorCode: string): Promise<R>;
   /** No routed vendor is left (or none is routed). */
   noVendor(tx: Db, ctx: WorkerContext, row: R, reason: 'NO_VENDOR' | 'VENDOR_ERROR'): Promise<unknown>;
-  complete(tx: Db, ctx: WorkerContext, row: R, outcome: Final, source: string): Promise<unknown>;
+  complete(tx: Db, ctx: WorkerContext, row: R, outcome: Final, speaker: Speaker): Promise<unknown>;
 }
 
 const disbursementKind: PayoutKind<disbursements.DisbursementRow> = {
@@ -91,8 +92,8 @@ const disbursementKind: PayoutKind<disbursements.DisbursementRow> = {
       detail: { vendor: vendorCode },
     }),
   // FAILED returns the debit to the wallet.
-  noVendor: (tx, ctx, d, reason) => completeDisbursement(tx, ctx.boss, { id: d.id }, { status: 'FAILED', vendorDisbursementId: null, reason }, 'disbursement-worker'),
-  complete: (tx, ctx, d, outcome, source) => completeDisbursement(tx, ctx.boss, { id: d.id }, outcome, source),
+  noVendor: (tx, ctx, d, reason) => completeDisbursement(tx, ctx.boss, { id: d.id }, { status: 'FAILED', vendorDisbursementId: null, reason }, { kasir: 'disbursement-worker' }),
+  complete: (tx, ctx, d, outcome, speaker) => completeDisbursement(tx, ctx.boss, { id: d.id }, outcome, speaker),
 };
 
 const settlementKind: PayoutKind<settlements.SettlementRow> = {
@@ -120,7 +121,7 @@ const settlementKind: PayoutKind<settlements.SettlementRow> = {
   claim: (tx, ctx, s, vendorCode) => moveSettlement(tx, ctx.boss, s, { status: 'PROCESSING', vendorCode, vendorCallPending: true, triedVendor: vendorCode }),
   // FAILED keeps the money in SETTLEMENTS_IN_FLIGHT for an operator (settlements:retry or cancel).
   noVendor: (tx, ctx, s, reason) => moveSettlement(tx, ctx.boss, s, { status: 'FAILED', vendorCallPending: false, failureReason: reason }),
-  complete: (tx, ctx, s, outcome, source) => completeSettlement(tx, ctx.boss, { reference: payoutReference(s) }, outcome, source),
+  complete: (tx, ctx, s, outcome, speaker) => completeSettlement(tx, ctx.boss, { reference: payoutReference(s) }, outcome, speaker),
 };
 
 /** A row a vendor may be claimed for: new, or in flight after a definite refusal freed it. */
@@ -205,7 +206,7 @@ async function reconcile<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKi
     status.status === 'SUCCESS'
       ? { status: 'SUCCESS', vendorDisbursementId: status.vendorDisbursementId }
       : { status: 'FAILED', vendorDisbursementId: status.vendorDisbursementId, reason: status.failureReason ?? 'FAILED' };
-  const result = await ctx.pool.transaction((tx) => kind.complete(tx, ctx, row, outcome, `reconcile:${vendor.code}`));
+  const result = await ctx.pool.transaction((tx) => kind.complete(tx, ctx, row, outcome, { vendor: vendor.code, via: 'reconcile' }));
   return { result, status: status.status };
 }
 

@@ -17,7 +17,7 @@ export async function handleRefundExecute(ctx: WorkerContext, payload: { refund_
   if (!refund || refund.status !== 'PENDING') return { skipped: refund?.status ?? 'missing' };
   const order = await findOrderById(ctx.pool, refund.order_id);
   const fail = (reason: string) =>
-    completeRefund(ctx.pool, ctx.boss, refund.id, { status: 'FAILED', vendorRefundId: null, reason }, 'vendor-worker');
+    completeRefund(ctx.pool, ctx.boss, refund.id, { status: 'FAILED', vendorRefundId: null, reason }, { kasir: 'vendor-worker' });
   if (!order?.vendor_code || !order.vendor_order_id) return { result: await fail('NO_VENDOR_PAYMENT') };
   const vendor = await getVendor(ctx.pool, ctx.sealer, order.vendor_code);
   if (!vendor) throw new Error(`vendor ${order.vendor_code} of ${order.ref_code} is not configured`);
@@ -35,7 +35,7 @@ export async function handleRefundExecute(ctx: WorkerContext, payload: { refund_
     throw new Error(`refund ${refund.ref_code} still pending at ${vendor.code}`);
   }
   const outcome = status === 'SUCCEEDED' ? { status, vendorRefundId } : { status, vendorRefundId, reason: 'REFUSED_BY_VENDOR' };
-  return { result: await completeRefund(ctx.pool, ctx.boss, refund.id, outcome, `vendor:${vendor.code}`) };
+  return { result: await completeRefund(ctx.pool, ctx.boss, refund.id, outcome, { vendor: vendor.code, via: 'vendor' }) };
 }
 
 /** Longer than the retry backoff ever waits between attempts. */

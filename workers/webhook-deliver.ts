@@ -44,12 +44,12 @@ async function attempt(ctx: WorkerContext, delivery: DeliveryRow, secret: string
       dnsLookup: guardedLookup(ctx.config.NOTIFY_URL_ALLOWLIST) as never,
     });
     const ok = response.statusCode >= 200 && response.statusCode < 300;
-    return { ok, statusCode: response.statusCode, error: ok ? null : `HTTP ${response.statusCode}`, latencyMs: performance.now() - started };
+    return { ok, blocked: false, statusCode: response.statusCode, error: ok ? null : `HTTP ${response.statusCode}`, latencyMs: performance.now() - started };
   } catch (err) {
     const cause = (err as { cause?: unknown }).cause;
     const blocked = err instanceof BlockedDestination || cause instanceof BlockedDestination;
     const message = blocked ? `blocked destination: ${(cause as Error | undefined)?.message ?? (err as Error).message}` : (err as Error).message;
-    return { ok: false, statusCode: null, error: message.slice(0, 500), latencyMs: performance.now() - started };
+    return { ok: false, blocked, statusCode: null, error: message.slice(0, 500), latencyMs: performance.now() - started };
   }
 }
 
@@ -60,7 +60,9 @@ export async function handleWebhookDeliver(ctx: WorkerContext, payload: { delive
   if (delivery.next_attempt_at && delivery.next_attempt_at.getTime() > Date.now() + 1000) return { skipped: 'not due' };
   const secret = webhookSecretOf(ctx.sealer, await getMerchant(ctx.pool, delivery.merchant_id));
   const result = await attempt(ctx, delivery, secret);
-  const retryIn = result.ok ? null : (ctx.config.WEBHOOK_RETRY_SCHEDULE[delivery.attempts] ?? null);
+  // A destination Kasir refuses to contact stays refused on every retry: the delivery fails at
+  // once with the reason (after the URL is fixed, webhooks:resend sends it again).
+  const retryIn = result.ok || result.blocked ? null : (ctx.config.WEBHOOK_RETRY_SCHEDULE[delivery.attempts] ?? null);
   const attempts = await ctx.pool.transaction(async (tx) => {
     const n = await recordAttempt(tx, {
       deliveryId: delivery.id,

@@ -1,26 +1,39 @@
-// Throttling of failed authentication, per client address, and of requests per API key.
+// Throttling of failed authentication, per client network, and of requests per API key.
 //
 // A client that keeps failing to authenticate (wrong API keys, legacy signatures, RSA
-// signatures, vendor callback signatures: one budget for all of them) is answered 429 with
-// Retry-After once it has failed AUTH_FAILURE_LIMIT times in a window, before Kasir looks at
-// its credentials again: guessing keys costs it time, and Kasir no lookups. Counters live in
-// this process (fixed windows in a Map): with several API replicas each counts its own, which
-// bounds an attacker to N × the limit (the README says so). The Map is swept as it grows, so a
-// flood of distinct addresses cannot grow it without bound.
+// signatures: one budget for those) is answered 429 with Retry-After instead of 401 once it has
+// failed AUTH_FAILURE_LIMIT times in a window: guessing keys costs it time. A request whose
+// credential is valid is never throttled, whoever else shares its address: behind a load
+// balancer without TRUST_PROXY every client has the balancer's address, and a stranger's wrong
+// keys must not lock merchants out. Vendor callbacks have a budget of their own per vendor
+// code, so a flood of forged callbacks neither spends the merchants' budget nor theirs; only
+// a callback whose signature fails counts (an authentic one Kasir does not act on does not).
+//
+// Addresses are counted by network: an IPv4 address as it is (an IPv4-mapped IPv6 address is
+// the IPv4 one), an IPv6 address by its /64, which is what one subscriber holds, in one
+// canonical spelling. Counters live in this process (fixed windows in a Map): with several
+// API replicas each counts its own, which bounds an attacker to N × the limit. The Map holds
+// at most MAX_TRACKED windows and drops the oldest first, so a flood of addresses costs O(1)
+// per request and bounded memory.
+import { isIPv4, isIPv6 } from 'node:net';
 import type { Request } from 'express';
 import { ApiError } from '../../db/errors.ts';
 import { observeAuthRefusal, type AuthScheme } from '../../db/metrics.ts';
 
-/** Past this many tracked keys, expired windows are swept before a new one is added. */
-const SWEEP_AT = 10_000;
+/** Most windows one counter tracks; past it the oldest is dropped for each new one. */
+export const MAX_TRACKED = 10_000;
 
 interface Window {
   count: number;
   endsAt: number;
 }
 
-/** Fixed windows of `seconds`, counted per key; a key over `limit` must wait for its window to end. */
-export function createWindowCounter(limit: number, seconds: number, now: () => number = Date.now) {
+/**
+ * Fixed windows of `seconds`, counted per key; a key over `limit` must wait for its window to
+ * end. Map order is insertion order and a window is re-inserted when it starts, so the first
+ * entry is always the oldest: eviction is one step.
+ */
+export function createWindowCounter(limit: number, seconds: number, now: () => number = Date.now, maxTracked = MAX_TRACKED) {
   const windows = new Map<string, Window>();
   const current = (key: string): Window | undefined => {
     const w = windows.get(key);
@@ -42,10 +55,7 @@ export function createWindowCounter(limit: number, seconds: number, now: () => n
         w.count++;
         return;
       }
-      if (windows.size >= SWEEP_AT) {
-        const t = now();
-        for (const [k, v] of windows) if (v.endsAt <= t) windows.delete(k);
-      }
+      while (windows.size >= maxTracked) windows.delete(windows.keys().next().value!);
       windows.set(key, { count: 1, endsAt: now() + seconds * 1000 });
     },
     get size() {
@@ -54,11 +64,55 @@ export function createWindowCounter(limit: number, seconds: number, now: () => n
   };
 }
 
+/** The eight 16-bit groups of an IPv6 address (zone dropped), or null when it is not one. */
+function ipv6Groups(text: string): number[] | null {
+  const address = text.split('%')[0];
+  if (!isIPv6(address)) return null;
+  const [head, tail] = address.includes('::') ? address.split('::') : [address, null];
+  const parse = (part: string) => {
+    if (part === '') return [];
+    const out: number[] = [];
+    for (const piece of part.split(':')) {
+      if (piece.includes('.')) {
+        const [a, b, c, d] = piece.split('.').map(Number);
+        out.push((a << 8) | b, (c << 8) | d);
+      } else {
+        out.push(parseInt(piece, 16));
+      }
+    }
+    return out;
+  };
+  const front = parse(head);
+  if (tail === null) return front;
+  const back = parse(tail);
+  return [...front, ...new Array(8 - front.length - back.length).fill(0), ...back];
+}
+
+/**
+ * The network a client address is counted under: `4:a.b.c.d` for IPv4 (also when written as an
+ * IPv4-mapped IPv6 address), `6:xxxx:xxxx:xxxx:xxxx::/64` for IPv6. Anything else (no address,
+ * a unix socket) is counted as itself.
+ */
+export function clientNetwork(address: string | undefined): string {
+  if (!address) return 'unknown';
+  if (isIPv4(address)) return `4:${address}`;
+  const groups = ipv6Groups(address);
+  if (!groups) return `?:${address}`;
+  // ::ffff:a.b.c.d is an IPv4 client reaching a dual-stack socket.
+  if (groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff) {
+    return `4:${groups[6] >> 8}.${groups[6] & 255}.${groups[7] >> 8}.${groups[7] & 255}`;
+  }
+  return `6:${groups.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
+}
+
 export interface AuthThrottle {
-  /** Refuses (429) a client address that has failed too often in its window. */
-  guard(req: Request, scheme: AuthScheme): void;
-  /** Counts a failed authentication against the request's client address. */
-  failed(req: Request, scheme: AuthScheme): void;
+  /**
+   * A failed authentication from this request's client network, counted in `budget` ('auth'
+   * for API keys and legacy signatures, the vendor code's own for callbacks). Throws 429 with
+   * Retry-After when the budget was already spent; otherwise returns, and the caller refuses
+   * as it would have.
+   */
+  failed(req: Request, scheme: AuthScheme, budget?: string): void;
   /** Counts a request of an API key (by its digest); 429 past API_KEY_REQUESTS_PER_MINUTE. */
   perKey(keyDigest: string): void;
 }
@@ -66,18 +120,17 @@ export interface AuthThrottle {
 export function createAuthThrottle(config: { AUTH_FAILURE_LIMIT: number; AUTH_FAILURE_WINDOW_SECONDS: number; API_KEY_REQUESTS_PER_MINUTE: number }): AuthThrottle {
   const failures = createWindowCounter(config.AUTH_FAILURE_LIMIT, config.AUTH_FAILURE_WINDOW_SECONDS);
   const keys = config.API_KEY_REQUESTS_PER_MINUTE > 0 ? createWindowCounter(config.API_KEY_REQUESTS_PER_MINUTE, 60) : null;
-  const source = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';
   const tooMany = (seconds: number, message: string) => Object.assign(new ApiError('TOO_MANY_REQUESTS', message), { retryAfterSeconds: seconds });
   return {
-    guard(req, scheme) {
-      const wait = failures.waitFor(source(req));
-      if (wait === 0) return;
-      observeAuthRefusal(scheme, 'throttled');
-      throw tooMany(wait, 'Too many failed authentications from this address; retry after the Retry-After seconds');
-    },
-    failed(req, scheme) {
+    failed(req, scheme, budget = 'auth') {
+      const key = `${budget}|${clientNetwork(req.ip ?? req.socket.remoteAddress)}`;
+      const wait = failures.waitFor(key);
+      if (wait > 0) {
+        observeAuthRefusal(scheme, 'throttled');
+        throw tooMany(wait, 'Too many failed authentications from this address; retry after the Retry-After seconds');
+      }
       observeAuthRefusal(scheme, 'invalid');
-      failures.add(source(req));
+      failures.add(key);
     },
     perKey(keyDigest) {
       if (!keys) return;

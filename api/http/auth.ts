@@ -29,10 +29,11 @@ const QUERY_KEY_NAMES = ['api_key', 'apikey', 'apiKey', 'key', 'x-api-key', 'X-A
 
 export function requireApiKey(db: Db, throttle: AuthThrottle) {
   return async (req: Request, _res: Response, next: NextFunction) => {
-    // An address that keeps failing waits (429) before its key is even looked at.
-    throttle.guard(req, 'api_key');
+    // A valid key is never throttled; a wrong one from an address that keeps failing is
+    // answered 429 instead of 401 (api/http/auth-throttle.ts). A CORS preflight carries no
+    // key by design: it is refused without counting as a failure.
     const refuse = (message?: string) => {
-      throttle.failed(req, 'api_key');
+      if (req.method !== 'OPTIONS') throttle.failed(req, 'api_key');
       return new ApiError('UNAUTHORIZED', message);
     };
     const query = req.query as Record<string, unknown>;

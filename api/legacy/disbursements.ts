@@ -66,7 +66,6 @@ function success(data: unknown) {
 
 /** Spec 5.4: the signature covers the exact bytes received, whatever their JSON says. */
 async function authenticate(ctx: AppContext, req: Request): Promise<MerchantRow> {
-  ctx.throttle.guard(req, 'legacy_rsa');
   const { clientId } = parse(clientBody, req.body);
   req.legacyClientId = clientId;
   const refuse = (message: string) => {

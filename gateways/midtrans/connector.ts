@@ -18,9 +18,10 @@
 //   (approved → ok; still queued → rejected, then failed; not readable → ok with its reference_no,
 //   and Iris's final notification decides). Nothing is ever created twice for one reference.
 // - notifications are trusted only with a valid signature, then (like the official SDKs) the
-//   payment's status is re-read and acted on when Midtrans answers. Authentic notifications
-//   Kasir does not act on (pending, expire, Iris's approved...) are `noted`: recorded and
-//   acknowledged, or Midtrans would keep retrying them and mail the merchant.
+//   payment's status, or the Iris payout, is re-read, and only what the re-read says is acted
+//   on; a re-read that fails is answered 503 (retry_later) so the notification comes again.
+//   Authentic notifications Kasir does not act on (pending, expire, Iris's approved...) are
+//   `noted`: recorded and acknowledged, or Midtrans would keep retrying them and mail the merchant.
 import type {
   AccountInquiry,
   AccountInquiryInput,
@@ -215,19 +216,28 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
 
   // ---------------------------------------------------------------- notifications
 
+  /**
+   * A Core notification. Midtrans signs only order_id + status_code + gross_amount, with no
+   * timestamp: a signed notification stays valid for ever, and every other field of it may
+   * have been edited. So it only tells Kasir which order to look at: what Kasir acts on is the
+   * status it re-reads from Midtrans for that order_id, and nothing else. When the re-read
+   * fails, Midtrans is asked to send it again (and reconciliation settles the order meanwhile).
+   */
   async function paymentEvent(raw: Buffer): Promise<CallbackEvent | null> {
     const note = readNotification(raw);
     if (!note) return null;
     const expected = notificationSignature(note.orderId, note.statusCode, note.grossAmount, creds.serverKey);
     if (!sameHex(expected, note.signatureKey)) return null;
-    // Authentic. Like the official SDKs, act on the status Midtrans gives when asked.
     const read = await readStatus(note.orderId);
-    let body = note.body;
-    if (read.kind === 'ok' && read.value.body) body = read.value.body;
-    const transactionId = text(body.transaction_id) ?? text(note.body.transaction_id) ?? note.orderId;
+    if (read.kind !== 'ok') {
+      log.warn({ orderId: note.orderId, why: read.reason }, 'Midtrans notification: the status cannot be re-read now; answered 503 so Midtrans retries');
+      return { type: 'retry_later', eventId: `midtrans:${note.orderId}:${note.statusCode}`, reference: note.orderId, reason: `status re-read: ${read.reason}` };
+    }
+    const body = read.value.body;
+    if (!body) return { type: 'noted', eventId: `midtrans:${note.orderId}:not_found`, reference: note.orderId, what: 'a signed notification for an order Midtrans does not know' };
+    const transactionId = text(body.transaction_id) ?? note.orderId;
     const status = String(body.transaction_status ?? '');
     const noted = (what: string): CallbackEvent => ({ type: 'noted', eventId: `midtrans:${transactionId}:${status || 'unknown'}`, reference: note.orderId, what });
-    if (read.kind === 'ok' && !read.value.body) return noted('a signed notification for an order Midtrans does not know');
     if (status === 'settlement' || status === 'capture') {
       const amount = fromMidtransAmount(body.gross_amount);
       if (amount === null) return noted(`unreadable gross_amount ${JSON.stringify(body.gross_amount)}`);
@@ -242,11 +252,21 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
       };
     }
     if (status === 'refund' || status === 'partial_refund') {
+      // Only refunds Midtrans lists for this order. The notification's refund_key (unsigned)
+      // may pick one of them, never add one; the refund must then be this order's at Kasir too.
       const listed = refundsOf(body);
-      const key = text(note.body.refund_key) ?? text(body.refund_key);
-      const refund = key ? (listed.find((r) => r.refundKey === key) ?? { refundKey: key, vendorRefundId: key, amount: null }) : listed.at(-1);
-      if (!refund) return noted(`${status} without a refund_key Kasir can read`);
-      return { type: 'refund.updated', eventId: `midtrans:${transactionId}:refund:${refund.refundKey}`, reference: refund.refundKey, vendorRefundId: refund.vendorRefundId, status: 'SUCCEEDED', failureReason: null };
+      const named = text(note.body.refund_key);
+      const refund = (named ? listed.find((r) => r.refundKey === named) : undefined) ?? listed.at(-1);
+      if (!refund) return noted(`${status} without a refund Midtrans lists`);
+      return {
+        type: 'refund.updated',
+        eventId: `midtrans:${transactionId}:refund:${refund.refundKey}`,
+        reference: refund.refundKey,
+        vendorRefundId: refund.vendorRefundId,
+        status: 'SUCCEEDED',
+        failureReason: null,
+        orderReference: note.orderId,
+      };
     }
     // pending, expire, cancel, deny...: Kasir keeps its own expiry and acts on payments only.
     return noted(`transaction_status ${status}`);
@@ -270,9 +290,9 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
     // The notification names Iris's reference_no only; the payout's notes hold Kasir's reference.
     const read = await readPayout(referenceNo, null);
     if (read.kind !== 'ok') {
-      // Refused (401) so Iris sends it again; by then the payout can be read.
-      log.warn({ referenceNo, why: read.reason }, 'Iris notification: the payout cannot be read now; refused so Iris retries');
-      return null;
+      // Authentic, but not checkable now: 503, so Iris sends it again, when the payout can be read.
+      log.warn({ referenceNo, why: read.reason }, 'Iris notification: the payout cannot be read now; answered 503 so Iris retries');
+      return { type: 'retry_later', eventId: `iris:${referenceNo}:${String(body.status)}`, reference: referenceNo, reason: `payout re-read: ${read.reason}` };
     }
     const reference = read.value.body ? text(read.value.body.notes) : null;
     if (!reference || read.value.status === 'NOT_FOUND') return noted('a payout Iris does not know, or without Kasir notes');

@@ -43,7 +43,7 @@ export const merchantCreate = command({
       settlement: settlementType,
       'webhook-secret': z.string().min(16, '--webhook-secret must be at least 16 characters').optional(),
       'generate-webhook-secret': z.boolean().optional(),
-      'notify-url': httpUrl.optional(),
+      'notify-url': httpUrl.max(2048, '--notify-url is too long (2048 at most)').optional(),
       'brand-domain': z.string().min(1).optional(),
     })
     .refine((v) => !(v['webhook-secret'] && v['generate-webhook-secret']), {
@@ -53,6 +53,9 @@ export const merchantCreate = command({
     const pool = await ctx.pool();
     const brand = input['brand-domain'] ? await findBrandByDomain(pool, input['brand-domain']) : await defaultBrand(pool);
     if (!brand) throw new OpsError(`no brand with domain ${input['brand-domain']} (create it with brand:create)`);
+    // The rules merchant:set-notify-url and an order's notify_url meet.
+    const problem = input['notify-url'] ? checkNotifyUrl(input['notify-url'], notifyAllowlist()) : null;
+    if (problem) throw new OpsError(`--notify-url ${problem}`);
     const webhookSecret = input['webhook-secret'] ?? (input['generate-webhook-secret'] ? newWebhookSecret() : null);
     const created = await createMerchant(pool, ctx.sealer(), {
       name: input.name,

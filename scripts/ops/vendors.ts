@@ -3,7 +3,21 @@ import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { gatewayFor } from '../../gateways/registry.ts';
-import { getVendor, listRoutes, listVendors, removeRoute, routeMethod, setRoute, setVendorEnabled, upsertVendor, type VendorRecord } from '../../db/vendors.ts';
+import { PUBLISHED_SECRETS, publishedCredentials } from '../../db/published-secrets.ts';
+import { listConflicts } from '../../db/vendor-binding.ts';
+import {
+  getVendor,
+  listRoutes,
+  listVendors,
+  removeRoute,
+  removeVendor,
+  routeMethod,
+  setRoute,
+  setVendorEnabled,
+  upsertVendor,
+  vendorInFlight,
+  type VendorRecord,
+} from '../../db/vendors.ts';
 import { command, OpsError } from './command.ts';
 
 const vendorCode = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'lowercase letters, digits, "_" or "-", up to 32');
@@ -146,7 +160,16 @@ export const vendorAdd = command({
   input: z.preprocess((raw) => Object.fromEntries(Object.entries(raw as object).filter(([, v]) => v !== undefined)), vendorInput),
   async run(ctx, input) {
     const baseUrl = input['base-url'].replace(/\/+$/, '');
-    await upsertVendor(await ctx.pool(), ctx.sealer(), { code: input.code, kind: input.kind, baseUrl, credentials: credentialsOf(input) });
+    const credentials = credentialsOf(input);
+    // A secret published with Kasir (the simulator's defaults) lets anyone sign this vendor's callbacks.
+    const published = publishedCredentials(credentials);
+    if (published.length && process.env.ALLOW_DEVELOPMENT_SECRETS !== 'true') {
+      throw new OpsError(
+        `${published.join(', ')}: a development default published with Kasir; anyone can sign callbacks with it. ` +
+          'Use the secret the vendor issued you (or set ALLOW_DEVELOPMENT_SECRETS=true on a stack nobody else can reach)',
+      );
+    }
+    await upsertVendor(await ctx.pool(), ctx.sealer(), { code: input.code, kind: input.kind, baseUrl, credentials });
     return { json: { code: input.code, kind: input.kind, base_url: baseUrl, enabled: true }, text: `vendor ${input.code} (${input.kind}) saved and enabled` };
   },
 });
@@ -180,7 +203,7 @@ export const vendorList = command({
   async run(ctx) {
     const vendors = await listVendors(await ctx.pool());
     const text = vendors.length
-      ? vendors.map((v) => `${v.code.padEnd(12)} ${v.kind.padEnd(10)} ${v.enabled ? 'enabled ' : 'disabled'} ${v.base_url}`).join('\n')
+      ? vendors.map((v) => `${v.code.padEnd(12)} ${v.kind.padEnd(10)} ${v.removed ? 'removed ' : v.enabled ? 'enabled ' : 'disabled'} ${v.base_url}`).join('\n')
       : 'no vendors';
     return { json: { vendors }, text };
   },
@@ -188,13 +211,69 @@ export const vendorList = command({
 
 export const vendorDisable = command({
   name: 'vendor:disable',
-  summary: 'Stop routing anything to a vendor (vendor:add re-enables it)',
+  summary: 'Stop routing anything new to a vendor; what it holds still completes through it (vendor:add re-enables it)',
   usage: 'vendor:disable --code C [--json]',
   flags: { code: { type: 'string' } },
   input: z.object({ code: z.string().min(1, '--code is required') }),
   async run(ctx, input) {
     if (!(await setVendorEnabled(await ctx.pool(), input.code, false))) throw new OpsError(`no vendor ${input.code}`);
     return { json: { code: input.code, enabled: false }, text: `vendor ${input.code} disabled` };
+  },
+});
+
+export const vendorRemove = command({
+  name: 'vendor:remove',
+  summary: 'Remove a vendor: its routes go, its credentials are erased, its callbacks are refused (vendor:add brings it back)',
+  usage: 'vendor:remove --code C [--force] [--json]',
+  flags: { code: { type: 'string' }, force: { type: 'boolean' } },
+  input: z.object({ code: z.string({ error: '--code is required' }).min(1, '--code is required'), force: z.boolean().optional() }),
+  async run(ctx, input) {
+    const pool = await ctx.pool();
+    if (!(await listVendors(pool)).some((v) => v.code === input.code && !v.removed)) throw new OpsError(`no vendor ${input.code}`);
+    // What it still holds would never be heard of again: its callbacks are refused and nobody can ask it.
+    const held = await vendorInFlight(pool, input.code);
+    const count = held.orders + held.disbursements + held.settlements + held.refunds;
+    if (count > 0 && !input.force) {
+      throw new OpsError(
+        `vendor ${input.code} still holds ${held.orders} open orders, ${held.disbursements} disbursements and ${held.settlements} settlement payouts in flight, ` +
+          `and ${held.refunds} pending refunds; once removed, nothing it says about them is believed. ` +
+          'vendor:disable it and wait for them to finish, or pass --force to remove it anyway',
+      );
+    }
+    if (!(await removeVendor(pool, ctx.sealer(), input.code))) throw new OpsError(`no vendor ${input.code}`);
+    return { json: { code: input.code, removed: true, in_flight: held }, text: `vendor ${input.code} removed: routes deleted, credentials erased, callbacks refused` };
+  },
+});
+
+const conflictKind = z.enum(['NOT_ITS_RECORD', 'CONTRADICTION']);
+
+export const vendorConflicts = command({
+  name: 'vendor:conflicts',
+  summary: "List vendor words Kasir recorded and did not apply: about another vendor's record, or contradicting a final state",
+  usage: 'vendor:conflicts [--kind NOT_ITS_RECORD|CONTRADICTION] [--vendor C] [--since ISO-TIME] [--limit N] [--json]',
+  flags: { kind: { type: 'string' }, vendor: { type: 'string' }, since: { type: 'string' }, limit: { type: 'string' } },
+  input: z.object({
+    kind: z.preprocess((v) => (typeof v === 'string' ? v.toUpperCase() : v), conflictKind).optional(),
+    vendor: z.string().min(1).optional(),
+    since: z.iso.datetime({ offset: true, error: '--since: an ISO 8601 time such as 2026-01-31T00:00:00+07:00' }).optional(),
+    limit: z.coerce.number().int().min(1).max(10_000).default(100),
+  }),
+  async run(ctx, input) {
+    const rows = await listConflicts(await ctx.pool(), {
+      kind: input.kind,
+      vendorCode: input.vendor,
+      since: input.since ? new Date(input.since) : undefined,
+      limit: input.limit,
+    });
+    const text = rows.length
+      ? rows
+          .map((r) =>
+            `${r.created_at.toISOString()} ${r.kind.padEnd(14)} ${r.vendor_code.padEnd(12)} ${r.record_type.padEnd(12)} ${r.reference} ` +
+            `kasir=${r.kasir_status} vendor=${r.vendor_status} holder=${r.record_vendor ?? '-'} via ${r.source}`,
+          )
+          .join('\n')
+      : 'no conflicts';
+    return { json: { conflicts: rows }, text };
   },
 });
 
@@ -218,9 +297,10 @@ export const routeSet = command({
       if (!(await removeRoute(pool, route))) throw new OpsError(`no such route for ${scope}`);
       return { json: { ...route, removed: true }, text: `route ${input.method} → ${input.vendor} removed from ${scope}` };
     }
+    const vendor = await getVendor(pool, ctx.sealer(), input.vendor);
+    if (!vendor) throw new OpsError(`unknown vendor ${input.vendor}`);
     if (input.method !== 'QRIS') {
-      const vendor = await getVendor(pool, ctx.sealer(), input.vendor);
-      if (vendor && !canPayOut(vendor)) {
+      if (!canPayOut(vendor)) {
         throw new OpsError(`vendor ${vendor.code} is Midtrans without Iris keys: it cannot pay out (${input.method}); add them with vendor:add --iris-base-url … --iris-creator-key … --iris-approver-key … --iris-merchant-key …`);
       }
     }

@@ -45,7 +45,7 @@ t.test('a disbursement sent to a vendor is recorded under its reference as a DIS
   }, `${ref} SUCCESS`);
   const again = await signedCallback(ref, 'FAILED');
   t.equal(again.status, 200);
-  t.equal(again.json?.data?.result, 'already_final', 'a late contrary callback on the recorded payout changes nothing');
+  t.equal(again.json?.data?.result, 'contradicted', 'a late contrary callback on the recorded payout changes nothing; it is recorded as a contradiction');
   await ledgerAudit(t, stack.env);
 });
 

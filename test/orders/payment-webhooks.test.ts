@@ -227,12 +227,19 @@ t.test('callback security: bad signatures and unknown vendors change nothing', a
   const stale = await post('/callbacks/sim', simulatorSignature(stack.sim.secret, body, Math.floor(Date.now() / 1000) - 600));
   t.equal(stale.status, 401, 'a correctly signed callback from 10 minutes ago (a captured replay)');
 
+  // An unknown code is answered exactly as a bad signature (but for the request id), so codes cannot be enumerated.
+  const refusal = (res: { status: number; json: any }) => [res.status, { ...res.json, error: { ...res.json?.error, request_id: undefined } }];
   const unknownVendor = await post('/callbacks/nosuchvendor', simulatorSignature(stack.sim.secret, body));
-  t.equal(unknownVendor.status, 404, 'unknown vendor code');
-  t.equal(unknownVendor.json?.success, false);
+  t.same(refusal(unknownVendor), refusal(wrongSecret), 'an unknown vendor code: the bad signature answer');
 
   const subPath = await post('/callbacks/sim/v1.0/qr/qr-mpm-notify', simulatorSignature(stack.sim.secret, body));
-  t.equal(subPath.status, 404, 'a path under the code of a vendor that has none (only SNAP vendors do)');
+  t.same(refusal(subPath), refusal(wrongSecret), 'a path under the code of a vendor that has none (only SNAP vendors do)');
+
+  // Codes no vendor can have never reach Postgres (a NUL byte made it answer 500).
+  for (const code of ['%00', 'sim%00', 'a'.repeat(5000), 'UPPER', '%E2%80%8Bsim']) {
+    const res = await post(`/callbacks/${code}`, simulatorSignature(stack.sim.secret, body));
+    t.same(refusal(res), refusal(wrongSecret), `code ${code.slice(0, 12)}: the bad signature answer`);
+  }
 
   const order = await getOrder(stack, merchant, created.ref_code);
   t.equal(order.status, 'PENDING', 'the order stays PENDING');
@@ -245,6 +252,18 @@ t.test('callback security: bad signatures and unknown vendors change nothing', a
   const paid = await getOrder(stack, merchant, created.ref_code);
   t.equal(paid.status, 'PAID');
   t.equal(paid.vendor_rrn, '990011223344');
+});
+
+t.test('a vendor-signed event id of any length is recorded (as its digest past 200 characters) and still deduplicates', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx);
+  const created = await newOrder(stack, merchant, { amount: 25_000 });
+  const body = JSON.stringify({ event_id: `evt_${'x'.repeat(5000)}`, type: 'qris.paid', reference: created.ref_code, id: 'qr_long', amount: 25_000, paid_at: new Date().toISOString(), rrn: '990011220000' });
+  const send = () => call(stack.api.url, { path: '/callbacks/sim', headers: { 'content-type': 'application/json', ...simulatorSignature(stack.sim.secret, body) }, body });
+  const first = await send();
+  t.same([first.status, first.json?.data?.result], [200, 'paid'], 'applied, not a 500 from the index row limit');
+  const again = await send();
+  t.same([again.status, again.json?.data?.result], [200, 'duplicate'], 'the same long id is the same event');
+  t.equal((await getOrder(stack, merchant, created.ref_code)).status, 'PAID');
 });
 
 t.test('a duplicated callback and replays: one PAID event, one order.paid webhook', async (t) => {
@@ -399,7 +418,8 @@ t.test('SSRF: with an empty NOTIFY_URL_ALLOWLIST private destinations are refuse
       );
       t.equal(delivery.attempts[0].status_code, null, 'no HTTP status: the request was never sent');
       t.match(delivery.attempts[0].error, /blocked/i, 'recorded as a blocked destination');
-      t.not(delivery.status, 'DELIVERED');
+      t.equal(delivery.status, 'FAILED', 'failed at once: a retry would be refused the same way');
+      t.equal(delivery.attempts.length, 1, 'one attempt, no retry scheduled');
       t.equal(hook.received.length, 0, 'the private receiver got nothing');
     });
   }

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import jsqr from 'jsqr';
 import { PNG } from 'pngjs';
 import t from 'tap';
+import { registry } from '../../db/metrics.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { simulatePay, simulatorRequest } from '../helpers/simulator.ts';
@@ -308,6 +309,18 @@ t.test('GET /qr/<token>.png: the QR image, public and cacheable', async (t) => {
   t.match(cacheControl, /max-age=\d+/, `Cache-Control with a max-age (${cacheControl})`);
   t.notMatch(cacheControl, /no-store|no-cache|private/, 'publicly cacheable');
   t.ok(res.headers.etag, 'an ETag');
+
+  // Rendered once and kept: more requests, concurrent or not, render nothing more.
+  const renders = async () => (await registry.getSingleMetric('kasir_qr_renders_total')!.get()).values[0]?.value ?? 0;
+  const rendered = await renders();
+  const again = await Promise.all(Array.from({ length: 16 }, () => call(stack.api.url, { path })));
+  for (const r of [...again, await call(stack.api.url, { path })]) t.same(r.raw, res.raw, 'the same image');
+  t.equal(await renders(), rendered, 'no more renders for a token already rendered');
+  const revalidated = await call(stack.api.url, { path, headers: { 'if-none-match': String(res.headers.etag) } });
+  t.equal(revalidated.status, 304, 'a browser holding it is told it has not changed');
+  const other = await createOrder(merchant.api_key, { amount: 7_654 });
+  await Promise.all(Array.from({ length: 8 }, () => call(stack.api.url, { path: new URL(other.qr_url).pathname })));
+  t.equal(await renders(), rendered + 1, 'eight concurrent first requests for a new token: one render');
 
   const madeUp = await call(stack.api.url, { path: `/qr/${randomBytes(18).toString('base64url')}.png` });
   t.equal(madeUp.status, 404, 'a made-up token is 404');

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { createPool, sql } from '../../db/pool.ts';
 import { createSealer } from '../../db/secrets.ts';
 import { getVendor } from '../../db/vendors.ts';
+import { makeMerchant } from '../helpers/factories.ts';
 
 const databaseUrl = await testDatabase(t);
 const env = testEnv(databaseUrl);
@@ -141,4 +142,46 @@ t.test('jobs:list prints a header row above the jobs', async (t) => {
   const [header, first] = res.stdout.trim().split('\n');
   t.match(header, /^ID\s+QUEUE\s+STATE\s+RETRIES\s+CREATED\s+DATA$/);
   t.match(first, new RegExp(`^${id}\\s+ping\\s+created\\s+0\\s+\\d{4}-\\d{2}-\\d{2}T`));
+});
+
+t.test('vendor:add refuses a secret published with Kasir, unless ALLOW_DEVELOPMENT_SECRETS=true', async (t) => {
+  const published = await ops('vendor:add', '--code', 'simpub', '--kind', 'simulator', '--base-url', 'http://127.0.0.1:4010', '--secret', 'sim-dev-secret');
+  t.equal(published.code, 1);
+  t.match(published.stderr, /secret: a development default published with Kasir/);
+  t.equal(await getVendor(pool, sealer, 'simpub'), null, 'nothing saved');
+  const dialect = await ops('vendor:add', '--code', 'xndpub', '--kind', 'xendit', '--base-url', 'http://127.0.0.1:4010/xendit', '--secret-key', 'xnd_development_abc123',
+    '--callback-token', 'kasir-simulator-xendit-callback-token');
+  t.equal(dialect.code, 1);
+  t.match(dialect.stderr, /callbackToken: a development default/, "a dialect's default token too");
+  const allowed = await runOps({ ...env, ALLOW_DEVELOPMENT_SECRETS: 'true' }, 'vendor:add', '--code', 'simpub', '--kind', 'simulator', '--base-url', 'http://127.0.0.1:4010', '--secret', 'sim-dev-secret');
+  t.equal(allowed.code, 0, allowed.stderr);
+});
+
+t.test('vendor:remove: refused while it holds money in flight (unless --force); routes go, credentials erased, not found again; vendor:add brings it back', async (t) => {
+  const { randomUUID } = await import('node:crypto');
+  await ops('vendor:add', '--code', 'gone', '--kind', 'simulator', '--base-url', 'http://127.0.0.1:4010', '--secret', 'gone-secret-123');
+  t.equal((await ops('route:set', '--method', 'QRIS', '--vendor', 'gone')).code, 0);
+  // An order waiting for a payer at it (written as the vendor worker leaves one: PENDING at the vendor).
+  const merchant = await makeMerchant({ pool, sealer });
+  await pool.query(sql.unsafe`
+    insert into orders (id, merchant_id, ref_code, merchant_order_id, api, amount, status, qr_token, vendor_code)
+    values (${randomUUID()}, ${merchant.merchant_id}, ${`ORD-GONE-${randomUUID()}`}, 'GONE-1', 'V1', 1000, 'PENDING', ${randomUUID()}, 'gone')`);
+  const refused = await ops('vendor:remove', '--code', 'gone');
+  t.equal(refused.code, 1);
+  t.match(refused.stderr, /still holds 1 open orders/);
+  t.ok(await getVendor(pool, sealer, 'gone'), 'not removed');
+  const removed = await ops('vendor:remove', '--code', 'gone', '--force', '--json');
+  t.equal(removed.code, 0, removed.stderr);
+  t.match(JSON.parse(removed.stdout), { code: 'gone', removed: true });
+  t.equal(await getVendor(pool, sealer, 'gone'), null, 'no longer found (nothing calls it, no callback verifies)');
+  const stored = await pool.oneFirst(sql.type(z.object({ c: z.instanceof(Buffer) }))`select credentials_enc as c from vendors where code = 'gone'`);
+  t.equal(sealer.open(stored, { table: 'vendors', column: 'credentials_enc', rowId: 'gone' }), '{}', 'credentials erased');
+  t.notMatch((await ops('route:list')).stdout, /gone/, 'its routes are gone');
+  t.match((await ops('vendor:list')).stdout, /gone\s+simulator\s+removed/);
+  const route = await ops('route:set', '--method', 'QRIS', '--vendor', 'gone');
+  t.equal(route.code, 1, 'nothing can be routed to it');
+  t.match(route.stderr, /unknown vendor gone/);
+  t.equal((await ops('vendor:remove', '--code', 'gone')).code, 1, 'removed once');
+  t.equal((await ops('vendor:add', '--code', 'gone', '--kind', 'simulator', '--base-url', 'http://127.0.0.1:4010', '--secret', 'back-secret-123')).code, 0);
+  t.equal((await getVendor(pool, sealer, 'gone'))?.credentials.secret, 'back-secret-123', 'vendor:add brings it back');
 });

@@ -6,6 +6,7 @@ import { startApi } from '../helpers/api.ts';
 import { testConfig, testEnv } from '../helpers/config.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { getMerchant } from '../../db/merchants.ts';
+import { sql } from '../../db/pool.ts';
 import { ops as runOps, startWorkerGroup } from '../helpers/processes.ts';
 
 const databaseUrl = await testDatabase(t);
@@ -86,6 +87,20 @@ t.test('merchant:set-notify-url sets and clears the default webhook URL, by the 
   t.equal((await getMerchant(api.ctx.pool, id)).notify_url, null, 'cleared');
   const unknown = await ops('merchant:set-notify-url', '--merchant', '00000000-0000-4000-8000-000000000000', '--clear');
   t.equal(unknown.code, 1, 'an unknown merchant');
+});
+
+t.test('merchant:create --notify-url meets the same rules: a private address is refused and nothing is created', async (t) => {
+  const count = async () => Number(await api.ctx.pool.oneFirst(sql.unsafe`select count(*) from merchants`));
+  const before = await count();
+  for (const url of ['http://10.1.2.3/hooks', 'http://169.254.169.254/latest/meta-data/', 'http://[::ffff:7f00:1]/hooks', 'http://intranet./hooks']) {
+    const refused = await runOps({ ...env, NOTIFY_URL_ALLOWLIST: '' }, 'merchant:create', '--name', 'Toko SSRF', '--settlement', 'WALLET', '--notify-url', url);
+    t.equal(refused.code, 1, `${url} refused`);
+    t.match(refused.stderr, /--notify-url/);
+  }
+  t.equal(await count(), before, 'no merchant was created');
+  const ok = await ops('merchant:create', '--name', 'Toko Hook 2', '--settlement', 'WALLET', '--notify-url', 'https://hooks.example.co.id/kasir', '--json');
+  t.equal(ok.code, 0, ok.stderr);
+  t.equal((await getMerchant(api.ctx.pool, JSON.parse(ok.stdout).merchant_id)).notify_url, 'https://hooks.example.co.id/kasir');
 });
 
 t.test('merchant:set-public-key accepts an RSA PEM and refuses anything else', async (t) => {

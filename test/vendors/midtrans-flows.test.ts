@@ -261,3 +261,73 @@ t.test('unknown outcomes at Midtrans', async (t) => {
     t.equal(((await pool.anyFirst(sql.unsafe`select event_id from vendor_callbacks where event_id like 'iris:abc:%'`)) as unknown[]).length, 0);
   });
 });
+
+t.test('fields Midtrans does not sign are not believed', async (t) => {
+  const notifyUrl = `/callbacks/${stack.code}`;
+  /** A notification signed with the account's server key over order_id + status_code + gross_amount, the rest as given. */
+  const signedNotification = (fields: { order_id: string; status_code: string; gross_amount: string } & Record<string, unknown>) =>
+    call(stack.api.url, {
+      path: notifyUrl,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...fields, signature_key: createHash('sha512').update(`${fields.order_id}${fields.status_code}${fields.gross_amount}${MIDTRANS_ACCOUNT.serverKey}`).digest('hex') }),
+    });
+
+  t.test('a signed pending notification edited to settlement: acted on only through the re-read; a failed re-read is 503', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    const created = await createOrder(merchant, 60_000);
+    const ref = created.json.data.ref_code;
+    // The pending notification Midtrans signed, with its status edited (the signature does not cover it).
+    const edited = { order_id: ref, status_code: '201', gross_amount: '60000.00', transaction_status: 'settlement', transaction_id: randomUUID(), settlement_time: '2026-01-01 10:00:00' };
+    for (const rule of [{ op: 'queryQris', mode: 'error' }, { op: 'queryQris', mode: 'reject', status: 429 }, { op: 'queryQris', mode: 'reject', status: 400 }]) {
+      await setFaults(stack.sim.url, rule);
+      const res = await signedNotification(edited);
+      t.equal(res.status, 503, `status re-read answered ${rule.mode} ${rule.status ?? 500}: 503, so Midtrans sends it again`);
+      await clearFaults(stack.sim.url);
+    }
+    t.equal((await getOrder(merchant, ref)).json.data.status, 'PENDING', 'the order is not paid on the notification’s word');
+    const reread = await signedNotification(edited);
+    t.equal(reread.status, 200, 'Midtrans answers the re-read: the notification is noted');
+    t.equal((await getOrder(merchant, ref)).json.data.status, 'PENDING', 'the re-read says pending, and that is what counts');
+    t.equal(await balanceOf(stack, merchant), 0);
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test("refunds come from the re-read only, and only the order's own: another merchant's pending refund is untouched", async (t) => {
+    // Merchant A: a paid order with a refund Midtrans made.
+    const a = await makeMerchant(stack.api.ctx);
+    const orderA = await paidOrder(a, 100_000);
+    const refundA = await refund(a, orderA, 30_000);
+    await refundReaches(refundA.json.data.id, 'SUCCEEDED');
+    // Merchant B: a refund that never reached Midtrans (its refund calls answer 500), PENDING.
+    const b = await makeMerchant(stack.api.ctx);
+    const orderB = await paidOrder(b, 50_000);
+    await setFaults(stack.sim.url, { op: 'refund', mode: 'error' });
+    const refundB = await refund(b, orderB, 20_000);
+    t.equal(refundB.status, 201, refundB.text);
+    const refB: string = refundB.json.data.ref_code;
+    const balanceB = await balanceOf(stack, b);
+
+    // A notification signed for A's order (its current status), naming B's refund in the unsigned body.
+    const edited = { order_id: orderA, status_code: '200', gross_amount: '100000.00', transaction_status: 'partial_refund', refund_key: refB, transaction_id: randomUUID() };
+    const res = await signedNotification(edited);
+    t.equal(res.status, 200, res.text);
+    t.equal(await pool.oneFirst(sql.unsafe`select status from refunds where id = ${refundB.json.data.id}`), 'PENDING', "B's refund is not completed by A's notification");
+
+    // Even a refund Midtrans does list under A's order completes nothing of another order's.
+    const auth = `Basic ${Buffer.from(`${MIDTRANS_ACCOUNT.serverKey}:`).toString('base64')}`;
+    const listed = await fetch(`${stack.sim.url}/midtrans/v2/${orderA}/refund`, {
+      method: 'POST',
+      headers: { authorization: auth, 'content-type': 'application/json', 'x-sim-fault': 'latency;latency_ms=0' },
+      body: JSON.stringify({ refund_key: refB, amount: 1_000 }),
+    });
+    t.equal(listed.status, 200, 'Midtrans lists a refund keyed like B’s under A’s order');
+    const conflict = await eventually(
+      async () => (await pool.maybeOne(sql.type(z.object({ kind: z.string(), vendor_code: z.string() }))`select kind, vendor_code from vendor_conflicts where reference = ${refB}`)) ?? undefined,
+      'the notification of that refund recorded as a conflict',
+    );
+    t.same(conflict, { kind: 'NOT_ITS_RECORD', vendor_code: stack.code }, 'a refund of another order: recorded, not applied');
+    t.equal(await pool.oneFirst(sql.unsafe`select status from refunds where id = ${refundB.json.data.id}`), 'PENDING');
+    t.equal(await balanceOf(stack, b), balanceB, "B's money did not move");
+    await ledgerAudit(t, stack.env);
+  });
+});

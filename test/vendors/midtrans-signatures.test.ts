@@ -46,7 +46,9 @@ t.test('amounts: whole rupiah from strings, never floats', async (t) => {
 });
 
 t.test("the adapter's parseCallback accepts notifications signed as openssl signs them, and only those", async (t) => {
-  // Nothing listens on port 9: the status re-read fails, so the adapter acts on the verified body.
+  // Nothing listens on port 9: the status re-read fails. An authentic notification is then
+  // retry_later (answered 503: Midtrans sends it again), never acted on by its own body; a
+  // forged one is null (401).
   const gateway = createMidtransGateway(midtransVendor('http://127.0.0.1:9'), { timeoutMs: 500 });
   const payment = (fields: Record<string, string>, key = MIDTRANS_ACCOUNT.serverKey) => {
     const signature = opensslSha512(fields.order_id + fields.status_code + fields.gross_amount + key);
@@ -64,8 +66,7 @@ t.test("the adapter's parseCallback accepts notifications signed as openssl sign
     currency: 'IDR',
   };
   const event = await gateway.parseCallback({ 'content-type': 'application/json' }, payment(settled), '');
-  t.match(event, { type: 'qris.paid', reference: 'ORD-SIG-1', amount: 25_000, eventId: 'midtrans:f1e2d3c4-0000-4000-8000-000000000001:settlement' });
-  t.same((event as { paidAt: Date }).paidAt.toISOString(), '2026-01-02T03:01:00.000Z', 'settlement_time is Jakarta time');
+  t.match(event, { type: 'retry_later', reference: 'ORD-SIG-1', reason: /status re-read/ }, 'authentic; acted on only once the status can be re-read');
   t.equal(await gateway.parseCallback({}, payment(settled, 'SB-Mid-server-another-key'), ''), null, 'signed with another server key');
   const tampered = JSON.parse(payment(settled).toString());
   tampered.gross_amount = '2500000.00';
@@ -74,11 +75,11 @@ t.test("the adapter's parseCallback accepts notifications signed as openssl sign
   t.equal(await gateway.parseCallback({}, Buffer.from(JSON.stringify(unsigned)), ''), null, 'no signature_key');
 
   const pending = await gateway.parseCallback({}, payment({ ...settled, transaction_status: 'pending', status_code: '201' }), '');
-  t.match(pending, { type: 'noted', reference: 'ORD-SIG-1', what: /pending/ }, 'a pending notification is authentic: noted (recorded and acknowledged), nothing to act on');
+  t.match(pending, { type: 'retry_later', reference: 'ORD-SIG-1' }, 'a pending notification is authentic too: its status is what the re-read says');
 
   const iris = '{"reference_no":"abc123","amount":"10000.00","status":"completed","updated_at":"2026-01-02T03:00:00Z"}';
   const irisEvent = await gateway.parseCallback({ 'iris-signature': opensslSha512(iris + MIDTRANS_ACCOUNT.irisMerchantKey) }, Buffer.from(iris), '');
-  t.equal(irisEvent, null, 'an authentic Iris notification whose payout cannot be read now is refused, so Iris sends it again');
+  t.match(irisEvent, { type: 'retry_later', reference: 'abc123' }, 'an authentic Iris notification whose payout cannot be read now: 503, so Iris sends it again');
   const approved = '{"reference_no":"abc123","amount":"10000.00","status":"approved","updated_at":"2026-01-02T03:00:00Z"}';
   t.match(await gateway.parseCallback({ 'iris-signature': opensslSha512(approved + MIDTRANS_ACCOUNT.irisMerchantKey) }, Buffer.from(approved), ''), { type: 'noted', eventId: 'iris:abc123:approved' }, 'approved: noted');
   t.equal(await gateway.parseCallback({ 'iris-signature': opensslSha512(iris + 'IRIS-merchant-other') }, Buffer.from(iris), ''), null, 'Iris, signed with another merchant key');
