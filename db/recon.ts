@@ -17,7 +17,6 @@
 import { createHash } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
 import { applyPayment } from './orders.ts';
-import { lockOrderByRef } from './orders.sql.ts';
 import { completePayout, findPayoutReference } from './payouts.ts';
 import { lockDisbursement } from './disbursements.sql.ts';
 import { lockSettlement } from './settlements.sql.ts';
@@ -345,11 +344,9 @@ export function repairPayment(
   paid: { refCode: string; amount: number; paidAt: Date; rrn: string; vendorOrderId: string | null },
 ): Promise<RepairResult> {
   return pool.transaction(async (tx): Promise<RepairResult> => {
-    const order = await lockOrderByRef(tx, paid.refCode);
-    if (!order) return { repaired: false, note: `no order ${paid.refCode}` };
-    const held = order.vendor_code === run.vendorCode || (order.vendor_code === null && order.pending_vendor === run.vendorCode);
-    if (!held) return { repaired: false, note: `order ${paid.refCode} is not held at ${run.vendorCode}` };
-    const result = await applyPayment(tx, boss, paid, `recon:${run.vendorCode}`);
+    // applyPayment applies it only if this vendor holds the order (db/vendor-binding.ts), the
+    // same rule a callback meets; otherwise it records the conflict and answers not_its_record.
+    const result = await applyPayment(tx, boss, paid, { vendor: run.vendorCode, via: 'reconcile' });
     if (result !== 'paid' && result !== 'paid_late') return { repaired: false, note: `not applied: ${result}` };
     const note = `applied as ${run.vendorCode}'s payment callback would be (${result})`;
     await recordRepair(tx, run, d, note);
@@ -378,13 +375,14 @@ export function repairPayout(
       const attempt = parsePayoutReference(final.reference);
       held = attempt ? await lockSettlement(tx, attempt) : null;
     }
-    if (!held || held.vendor_code !== run.vendorCode) return { repaired: false, note: `${final.reference} is not held at ${run.vendorCode}` };
+    if (!held) return { repaired: false, note: `no payout under ${final.reference}` };
     if (held.status !== 'ON_PROCESS' && held.status !== 'PROCESSING') return { repaired: false, note: `${final.reference} is ${held.status}, not in flight` };
     const outcome =
       final.status === 'SUCCESS'
         ? { status: 'SUCCESS' as const, vendorDisbursementId: final.vendorDisbursementId }
         : { status: 'FAILED' as const, vendorDisbursementId: final.vendorDisbursementId, reason: final.failureReason ?? 'FAILED' };
-    const result = await completePayout(tx, boss, final.reference, outcome, `recon:${run.vendorCode}`);
+    // completePayout applies it only if this vendor holds the payout (db/vendor-binding.ts).
+    const result = await completePayout(tx, boss, final.reference, outcome, { vendor: run.vendorCode, via: 'reconcile' });
     if (result !== 'completed') return { repaired: false, note: `not applied: ${result}` };
     const note = `completed ${final.status} as ${run.vendorCode}'s final callback would be`;
     await recordRepair(tx, run, d, note);

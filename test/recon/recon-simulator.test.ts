@@ -89,7 +89,7 @@ t.test('a dropped payment callback: paid at the vendor only, repaired as the cal
   t.equal(await balanceOf(stack, merchant), before + 150_000 - 1050, 'the wallet has the payment less its MDR');
   t.ok(run.repaired >= 1);
   const source = await pool.oneFirst(sql.unsafe`select source from order_events e join orders o on o.id = e.order_id where o.ref_code = ${ref} and e.event = 'order.paid'`);
-  t.equal(source, 'recon:sim', 'applied through the callback path, bound to the vendor');
+  t.equal(source, 'reconcile:sim', 'applied through the callback path, bound to the vendor');
   await ledgerAudit(t, stack.env);
 });
 
