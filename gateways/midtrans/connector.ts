@@ -296,8 +296,14 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
     }
     const reference = read.value.body ? text(read.value.body.notes) : null;
     if (!reference || read.value.status === 'NOT_FOUND') return noted('a payout Iris does not know, or without Kasir notes');
-    // The payout's current status wins over a notification that arrived out of order.
-    const status = read.value.status === 'PROCESSING' ? said : read.value.status;
+    // Only Iris's own read moves money: the notification's status is signed with a key a
+    // merchant on its own Iris route may hold. A final word the read does not (yet) confirm is
+    // answered 503, so Iris sends it again once its status shows it (or reconciliation does).
+    const status = read.value.status;
+    if (status === 'PROCESSING') {
+      log.warn({ referenceNo, said: String(body.status) }, 'Iris notification: final, but the payout still reads as processing; answered 503 so Iris retries');
+      return { type: 'retry_later', eventId: `iris:${referenceNo}:${String(body.status)}`, reference, reason: `Iris says ${String(body.status)}, its status read says processing` };
+    }
     if (status !== 'SUCCESS' && status !== 'FAILED') return noted(`Iris status ${String(body.status)}`, reference);
     return {
       type: 'disbursement.updated',

@@ -254,6 +254,22 @@ t.test('unknown outcomes at Midtrans', async (t) => {
     await ledgerAudit(t, stack.env);
   });
 
+  t.test('a signed Iris "failed" for a payout Iris still processes: 503, nothing reversed (only the read moves money)', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    await fund(merchant, 300_000);
+    // An account ending 7777 stays approved (in process) at the simulator's Iris.
+    const res = await disburse(merchant, bank(40_000, '1234567777'));
+    t.equal(res.status, 201, res.text);
+    const payout = await eventually(async () => (await admin.irisStats()).payouts!.find((p) => p.notes === res.json.data.ref_code && p.status === 'approved'), 'approved at Iris');
+    // Signed with the merchant key, as a merchant with its own Iris account on a route could.
+    const body = JSON.stringify({ reference_no: payout.reference_no, amount: '40000.00', status: 'failed', error_code: '002', updated_at: new Date().toISOString() });
+    const forged = await call(stack.api.url, { path: `/callbacks/${stack.code}`, headers: { 'content-type': 'application/json', 'iris-signature': createHash('sha512').update(`${body}${MIDTRANS_ACCOUNT.irisMerchantKey}`).digest('hex') }, body });
+    t.equal(forged.status, 503, 'answered so that Iris would retry; not applied');
+    t.equal(await pool.oneFirst(sql.unsafe`select status from disbursements where id = ${res.json.data.id}`), 'ON_PROCESS', 'still in flight');
+    t.equal(await balanceOf(stack, merchant), 300_000 - res.json.data.total_debit, 'the debit stays: nothing put back');
+    await ledgerAudit(t, stack.env);
+  });
+
   t.test('a forged Iris notification is refused (401) and recorded nowhere', async (t) => {
     const body = JSON.stringify({ reference_no: 'abc', amount: '10000.00', status: 'completed', updated_at: '2026-01-01T00:00:00Z' });
     const res = await call(stack.api.url, { path: `/callbacks/${stack.code}`, headers: { 'content-type': 'application/json', 'iris-signature': createHash('sha512').update(`${body}IRIS-merchant-forger`).digest('hex') }, body });
