@@ -13,7 +13,7 @@
 // - Every status change appends an event and a webhook outbox row in its own transaction.
 import { randomUUID } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
-import { ApiError } from './errors.ts';
+import { ApiError, describeReceived } from './errors.ts';
 import { lockMerchantAccounts, postTransfer } from './ledger.ts';
 import { findBankByShortCode, findEwalletByShortCode, type BankRow, type EwalletRow, type MasterDataCache } from './master-data.ts';
 import type { MerchantMoneySettings } from './merchants.ts';
@@ -116,7 +116,7 @@ export async function checkRules(settings: MerchantMoneySettings, r: Disbursemen
   }
   const amount = r.amount;
   if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) {
-    throw new ApiError('INVALID_BODY', 'amount: must be a positive integer');
+    throw new ApiError('INVALID_BODY', `amount: must be a positive integer number of Rupiah; got ${describeReceived(amount)}`);
   }
   if (amount > settings.disbursement_limit) throw new ApiError('AMOUNT_EXCEEDS_LIMIT');
   const fee = r.channel === 'BANK' ? settings.fee_bank : settings.fee_ewallet;

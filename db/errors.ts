@@ -58,3 +58,23 @@ export class ApiError extends Error {
     this.status = status ?? catalogued;
   }
 }
+
+/**
+ * What a request sent, for an error message: `the string "150000"`, `the number 1500.5`,
+ * `null`, `an array`. Long strings are cut: the message names the value, it does not echo a
+ * payload.
+ */
+export function describeReceived(value: unknown): string {
+  if (value === null) return 'null';
+  if (value === undefined) return 'nothing';
+  if (typeof value === 'string') {
+    if (value === '') return 'an empty string';
+    const shown = value.length > 40 ? `${value.slice(0, 40)}…` : value;
+    return `the string ${JSON.stringify(shown)}${value.length > 40 ? ` (${value.length} characters)` : ''}`;
+  }
+  if (typeof value === 'number') return `the number ${value}`;
+  if (typeof value === 'boolean') return `${value}`;
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return 'an object';
+  return typeof value;
+}

@@ -25,23 +25,23 @@ import { sendData, sendPage, sendStored, pageMeta } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
 import { normalizePhone } from '../http/phone.ts';
 import { verifyBodySignature } from '../../db/signatures.ts';
-import { idempotencyKeyOf, parseBody } from '../http/validate.ts';
+import { expects, idempotencyKeyOf, parseBody, rupiahAmount } from '../http/validate.ts';
 import { memberText } from '../../db/present/json-text.ts';
 import { orderResponseBody, presentOrder, presentOrderEvent } from '../../db/present/orders.ts';
 
-const MAX_AMOUNT = 9_999_999_999_999; // 13 digits: what QRIS tag 54 can carry
-
-export const createBody = z.object({
-  merchant_order_id: z.string().min(1, 'is required').max(255, 'must be at most 255 characters'),
-  amount: z.number('must be an integer').int('must be an integer').min(1, 'must be at least 1').max(MAX_AMOUNT, 'is too large'),
-  payment_method: z.string('is required'),
+// Messages come from api/http/validate.ts; payment_method is any string here so that another
+// method is the contract's UNSUPPORTED_PAYMENT_METHOD, not INVALID_BODY.
+export const createBody = z.strictObject({
+  merchant_order_id: z.string().min(1).max(255),
+  amount: rupiahAmount(),
+  payment_method: z.string(),
   customer_name: z.string().max(255).nullish(),
-  customer_email: z.email('must be an e-mail address').max(254).nullish(),
-  customer_phone: z.string().nullish(),
+  customer_email: z.email().max(254).nullish(),
+  customer_phone: expects(z.string(), 'an Indonesian phone number').nullish(),
   notify_url: z.string().max(2048).nullish(),
-  return_url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048).nullish(),
-  expire_minutes: z.number('must be an integer').int('must be an integer').min(0).max(10_080).optional(),
-  metadata: z.record(z.string(), z.unknown(), 'must be an object').nullish(),
+  return_url: z.url({ protocol: /^https?$/ }).max(2048).nullish(),
+  expire_minutes: expects(z.number().int().min(0).max(10_080), 'an integer number of minutes').optional(),
+  metadata: z.record(z.string(), z.unknown()).nullish(),
 });
 
 
@@ -107,7 +107,7 @@ export function orderRoutes(ctx: AppContext): Router {
     const { page, limit } = pagination(req);
     const filter = req.query.merchant_order_id;
     if (filter !== undefined && (typeof filter !== 'string' || filter.includes('\u0000'))) {
-      throw new ApiError('INVALID_BODY', 'merchant_order_id must be a string without NUL characters');
+      throw new ApiError('INVALID_BODY', 'merchant_order_id: must be one string without NUL characters');
     }
     const [rows, total] = await listMerchantOrders(ctx.replica.reads(), req.merchant.id, { merchantOrderId: filter }, page, limit);
     const baseUrl = baseUrlOf(req);

@@ -3492,7 +3492,7 @@ export interface operations {
                     /** @example BCA */
                     bank_short_code?: string | null;
                     /** @example 1234567890 */
-                    account_number?: (string | null) | "";
+                    account_number?: string | null;
                     /** @example Budi Santoso */
                     account_name?: string | null;
                     ewallet_provider?: string | null;
@@ -3881,7 +3881,7 @@ export interface operations {
                     /** @example BCA */
                     bank_short_code?: string | null;
                     /** @example 1234567890 */
-                    account_number?: (string | null) | "";
+                    account_number?: string | null;
                     account_name?: string | null;
                     ewallet_provider?: string | null;
                     ewallet_phone?: string | null;
@@ -4494,6 +4494,10 @@ export interface operations {
             content: {
                 "application/json": {
                     full_name: string;
+                    /**
+                     * Format: email
+                     * @example budi@example.com
+                     */
                     email: string;
                     phone_number?: string | null;
                     /** @enum {string} */
