@@ -944,7 +944,7 @@ export function openApiDocument(): Record<string, unknown> {
     webhooks: hooks,
     components: {
       securitySchemes: {
-        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The merchant\'s (or a team user\'s) 64-hex API key. Never in the query string.' },
+        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The merchant\'s (or a team user\'s) API key: kasir_sk_ and 64 hex characters (keys issued before the prefix: the 64 hex characters alone). Never in the query string, never as Authorization: Bearer.' },
       },
       responses,
     },

@@ -44,6 +44,17 @@ export const createBody = z.strictObject({
   metadata: z.record(z.string(), z.unknown()).nullish(),
 });
 
+const SIGNATURE_FORM = 'sha256=<64 lowercase hex characters: HMAC-SHA256 of the raw body, keyed with the webhook secret>';
+
+/** What is wrong with the form of an X-Signature value, or null when it has the right form. */
+export function signatureFormProblem(signature: string): string | null {
+  const value = signature.trim();
+  if (/^sha256=[0-9a-f]{64}$/.test(value)) return null;
+  if (/^[0-9a-f]{64}$/i.test(value)) return `X-Signature lacks the sha256= prefix: expected ${SIGNATURE_FORM}`;
+  if (/^sha256=[0-9A-Fa-f]{64}$/i.test(value)) return `X-Signature must be lowercase: expected ${SIGNATURE_FORM}`;
+  if (/^sha256=[A-Za-z0-9+/]{43}=$/.test(value)) return `X-Signature is base64; expected hex: ${SIGNATURE_FORM}`;
+  return `X-Signature is not in the expected form: expected ${SIGNATURE_FORM}`;
+}
 
 export function orderRoutes(ctx: AppContext): Router {
   const router = Router();
@@ -55,11 +66,13 @@ export function orderRoutes(ctx: AppContext): Router {
     const secret = webhookSecretOf(ctx.sealer, merchant);
     if (secret) {
       const signature = req.get('x-signature');
-      // Absent is its own mistake (the integration does not sign yet), not a wrong key or body.
-      if (!signature) {
-        throw new ApiError('INVALID_SIGNATURE', 'X-Signature is required for this merchant: sha256=<hex HMAC-SHA256 of the raw body, keyed with the webhook secret>');
+      // Absent, malformed and wrong are three different mistakes: each message names its fix.
+      if (!signature) throw new ApiError('INVALID_SIGNATURE', `X-Signature is required for this merchant: ${SIGNATURE_FORM}`);
+      const form = signatureFormProblem(signature);
+      if (form) throw new ApiError('INVALID_SIGNATURE', form);
+      if (!verifyBodySignature(secret, req.rawBody ?? Buffer.alloc(0), signature)) {
+        throw new ApiError('INVALID_SIGNATURE', `X-Signature does not match the request body: expected ${SIGNATURE_FORM}. Sign the exact bytes sent (not a re-serialised JSON) with the secret string as given`);
       }
-      if (!verifyBodySignature(secret, req.rawBody ?? Buffer.alloc(0), signature)) throw new ApiError('INVALID_SIGNATURE');
     }
     const body = parseBody(createBody, req.body);
     if (body.payment_method !== 'QRIS') throw new ApiError('UNSUPPORTED_PAYMENT_METHOD');
