@@ -81,13 +81,45 @@ export async function checkRequest(db: Db, settings: MerchantMoneySettings, r: D
     });
   } catch (err) {
     const holder = err instanceof ApiError ? await findByIdempotencyKey(db, r.merchantId, r.idempotencyKey) : null;
-    throw holder ? duplicateKey(holder) : err;
+    throw holder ? duplicateOf(holder, r, settings) : err;
   }
 }
 
 /** 409 naming the disbursement that holds the key, so a client that lost its answer can read it. */
 function duplicateKey(holder: { id: string; ref_code: string }) {
   return new ApiError('DUPLICATE_IDEMPOTENCY_KEY', `A disbursement with this idempotency_key exists: id ${holder.id}, ref_code ${holder.ref_code}`);
+}
+
+/**
+ * The 409 of a used key, saying whether the disbursement holding it is this request: the same
+ * amount and destination (what the client sends) is a retry of a request whose answer was lost;
+ * anything else is a key used twice, a bug in the client. The fee is compared too, but is not
+ * the client's to send: a fee changed since the first request does not make the retry another
+ * request.
+ */
+export function duplicateOf(holder: DisbursementRow, r: DisbursementRequest, settings: MerchantMoneySettings) {
+  const upper = (v: string | null) => v?.toUpperCase() ?? null;
+  const destination = r.channel === 'BANK'
+    ? holder.channel === 'BANK' && upper(holder.bank_short_code) === upper(r.bankShortCode)
+      && holder.account_number === r.accountNumber && holder.account_name === r.accountName
+    : holder.channel === 'EWALLET' && upper(holder.ewallet_provider) === upper(r.ewalletProvider) && holder.ewallet_phone === r.ewalletPhone;
+  const amount = holder.request_amount === r.amount;
+  const fee = holder.fee === (r.channel === 'BANK' ? settings.fee_bank : settings.fee_ewallet);
+  const same = amount && destination;
+  const differing = [amount ? null : 'amount', destination ? null : 'destination'].filter(Boolean).join(' and ');
+  const error = new ApiError('DUPLICATE_IDEMPOTENCY_KEY', same
+    ? `A disbursement with this idempotency_key exists and matches this request (same amount and destination): ${holder.ref_code} (${holder.status}) is your earlier request; read it instead of retrying`
+    : `A disbursement with this idempotency_key exists for another request (its ${differing} differ): ${holder.ref_code} (${holder.status}); use a new idempotency_key for a new disbursement`);
+  error.details = {
+    id: holder.id,
+    ref_code: holder.ref_code,
+    status: holder.status,
+    same_request: same,
+    same_amount: amount,
+    same_destination: destination,
+    same_fee: fee,
+  };
+  return error;
 }
 
 /** 422 saying what the wallet holds and what this disbursement needs (amount plus fee). */
@@ -175,7 +207,7 @@ export async function createDisbursement(pool: Pool, boss: PgBoss, settings: Mer
     // Taken by a request that committed meanwhile (the insert waited for it): name it.
     if (!row) {
       const holder = await findByIdempotencyKey(tx, r.merchantId, r.idempotencyKey);
-      throw holder ? duplicateKey(holder) : new ApiError('DUPLICATE_IDEMPOTENCY_KEY');
+      throw holder ? duplicateOf(holder, r, settings) : new ApiError('DUPLICATE_IDEMPOTENCY_KEY');
     }
     if (!review) await sendJob(boss, 'disbursement-execute', { disbursement_id: row.id }, { db: inTransaction(tx) });
 

@@ -50,6 +50,9 @@ export class ApiError extends Error {
   /** Seconds the client should wait before retrying (a 429's Retry-After). */
   retryAfterSeconds?: number;
 
+  /** Machine-readable particulars, sent as the V1 envelope's error.details (a 409's existing disbursement). */
+  details?: Record<string, unknown>;
+
   /** `status` overrides the catalogue only where HTTP needs a more precise status (413). */
   constructor(code: ErrorCode, message?: string, status?: number) {
     const [catalogued, fallback] = errorCatalogue[code];

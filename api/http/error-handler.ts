@@ -61,7 +61,7 @@ export function errorHandler(bodyLimit: string) {
     const api = known instanceof ApiError ? known : new ApiError('INTERNAL_ERROR');
     // request_id (also the X-Request-Id header): what a merchant quotes to support, and what
     // finds the request's access line and any "unhandled error" line in the logs.
-    res.status(api.status).json({ success: false, error: { code: api.code, message: api.message, request_id: req.requestId } });
+    res.status(api.status).json({ success: false, error: { code: api.code, message: api.message, request_id: req.requestId, ...(api.details ? { details: api.details } : {}) } });
   };
 }
 

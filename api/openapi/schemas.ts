@@ -367,9 +367,25 @@ export function v1Page<S extends z.ZodType>(item: S) {
 
 export const deleted = v1Data(z.strictObject({ deleted: z.literal(true) }));
 
+export const duplicateDisbursement = named('DuplicateDisbursement',
+  'DUPLICATE_IDEMPOTENCY_KEY\'s details: the disbursement holding the key, and whether it is this request. same_request '
+  + '(same amount and destination) means a retry of a request whose answer was lost: read the disbursement. Otherwise '
+  + 'the key was used for another payout, a bug: use a new key. same_fee compares the fee it was charged with what this '
+  + 'request would be charged now; not part of same_request, since the client does not send the fee.',
+  z.strictObject({
+    id: uuid,
+    ref_code: text,
+    status: disbursementStatus,
+    same_request: z.boolean().describe('same_amount and same_destination'),
+    same_amount: z.boolean(),
+    same_destination: z.boolean().describe('Channel, bank and account, or e-wallet and phone'),
+    same_fee: z.boolean(),
+  }));
+
 /** The V1 error envelope, its code narrowed to `codes` (an operation's answers of one status). */
 export function v1Error(codes: readonly [ErrorCode, ...ErrorCode[]]) {
-  return z.strictObject({ success: z.literal(false), error: z.strictObject({ code: z.enum(codes), message: text, request_id: requestId }) });
+  const details = codes.includes('DUPLICATE_IDEMPOTENCY_KEY') ? { details: duplicateDisbursement.optional() } : {};
+  return z.strictObject({ success: z.literal(false), error: z.strictObject({ code: z.enum(codes), message: text, request_id: requestId, ...details }) });
 }
 
 export const errorEnvelope = named('Error', 'The V1 error envelope. Clients branch on error.code: several errors share an HTTP status.',

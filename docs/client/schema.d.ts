@@ -2031,6 +2031,19 @@ export interface components {
             /** @description When the event happened (ISO 8601 UTC); the same on every retry and resend */
             event_created_at: components["schemas"]["Instant"];
         };
+        /** @description DUPLICATE_IDEMPOTENCY_KEY's details: the disbursement holding the key, and whether it is this request. same_request (same amount and destination) means a retry of a request whose answer was lost: read the disbursement. Otherwise the key was used for another payout, a bug: use a new key. same_fee compares the fee it was charged with what this request would be charged now; not part of same_request, since the client does not send the fee. */
+        DuplicateDisbursement: {
+            id: components["schemas"]["Uuid"];
+            ref_code: string;
+            /** @enum {string} */
+            status: "PENDING" | "IN_REVIEW" | "ON_PROCESS" | "SUCCESS" | "FAILED" | "REJECTED";
+            /** @description same_amount and same_destination */
+            same_request: boolean;
+            same_amount: boolean;
+            /** @description Channel, bank and account, or e-wallet and phone */
+            same_destination: boolean;
+            same_fee: boolean;
+        };
         /**
          * Format: email
          * @example budi@example.com
@@ -2044,6 +2057,7 @@ export interface components {
                 code: components["schemas"]["ErrorCode"];
                 message: string;
                 request_id: components["schemas"]["RequestId"];
+                details?: components["schemas"]["DuplicateDisbursement"];
             };
         };
         /**
@@ -3556,6 +3570,7 @@ export interface operations {
                             code: "DUPLICATE_IDEMPOTENCY_KEY";
                             message: string;
                             request_id: components["schemas"]["RequestId"];
+                            details?: components["schemas"]["DuplicateDisbursement"];
                         };
                     };
                 };
