@@ -13,7 +13,7 @@
 // - Every status change appends an event and a webhook outbox row in its own transaction.
 import { randomUUID } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
-import { ApiError, describeReceived } from './errors.ts';
+import { ApiError, bankDisabled, bankNotFound, describeReceived } from './errors.ts';
 import { lockMerchantAccounts, postTransfer } from './ledger.ts';
 import { findBankByShortCode, findEwalletByShortCode, type BankRow, type EwalletRow, type MasterDataCache } from './master-data.ts';
 import type { MerchantMoneySettings } from './merchants.ts';
@@ -139,12 +139,12 @@ export async function checkRules(settings: MerchantMoneySettings, r: Disbursemen
     if (!r.accountNumber || !r.accountName) throw new ApiError('MISSING_BANK_INFO');
     if (!r.bankShortCode) throw new ApiError('MISSING_BANK_INFO', 'bank_short_code, account_number and account_name are required for BANK');
     bank = await lookups.bank(r.bankShortCode);
-    if (!bank) throw new ApiError('BANK_NOT_FOUND');
-    if (!bank.is_enabled) throw new ApiError('BANK_DISABLED');
+    if (!bank) throw bankNotFound(r.bankShortCode);
+    if (!bank.is_enabled) throw bankDisabled(bank.short_code);
   } else {
     if (!r.ewalletProvider || !r.ewalletPhone) throw new ApiError('MISSING_EWALLET_INFO');
     const wallet = await lookups.ewallet(r.ewalletProvider);
-    if (!wallet || !wallet.is_enabled) throw new ApiError('INVALID_BODY', 'ewallet_provider: unknown or unavailable e-wallet');
+    if (!wallet || !wallet.is_enabled) throw new ApiError('INVALID_BODY', `ewallet_provider: no enabled e-wallet has the code ${JSON.stringify(r.ewalletProvider)}; GET /v1/ewallets lists them`);
   }
   const amount = r.amount;
   if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) {

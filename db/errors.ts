@@ -14,7 +14,7 @@ export const errorCatalogue = {
   IDEMPOTENCY_KEY_REUSED: [400, 'Idempotency-Key was used with a different request body'],
   MERCHANT_ORDER_ID_REUSED: [400, 'merchant_order_id was used with a different amount'],
   INVALID_ID: [400, 'Path parameter is not a valid UUID'],
-  BANK_NOT_FOUND: [400, 'bank_short_code matches no active bank'],
+  BANK_NOT_FOUND: [400, 'bank_short_code matches no bank; GET /v1/banks lists the enabled banks and their short codes'],
   MISSING_BANK_INFO: [400, 'account_number and account_name are required for BANK'],
   MISSING_EWALLET_INFO: [400, 'ewallet_provider and ewallet_phone are required for EWALLET'],
   INVALID_FILE: [400, 'File could not be read'],
@@ -27,9 +27,10 @@ export const errorCatalogue = {
   ORDER_PENDING_CONFIRMATION: [409, 'An earlier attempt is unresolved at the gateway; reconcile before retrying'],
   DUPLICATE_IDEMPOTENCY_KEY: [409, 'A disbursement with this idempotency_key exists'],
   DUPLICATE_EMAIL: [409, 'A user with this email already exists in the team'],
+  METHOD_NOT_ALLOWED: [405, 'The path does not take this method; the Allow header lists those it does'],
   INVALID_STATUS: [422, 'Operation not allowed in the current status'],
   AMOUNT_EXCEEDS_ORDER: [422, 'Amount exceeds the remaining refundable amount'],
-  BANK_DISABLED: [422, 'Bank is not enabled for disbursement'],
+  BANK_DISABLED: [422, 'Bank is not enabled for disbursement; GET /v1/banks lists the enabled banks'],
   INSUFFICIENT_BALANCE: [422, 'Balance is below amount plus fee'],
   AMOUNT_EXCEEDS_LIMIT: [422, 'Amount is above the per-transaction limit'],
   DAILY_LIMIT_EXCEEDED: [422, 'Daily disbursement limit would be exceeded'],
@@ -60,6 +61,16 @@ export class ApiError extends Error {
     this.code = code;
     this.status = status ?? catalogued;
   }
+}
+
+/** BANK_NOT_FOUND naming the code sent and where the known codes are. */
+export function bankNotFound(code: string): ApiError {
+  return new ApiError('BANK_NOT_FOUND', `bank_short_code: no bank has the short code ${JSON.stringify(code)}; GET /v1/banks lists the enabled banks and their short codes`);
+}
+
+/** BANK_DISABLED naming the bank and where the enabled ones are. */
+export function bankDisabled(code: string): ApiError {
+  return new ApiError('BANK_DISABLED', `Bank ${code} is not enabled for disbursement; GET /v1/banks lists the enabled banks`);
 }
 
 /**

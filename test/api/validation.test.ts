@@ -130,3 +130,22 @@ t.test('close names: typos, separators, case, a word added or left out', (t) => 
   t.equal(closestName('id', known), null);
   t.end();
 });
+
+t.test('BANK_NOT_FOUND names the code sent and points to GET /v1/banks; an unknown e-wallet to GET /v1/ewallets', async (t) => {
+  const headers = { 'x-api-key': merchant.api_key };
+  const payout = await call(api.url, {
+    path: '/v1/disbursements', headers,
+    body: { idempotency_key: randomUUID(), channel: 'BANK', bank_short_code: 'BCX', account_number: '1234567890', account_name: 'Budi', amount: 10_000 },
+  });
+  t.equal(payout.status, 400);
+  t.same(payout.json?.error?.code, 'BANK_NOT_FOUND');
+  t.equal(payout.json?.error?.message, 'bank_short_code: no bank has the short code "BCX"; GET /v1/banks lists the enabled banks and their short codes');
+  const saved = await call(api.url, { path: '/v1/beneficiaries', headers, body: { channel: 'BANK', bank_short_code: 'BCX', account_number: '1234567890' } });
+  t.equal(saved.json?.error?.code, 'BANK_NOT_FOUND');
+  t.match(saved.json?.error?.message, /GET \/v1\/banks/);
+  const wallet = await call(api.url, {
+    path: '/v1/disbursements', headers,
+    body: { idempotency_key: randomUUID(), channel: 'EWALLET', ewallet_provider: 'PAYPAL', ewallet_phone: '081234567890', amount: 10_000 },
+  });
+  t.equal(wallet.json?.error?.message, 'ewallet_provider: no enabled e-wallet has the code "PAYPAL"; GET /v1/ewallets lists them');
+});
