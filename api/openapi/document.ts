@@ -857,7 +857,7 @@ function operationObject(build: Build, op: Operation) {
 const webhookHeaders: HeaderParam[] = [
   { name: 'X-Kasir-Event', required: true, description: 'The event\'s name (`order.paid`, …), on every body shape, legacy ones included.', schema: z.string() },
   { name: 'X-Signature', required: false, description: 'With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md).', schema: z.string() },
-  { name: 'webhook-id', required: true, description: 'The delivery id, the same on every retry and resend (a V1 body\'s event_id): dedupe on it.', schema: z.string() },
+  { name: 'webhook-id', required: true, description: 'The delivery id, the same on every retry and resend (a V1 body\'s event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify).', schema: z.string() },
   { name: 'webhook-timestamp', required: true, description: 'Unix seconds of this attempt.', schema: z.string() },
   { name: 'webhook-signature', required: false, description: 'With a webhook secret: Standard Webhooks `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`.', schema: z.string() },
 ];

@@ -463,7 +463,7 @@ export const legacyEwalletDisbursementCreated = named('LegacyEwalletDisbursement
 /** What every V1 webhook body ends with: the event's identity, fixed when the event is recorded. */
 const eventStamp = {
   event_id: uuid.meta({
-    description: 'The event\'s id: the delivery\'s id and the webhook-id header, the same on every retry and resend. Dedupe on it.',
+    description: 'The event\'s id: the delivery\'s id and the webhook-id header, the same on every retry and resend. Signed with the body, so a receiver that verifies X-Signature dedupes on it (docs/webhooks.md).',
     examples: ['7c9e6679-7425-40de-944b-e07fc1f90ae7'],
   }),
   event_created_at: instant.describe('When the event happened (ISO 8601 UTC); the same on every retry and resend'),

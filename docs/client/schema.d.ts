@@ -901,7 +901,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -953,7 +953,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1005,7 +1005,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1057,7 +1057,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1109,7 +1109,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1161,7 +1161,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1213,7 +1213,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1265,7 +1265,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1317,7 +1317,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1369,7 +1369,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1421,7 +1421,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1473,7 +1473,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1525,7 +1525,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1577,7 +1577,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1629,7 +1629,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1681,7 +1681,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1733,7 +1733,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -2024,7 +2024,7 @@ export interface components {
             created_at: components["schemas"]["Instant"];
             event: string;
             /**
-             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Dedupe on it.
+             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Signed with the body, so a receiver that verifies X-Signature dedupes on it (docs/webhooks.md).
              * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
              */
             event_id: components["schemas"]["Uuid"];
@@ -2114,7 +2114,7 @@ export interface components {
             /** @enum {string} */
             event: "export.completed" | "export.failed";
             /**
-             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Dedupe on it.
+             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Signed with the body, so a receiver that verifies X-Signature dedupes on it (docs/webhooks.md).
              * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
              */
             event_id: components["schemas"]["Uuid"];
@@ -2323,7 +2323,7 @@ export interface components {
             refundable_amount: number;
             refund: components["schemas"]["Refund"];
             /**
-             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Dedupe on it.
+             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Signed with the body, so a receiver that verifies X-Signature dedupes on it (docs/webhooks.md).
              * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
              */
             event_id: components["schemas"]["Uuid"];
@@ -2348,7 +2348,7 @@ export interface components {
             /** @description When the payer paid; null if never */
             paid_at: components["schemas"]["Instant"] | null;
             /**
-             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Dedupe on it.
+             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Signed with the body, so a receiver that verifies X-Signature dedupes on it (docs/webhooks.md).
              * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
              */
             event_id: components["schemas"]["Uuid"];
@@ -2472,7 +2472,7 @@ export interface components {
             updated_at: components["schemas"]["Instant"];
             event: string;
             /**
-             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Dedupe on it.
+             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Signed with the body, so a receiver that verifies X-Signature dedupes on it (docs/webhooks.md).
              * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
              */
             event_id: components["schemas"]["Uuid"];

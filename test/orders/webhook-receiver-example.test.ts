@@ -1,9 +1,11 @@
 // The receiving example in docs/examples/webhook-receiver.mjs, run as a merchant would run it,
-// against real Kasir webhooks: it verifies X-Signature over the raw body, acknowledges, and
-// handles a retried delivery (same webhook-id) once; a forged request is 401.
+// against real Kasir webhooks: it verifies the Standard Webhooks signature (id, timestamp and
+// body) within its time window, acknowledges, and handles a retried delivery (same webhook-id)
+// once; a forged request is 401, and so is a captured webhook replayed later or under a new id.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import t from 'tap';
+import { signBody, standardWebhooksSignature } from '../../db/signatures.ts';
 import { ROOT } from '../../scripts/lib/local.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { call, eventually } from '../helpers/http.ts';
@@ -49,4 +51,23 @@ t.test('verifies, acknowledges and handles each delivery once', async (t) => {
   const forged = await call(`http://127.0.0.1:${port}`, { path: '/kasir/webhooks', headers: { 'x-signature': `sha256=${'0'.repeat(64)}`, 'webhook-id': 'msg_forged' }, body: { ref_code: 'ORD-1-FAKE', status: 'PAID' } });
   t.equal(forged.status, 401, 'a forged webhook is refused');
   t.notOk(events().some((e) => e.id === 'msg_forged'));
+
+  // A captured delivery, as an attacker on the path holds it: its exact body and headers.
+  const detail = await call(stack.api.url, { method: 'GET', path: `/v1/webhook-deliveries/${delivery.id}`, headers: { 'x-api-key': merchant.api_key } });
+  const body: string = detail.json.data.body;
+  const replay = (id: string, timestamp: number, signedId = id) => call(`http://127.0.0.1:${port}`, {
+    path: '/kasir/webhooks',
+    body,
+    headers: {
+      'x-kasir-event': 'order.paid', 'x-signature': signBody(secret, body), 'webhook-id': id, 'webhook-timestamp': String(timestamp),
+      'webhook-signature': standardWebhooksSignature(secret, signedId, timestamp, body),
+    },
+  });
+  const now = Math.floor(Date.now() / 1000);
+  t.equal((await replay('msg_new_id', now - 600, delivery.id)).status, 401, 'a 10-minute-old webhook under a new id is refused (the id is signed)');
+  t.equal((await replay(delivery.id, now - 600)).status, 401, 'a 10-minute-old webhook under its own id is refused (the time window)');
+  t.equal((await replay('msg_new_id', now, delivery.id)).status, 401, 'a fresh timestamp does not help without the secret');
+  t.equal((await replay(delivery.id, now - 60)).status, 200, 'within the window, its own id, it verifies...');
+  t.equal(events().filter((e) => e.id === paid.id).length, 1, '...and is handled once: deduplicated on the signed id');
+  t.notOk(events().some((e) => e.id === 'msg_new_id'));
 });
