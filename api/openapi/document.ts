@@ -120,6 +120,7 @@ const examples = new Map<unknown, unknown>([
   [disbursements.createBody.shape.amount, 150_000],
   [beneficiaries.createBody.shape.bank_short_code, 'BCA'],
   [beneficiaries.createBody.shape.account_number, '1234567890'],
+  [webhookDeliveries.sampleRequest.shape.event, 'order.paid'],
   [legacyOrders.createBody.shape.paymentType, 'QRIS'],
   [legacyOrders.createBody.shape.totalAmount, 150_000],
   [legacyOrders.createBody.shape.customerPhone, '6281234567890'],
@@ -424,6 +425,15 @@ export const operations: readonly Operation[] = [
     params: { id: uuidParam },
     responses: { 202: { description: 'Queued: the delivery, PENDING', schema: s.v1Data(s.webhookDelivery) } },
     errors: ['INVALID_ID', 'NOT_FOUND'],
+  },
+  {
+    method: 'post', path: '/v1/webhook-deliveries/samples', tag: 'Webhooks', summary: 'Send yourself a sample webhook',
+    description: 'A sample of any event of the catalogue (docs/webhook-events.md), sent to notify_url or else your default notify '
+      + 'URL through the real outbox: signed with your webhook secret, retried and listed like any delivery. The body says '
+      + '`"sample": true` and its ids are sample ids, never one of your resources. At most '
+      + `${webhookDeliveries.SAMPLES_PER_MINUTE} a minute per merchant (429 with Retry-After). Owner keys only.`,
+    body: { schema: webhookDeliveries.sampleRequest },
+    responses: { 202: { description: 'Queued: the sample delivery, PENDING', schema: s.v1Data(s.webhookDelivery) } },
   },
 
   // Master data

@@ -260,7 +260,7 @@ const deliveryStatus = z.enum(['PENDING', 'DELIVERED', 'FAILED']);
 const deliveryFields = {
   id: uuid.describe('The delivery\'s id: the webhook-id header and, in a V1 body, event_id'),
   event: z.string().meta({ examples: ['order.paid'] }),
-  sample: z.boolean().describe('An operator\'s sample of the event (ops webhooks:trigger), not a real event'),
+  sample: z.boolean().describe('A sample of the event (POST /v1/webhook-deliveries/samples, ops webhooks:trigger), not a real event'),
   url: text,
   status: deliveryStatus,
   resource: z.strictObject({
@@ -467,6 +467,8 @@ const eventStamp = {
     examples: ['7c9e6679-7425-40de-944b-e07fc1f90ae7'],
   }),
   event_created_at: instant.describe('When the event happened (ISO 8601 UTC); the same on every retry and resend'),
+  sample: z.literal(true).optional().describe('Present, and true, only on a sample (ops webhooks:trigger, POST /v1/webhook-deliveries/samples): not a real event. '
+    + 'Its ids are sample ids (ORD-0-SAMPLE, SAMPLE-ORDER, UUIDs of zeros), never a real resource\'s'),
 };
 
 export const orderStatusEvent = z.enum(['order.paid', 'order.expired']);

@@ -563,6 +563,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhook-deliveries/samples": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send yourself a sample webhook
+         * @description A sample of any event of the catalogue (docs/webhook-events.md), sent to notify_url or else your default notify URL through the real outbox: signed with your webhook secret, retried and listed like any delivery. The body says `"sample": true` and its ids are sample ids, never one of your resources. At most 10 a minute per merchant (429 with Retry-After). Owner keys only.
+         *
+         *     Roles: owner (the merchant's own key acts as owner).
+         */
+        post: operations["postV1WebhookDeliveriesSamples"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/banks": {
         parameters: {
             query?: never;
@@ -2030,6 +2052,11 @@ export interface components {
             event_id: components["schemas"]["Uuid"];
             /** @description When the event happened (ISO 8601 UTC); the same on every retry and resend */
             event_created_at: components["schemas"]["Instant"];
+            /**
+             * @description Present, and true, only on a sample (ops webhooks:trigger, POST /v1/webhook-deliveries/samples): not a real event. Its ids are sample ids (ORD-0-SAMPLE, SAMPLE-ORDER, UUIDs of zeros), never a real resource's
+             * @constant
+             */
+            sample?: true;
         };
         /** @description DUPLICATE_IDEMPOTENCY_KEY's details: the disbursement holding the key, and whether it is this request. same_request (same amount and destination) means a retry of a request whose answer was lost: read the disbursement. Otherwise the key was used for another payout, a bug: use a new key. same_fee compares the fee it was charged with what this request would be charged now; not part of same_request, since the client does not send the fee. */
         DuplicateDisbursement: {
@@ -2120,6 +2147,11 @@ export interface components {
             event_id: components["schemas"]["Uuid"];
             /** @description When the event happened (ISO 8601 UTC); the same on every retry and resend */
             event_created_at: components["schemas"]["Instant"];
+            /**
+             * @description Present, and true, only on a sample (ops webhooks:trigger, POST /v1/webhook-deliveries/samples): not a real event. Its ids are sample ids (ORD-0-SAMPLE, SAMPLE-ORDER, UUIDs of zeros), never a real resource's
+             * @constant
+             */
+            sample?: true;
         };
         /** @description Liveness with the database reachability (a bare object, not the V1 envelope). */
         Health: {
@@ -2329,6 +2361,11 @@ export interface components {
             event_id: components["schemas"]["Uuid"];
             /** @description When the event happened (ISO 8601 UTC); the same on every retry and resend */
             event_created_at: components["schemas"]["Instant"];
+            /**
+             * @description Present, and true, only on a sample (ops webhooks:trigger, POST /v1/webhook-deliveries/samples): not a real event. Its ids are sample ids (ORD-0-SAMPLE, SAMPLE-ORDER, UUIDs of zeros), never a real resource's
+             * @constant
+             */
+            sample?: true;
         };
         /** @description The V1 order webhook of a payment or an expiry. */
         OrderWebhook: {
@@ -2354,6 +2391,11 @@ export interface components {
             event_id: components["schemas"]["Uuid"];
             /** @description When the event happened (ISO 8601 UTC); the same on every retry and resend */
             event_created_at: components["schemas"]["Instant"];
+            /**
+             * @description Present, and true, only on a sample (ops webhooks:trigger, POST /v1/webhook-deliveries/samples): not a real event. Its ids are sample ids (ORD-0-SAMPLE, SAMPLE-ORDER, UUIDs of zeros), never a real resource's
+             * @constant
+             */
+            sample?: true;
         };
         /** @description Pagination of a list: page from 1, limit per page, the total of items and of pages. */
         PageMeta: {
@@ -2478,6 +2520,11 @@ export interface components {
             event_id: components["schemas"]["Uuid"];
             /** @description When the event happened (ISO 8601 UTC); the same on every retry and resend */
             event_created_at: components["schemas"]["Instant"];
+            /**
+             * @description Present, and true, only on a sample (ops webhooks:trigger, POST /v1/webhook-deliveries/samples): not a real event. Its ids are sample ids (ORD-0-SAMPLE, SAMPLE-ORDER, UUIDs of zeros), never a real resource's
+             * @constant
+             */
+            sample?: true;
         };
         /**
          * Format: uri
@@ -2505,7 +2552,7 @@ export interface components {
             id: components["schemas"]["Uuid"];
             /** @example order.paid */
             event: string;
-            /** @description An operator's sample of the event (ops webhooks:trigger), not a real event */
+            /** @description A sample of the event (POST /v1/webhook-deliveries/samples, ops webhooks:trigger), not a real event */
             sample: boolean;
             url: string;
             /** @enum {string} */
@@ -2532,7 +2579,7 @@ export interface components {
             id: components["schemas"]["Uuid"];
             /** @example order.paid */
             event: string;
-            /** @description An operator's sample of the event (ops webhooks:trigger), not a real event */
+            /** @description A sample of the event (POST /v1/webhook-deliveries/samples, ops webhooks:trigger), not a real event */
             sample: boolean;
             url: string;
             /** @enum {string} */
@@ -4222,6 +4269,64 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["MerchantInactiveOrForbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    postV1WebhookDeliveriesSamples: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @example order.paid
+                     * @enum {string}
+                     */
+                    event: "order.paid" | "order.expired" | "order.partially_refunded" | "order.refunded" | "order.refund_failed" | "disbursement.pending" | "disbursement.on_process" | "disbursement.success" | "disbursement.failed" | "disbursement.rejected" | "settlement.pending" | "settlement.processing" | "settlement.paid" | "settlement.failed" | "settlement.cancelled" | "export.completed" | "export.failed";
+                    notify_url?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Queued: the sample delivery, PENDING */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["WebhookDelivery"];
+                    };
+                };
+            };
+            /** @description INVALID_JSON, INVALID_BODY */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "INVALID_JSON" | "INVALID_BODY";
+                            message: string;
+                            request_id: components["schemas"]["RequestId"];
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MerchantInactiveOrForbidden"];
+            413: components["responses"]["InvalidBody"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };

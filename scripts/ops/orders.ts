@@ -6,7 +6,7 @@ import { sendJob } from '../../db/queue.ts';
 import { getVendor } from '../../db/vendors.ts';
 import { getMerchant, MerchantNotFound } from '../../db/merchants.ts';
 import { enqueueWebhooks, findDelivery, listAttempts, listDeliveriesByRef, listMerchantDeliveries, reopenDelivery } from '../../db/webhooks.ts';
-import { sampleBody, webhookEvent, webhookEvents } from '../../api/openapi/webhook-events.ts';
+import { sentSampleBody, webhookEvent, webhookEvents } from '../../api/openapi/webhook-events.ts';
 import { command, OpsError } from './command.ts';
 
 const refCode = z.string().regex(/^ORD-\d+-[0-9A-Z]+$/, '--ref must be an ORD- reference code');
@@ -140,7 +140,7 @@ export const webhooksTrigger = command({
     // body is the catalogue's sample, stamped with its own id and time.
     const boss = await ctx.boss();
     const [id] = await pool.transaction((tx) => enqueueWebhooks(tx, boss, [
-      { merchantId: merchant.id, orderId: null, event: input.event, url, body: sampleBody(webhookEvent(input.event)!), sample: true },
+      { merchantId: merchant.id, orderId: null, event: input.event, url, body: sentSampleBody(webhookEvent(input.event)!), sample: true },
     ]));
     return { json: { id, event: input.event, url, sample: true }, text: `sample ${input.event} queued for ${url}: delivery ${id} (webhooks:list --merchant ${merchant.id})` };
   },

@@ -36,7 +36,7 @@ const accepts = (schema: z.ZodType, field: string, value: unknown) =>
 t.test('the walk covers every V1 body', async (t) => {
   t.same(bodies.map((b) => b.name).sort(), [
     'PATCH /v1/my/users/:user_id/role', 'POST /v1/beneficiaries', 'POST /v1/disbursements', 'POST /v1/my/users',
-    'POST /v1/orders', 'POST /v1/orders/:ref_code/refund', 'POST /v1/reports/export',
+    'POST /v1/orders', 'POST /v1/orders/:ref_code/refund', 'POST /v1/reports/export', 'POST /v1/webhook-deliveries/samples',
   ]);
 });
 
