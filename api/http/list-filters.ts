@@ -8,8 +8,15 @@ import { ApiError, describeReceived } from '../../db/errors.ts';
 
 const DATE = /^(19|[2-9]\d)\d{2}-\d{2}-\d{2}$/;
 
-/** The days calendarDate accepts, as the OpenAPI document shows them (its `Day`). */
-export const calendarDay = z.iso.date().regex(DATE).meta({ description: 'A calendar day, YYYY-MM-DD, from 1900-01-01 to 9999-12-31' });
+/**
+ * The days calendarDate accepts, as the OpenAPI document shows them (its `Day`): one pattern
+ * (years 1900-9999, months 01-12, days 01-31) with the date format; calendarDate also refuses
+ * days a month does not have.
+ */
+export const DAY_PATTERN = /^(19|[2-9]\d)\d{2}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$/;
+export function calendarDay() {
+  return z.string().regex(DAY_PATTERN).meta({ format: 'date' });
+}
 
 /** A YYYY-MM-DD calendar date (1900–9999), or undefined when absent; anything else is INVALID_BODY naming it. */
 export function calendarDate(value: unknown, name: string): string | undefined {

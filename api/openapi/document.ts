@@ -17,6 +17,7 @@ import { refundStatus } from '../../db/refunds.sql.ts';
 import { settlementStatus } from '../../db/settlements.sql.ts';
 import { role, type Role } from '../../db/users.sql.ts';
 import { IMPORT_COLUMNS } from '../csv/parse-import.ts';
+import { calendarDay, DAY_PATTERN } from '../http/list-filters.ts';
 import { mayDo, permissionFor } from '../http/roles.ts';
 import { idempotencyKey } from '../http/validate.ts';
 import * as legacyDisbursements from '../legacy/disbursements.ts';
@@ -81,7 +82,7 @@ function paged(limit = 20, max = 100) {
   };
 }
 
-const wibDay = z.iso.date().describe('A WIB (UTC+7) calendar day, YYYY-MM-DD, inclusive');
+const wibDay = calendarDay().meta({ format: 'date', description: 'A WIB (UTC+7) calendar day, YYYY-MM-DD, 1900-01-01 to 9999-12-31, inclusive' });
 const uuidParam = z.uuid().describe('A UUID; anything else is 400 INVALID_ID');
 const refCode = z.string().describe('The order\'s ref_code (ORD-…)');
 
@@ -93,6 +94,8 @@ const refundFilters = {
   date_to: wibDay.describe('Refunds created on or before this WIB (UTC+7) day, YYYY-MM-DD; not before date_from'),
 };
 
+const dayJson = { type: 'string', format: 'date', pattern: DAY_PATTERN.source };
+
 /**
  * Fields a route accepts as z.unknown() because the service checks them, in the contract's
  * order, with the contract's codes (db/disbursements.ts, api/v1/reports.ts): documented here as
@@ -100,8 +103,17 @@ const refundFilters = {
  */
 const checkedByService = new Map<unknown, JsonSchema>([
   [disbursements.createBody.shape.amount, { type: 'integer', minimum: 1, description: 'Whole Rupiah, excluding the fee' }],
-  [reports.exportBody.shape.date_from.unwrap(), { type: 'string', format: 'date', description: 'First WIB day, YYYY-MM-DD; open-ended when absent' }],
-  [reports.exportBody.shape.date_to.unwrap(), { type: 'string', format: 'date', description: 'Last WIB day, YYYY-MM-DD; open-ended when absent' }],
+  [reports.exportBody.shape.date_from.unwrap(), { ...dayJson, description: 'First WIB day, YYYY-MM-DD (1900-01-01 to 9999-12-31); open-ended when absent' }],
+  [reports.exportBody.shape.date_to.unwrap(), { ...dayJson, description: 'Last WIB day, YYYY-MM-DD (1900-01-01 to 9999-12-31); open-ended when absent' }],
+  // Validated as any string so that another method is the contract's UNSUPPORTED_PAYMENT_METHOD.
+  [orders.createBody.shape.payment_method, { type: 'string', enum: ['QRIS'], description: 'Only QRIS; another method is 400 UNSUPPORTED_PAYMENT_METHOD' }],
+  // channel may be left out only when beneficiary_id names the destination (api/v1/disbursements.ts).
+  [disbursements.createBody, {
+    anyOf: [
+      { required: ['channel'], properties: { channel: { type: 'string' } } },
+      { required: ['beneficiary_id'], properties: { beneficiary_id: { type: 'string' } } },
+    ],
+  }],
 ]);
 
 /** Request examples, for readers and "Try it out" (annotations only: nothing here validates). */
@@ -113,13 +125,30 @@ const examples = new Map<unknown, unknown>([
   [orders.createBody.shape.customer_phone, '081234567890'],
   [orders.createBody.shape.notify_url, 'https://shop.example/kasir/webhook'],
   [orders.createBody.shape.metadata, { cart_id: 'C-77', channel: 'web' }],
+  [orders.createBody.shape.customer_email, 'budi@example.com'],
+  [orders.createBody.shape.return_url, 'https://shop.example/orders/INV-1001'],
+  [orders.createBody.shape.expire_minutes, 60],
+  [refunds.refundBody.shape.amount, 50_000],
+  [refunds.refundBody.shape.reason, 'One item returned'],
   [disbursements.createBody.shape.idempotency_key, 'payout-2026-11-21-001'],
+  [disbursements.createBody.shape.channel, 'BANK'],
   [disbursements.createBody.shape.bank_short_code, 'BCA'],
   [disbursements.createBody.shape.account_number, '1234567890'],
   [disbursements.createBody.shape.account_name, 'Budi Santoso'],
   [disbursements.createBody.shape.amount, 150_000],
+  [beneficiaries.createBody.shape.channel, 'BANK'],
+  [beneficiaries.createBody.shape.label, 'Payroll account'],
   [beneficiaries.createBody.shape.bank_short_code, 'BCA'],
   [beneficiaries.createBody.shape.account_number, '1234567890'],
+  [beneficiaries.createBody.shape.account_name, 'Budi Santoso'],
+  [reports.exportBody.shape.type, 'orders'],
+  [reports.exportBody.shape.date_from.unwrap(), '2026-11-01'],
+  [reports.exportBody.shape.date_to.unwrap(), '2026-11-30'],
+  [team.createBody.shape.full_name, 'Siti Rahma'],
+  [team.createBody.shape.email, 'siti@example.com'],
+  [team.createBody.shape.phone_number, '081234567890'],
+  [team.createBody.shape.role, 'finance'],
+  [team.roleBody.shape.role, 'ops'],
   [webhookDeliveries.sampleRequest.shape.event, 'order.paid'],
   [legacyOrders.createBody.shape.paymentType, 'QRIS'],
   [legacyOrders.createBody.shape.totalAmount, 150_000],
@@ -698,7 +727,7 @@ const FORMAT_EXAMPLES: Record<string, string> = {
 const SHARED_SHAPES: Record<string, z.ZodType> = {
   Uuid: z.uuid(),
   Instant: z.iso.datetime().describe('ISO 8601 UTC'),
-  Day: z.iso.date(),
+  Day: calendarDay().meta({ format: 'date', description: 'A calendar day, YYYY-MM-DD, 1900-01-01 to 9999-12-31' }),
   Email: z.email(),
   Url: z.url(),
   ErrorCode: s.errorCode,

@@ -29,6 +29,7 @@ import type { ProfitTotals } from '../../db/reports.sql.ts';
 import { refundStatus } from '../../db/refunds.sql.ts';
 import { settlementStatus } from '../../db/settlements.sql.ts';
 import { role } from '../../db/users.sql.ts';
+import { calendarDay } from '../http/list-filters.ts';
 
 /** A schema with an id (zod's global registry) becomes `#/components/schemas/<id>` in the document. */
 function named<S extends z.ZodType>(id: string, description: string, schema: S): S {
@@ -37,7 +38,7 @@ function named<S extends z.ZodType>(id: string, description: string, schema: S):
 
 const uuid = z.uuid();
 const instant = z.iso.datetime().meta({ description: 'ISO 8601 UTC', examples: ['2026-11-21T08:30:00.000Z'] });
-const day = z.iso.date().meta({ examples: ['2026-11-21'] });
+const day = calendarDay().meta({ format: 'date', examples: ['2026-11-21'] });
 const phone = z.string().regex(/^62\d+$/).meta({ description: 'Normalised to 62…', examples: ['6281234567890'] });
 const rupiah = z.number().int().describe('Whole Rupiah');
 const count = z.number().int().min(0);

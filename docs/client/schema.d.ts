@@ -1857,6 +1857,7 @@ export interface components {
         };
         /**
          * Format: date
+         * @description A calendar day, YYYY-MM-DD, 1900-01-01 to 9999-12-31
          * @example 2026-11-21
          */
         Day: string;
@@ -3088,16 +3089,23 @@ export interface operations {
                     merchant_order_id: string;
                     /** @example 150000 */
                     amount: number;
-                    /** @example QRIS */
-                    payment_method: string;
+                    /**
+                     * @description Only QRIS; another method is 400 UNSUPPORTED_PAYMENT_METHOD
+                     * @example QRIS
+                     * @enum {string}
+                     */
+                    payment_method: "QRIS";
                     /** @example Budi Santoso */
                     customer_name?: string | null;
+                    /** @example budi@example.com */
                     customer_email?: string | null;
                     /** @example 081234567890 */
                     customer_phone?: string | null;
                     /** @example https://shop.example/kasir/webhook */
                     notify_url?: string | null;
+                    /** @example https://shop.example/orders/INV-1001 */
                     return_url?: string | null;
+                    /** @example 60 */
                     expire_minutes?: number;
                     /**
                      * @example {
@@ -3328,7 +3336,9 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
+                    /** @example 50000 */
                     amount?: number;
+                    /** @example One item returned */
                     reason?: string | null;
                 };
             };
@@ -3549,6 +3559,7 @@ export interface operations {
                 "application/json": {
                     /** @example payout-2026-11-21-001 */
                     idempotency_key: string;
+                    /** @example BANK */
                     channel?: ("BANK" | "EWALLET") | null;
                     /** @example BCA */
                     bank_short_code?: string | null;
@@ -3565,6 +3576,10 @@ export interface operations {
                     amount: number;
                     notify_url?: string | null;
                     beneficiary_id?: components["schemas"]["Uuid"] | null;
+                } | {
+                    channel: string;
+                } | {
+                    beneficiary_id: string;
                 };
             };
         };
@@ -3937,13 +3952,18 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @enum {string} */
+                    /**
+                     * @example BANK
+                     * @enum {string}
+                     */
                     channel: "BANK" | "EWALLET";
+                    /** @example Payroll account */
                     label?: string | null;
                     /** @example BCA */
                     bank_short_code?: string | null;
                     /** @example 1234567890 */
                     account_number?: string | null;
+                    /** @example Budi Santoso */
                     account_name?: string | null;
                     ewallet_provider?: string | null;
                     ewallet_phone?: string | null;
@@ -4436,20 +4456,21 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @enum {string} */
+                    /**
+                     * @example orders
+                     * @enum {string}
+                     */
                     type: "orders" | "settlements" | "disbursements" | "balance_history";
                     /**
-                     * Format: date
-                     * @description First WIB day, YYYY-MM-DD; open-ended when absent
-                     * @example 2026-11-21
+                     * @description First WIB day, YYYY-MM-DD (1900-01-01 to 9999-12-31); open-ended when absent
+                     * @example 2026-11-01
                      */
-                    date_from?: string;
+                    date_from?: components["schemas"]["Day"];
                     /**
-                     * Format: date
-                     * @description Last WIB day, YYYY-MM-DD; open-ended when absent
-                     * @example 2026-11-21
+                     * @description Last WIB day, YYYY-MM-DD (1900-01-01 to 9999-12-31); open-ended when absent
+                     * @example 2026-11-30
                      */
-                    date_to?: string;
+                    date_to?: components["schemas"]["Day"];
                 };
             };
         };
@@ -4613,14 +4634,19 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @example Siti Rahma */
                     full_name: string;
                     /**
                      * Format: email
-                     * @example budi@example.com
+                     * @example siti@example.com
                      */
                     email: string;
+                    /** @example 081234567890 */
                     phone_number?: string | null;
-                    /** @enum {string} */
+                    /**
+                     * @example ops
+                     * @enum {string}
+                     */
                     role: "owner" | "finance" | "ops" | "viewer";
                 };
             };
@@ -4715,7 +4741,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @enum {string} */
+                    /**
+                     * @example ops
+                     * @enum {string}
+                     */
                     role: "owner" | "finance" | "ops" | "viewer";
                 };
             };
