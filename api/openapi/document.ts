@@ -150,10 +150,17 @@ const examples = new Map<unknown, unknown>([
   [team.createBody.shape.role, 'finance'],
   [team.roleBody.shape.role, 'ops'],
   [webhookDeliveries.sampleRequest.shape.event, 'order.paid'],
+  [legacyOrders.createBody.shape.orderId, 'INV-2001'],
   [legacyOrders.createBody.shape.paymentType, 'QRIS'],
   [legacyOrders.createBody.shape.totalAmount, 150_000],
+  [legacyOrders.createBody.shape.customerName, 'Budi Santoso'],
   [legacyOrders.createBody.shape.customerPhone, '6281234567890'],
+  [legacyOrders.queryBody.shape.orderId, 'INV-2001'],
+  [legacyDisbursements.bankBody.shape.orderId, 'PAYOUT-2001'],
   [legacyDisbursements.bankBody.shape.bankCode, 'BCA'],
+  [legacyDisbursements.bankBody.shape.accountNumber, '1234567890'],
+  [legacyDisbursements.bankBody.shape.accountName, 'Budi Santoso'],
+  [legacyDisbursements.bankBody.shape.requestAmount, 50_000],
   [legacyDisbursements.ewalletBody.shape.ewalletCode, 'OVO'],
   [legacyDisbursements.ewalletBody.shape.accountNumber, '081234567890'],
 ]);
@@ -224,7 +231,7 @@ export const operations: readonly Operation[] = [
     method: 'get', path: '/v1/orders', tag: 'Orders', summary: 'List orders, newest first',
     description: 'With merchant_order_id: the exact lookup to reconcile with after a timeout, VENDOR_ERROR or '
       + 'ORDER_PENDING_CONFIRMATION: look the order up here before creating it again under a new id.',
-    query: { ...paged(), merchant_order_id: z.string().describe('Exact merchant order id') },
+    query: { ...paged(), merchant_order_id: z.string().meta({ description: 'Exact merchant order id', examples: ['INV-1001'] }) },
     responses: { 200: { description: 'A page of orders', schema: s.v1Page(s.order) } },
     errors: ['INVALID_BODY'],
   },
@@ -304,7 +311,7 @@ export const operations: readonly Operation[] = [
     query: {
       ...paged(10, 50),
       status: disbursementStatus.describe('Only disbursements in this status'),
-      idempotency_key: z.string().min(1).max(255).describe('The disbursement created with this key, if any'),
+      idempotency_key: z.string().min(1).max(255).meta({ description: 'The disbursement created with this key, if any', examples: ['payout-2026-11-21-001'] }),
       date_from: wibDay.describe('Created on or after this WIB (UTC+7) day, YYYY-MM-DD'),
       date_to: wibDay.describe('Created on or before this WIB (UTC+7) day; not before date_from'),
     },
@@ -438,7 +445,7 @@ export const operations: readonly Operation[] = [
   {
     method: 'get', path: '/v1/webhook-deliveries', tag: 'Webhooks', summary: 'List the webhooks sent to you, newest first',
     description: 'Every delivery Kasir made or is making to your notify URLs, with its status and the resource it reports on.',
-    query: { ...paged(), status: webhookDeliveries.listQuery.shape.status, event: webhookDeliveries.listQuery.shape.event },
+    query: { ...paged(), status: webhookDeliveries.listQuery.shape.status, event: webhookDeliveries.listQuery.shape.event.meta({ examples: ['order.paid'] }) },
     responses: { 200: { description: 'A page of deliveries', schema: s.v1Page(s.webhookDelivery) } },
     errors: ['INVALID_BODY'],
   },
@@ -690,6 +697,25 @@ export function responseSchemaOf(op: Operation, status: number): z.ZodType | nul
   if (codes) return s.v1Error(codes as [ErrorCode, ...ErrorCode[]]);
   if (legacyErrorsOf(op).has(status)) return s.legacyError(status as LegacyStatus | 500);
   return null;
+}
+
+/**
+ * The JSON body a client builds from the document for `op`: each property's example (its own,
+ * or that of the component it refers to), and the names of required properties that have none.
+ * The Postman collection sends these; test/api/openapi.test.ts holds the server to accept them.
+ */
+export function requestExample(op: Operation): { body: Record<string, unknown>; missing: string[] } {
+  const doc = openApiDocument() as { paths: Record<string, Record<string, any>>; components: { schemas: Record<string, any> } };
+  const schema = doc.paths[openApiPath(op.path)][op.method].requestBody?.content?.['application/json']?.schema;
+  const body: Record<string, unknown> = {};
+  const missing: string[] = [];
+  if (!schema) return { body, missing };
+  for (const [name, prop] of Object.entries((schema.properties ?? {}) as Record<string, any>)) {
+    const example = prop.examples?.[0] ?? (prop.$ref ? doc.components.schemas[prop.$ref.replace('#/components/schemas/', '')]?.examples?.[0] : undefined);
+    if (example !== undefined) body[name] = example;
+    else if (schema.required?.includes(name)) missing.push(name);
+  }
+  return { body, missing };
 }
 
 /** `/v1/orders/:ref_code` → `/v1/orders/{ref_code}`. */

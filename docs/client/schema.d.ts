@@ -4801,12 +4801,14 @@ export interface operations {
             content: {
                 "application/json": {
                     clientId: string;
+                    /** @example INV-2001 */
                     orderId: string;
                     /** @example 150000 */
                     totalAmount: number;
                     /** @example QRIS */
                     paymentType: string;
                     signature: string;
+                    /** @example Budi Santoso */
                     customerName: string;
                     customerEmail?: string | null;
                     /** @example 6281234567890 */
@@ -4876,6 +4878,7 @@ export interface operations {
             content: {
                 "application/json": {
                     clientId: string;
+                    /** @example INV-2001 */
                     orderId: string;
                     signature: string;
                 };
@@ -4983,11 +4986,15 @@ export interface operations {
             content: {
                 "application/json": {
                     clientId: string;
+                    /** @example PAYOUT-2001 */
                     orderId: string;
                     /** @example BCA */
                     bankCode: string;
+                    /** @example 1234567890 */
                     accountNumber: string;
+                    /** @example Budi Santoso */
                     accountName: string;
+                    /** @example 50000 */
                     requestAmount: number;
                     notifyUrl?: string | null;
                 };
@@ -5042,11 +5049,13 @@ export interface operations {
             content: {
                 "application/json": {
                     clientId: string;
+                    /** @example PAYOUT-2001 */
                     orderId: string;
                     /** @example OVO */
                     ewalletCode: string;
                     /** @example 081234567890 */
                     accountNumber: string;
+                    /** @example 50000 */
                     requestAmount: number;
                     notifyUrl?: string | null;
                 };
@@ -5101,6 +5110,7 @@ export interface operations {
             content: {
                 "application/json": {
                     clientId: string;
+                    /** @example PAYOUT-2001 */
                     orderId: string;
                 };
             };

@@ -15,7 +15,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { createApp } from '../../api/app.ts';
-import { errorsOf, openApiDocument, openApiPath, openApiText, operations, responseSchemaOf, webhooks, type Method } from '../../api/openapi/document.ts';
+import { errorsOf, openApiDocument, openApiPath, openApiText, operations, requestExample, responseSchemaOf, webhooks, type Method } from '../../api/openapi/document.ts';
 import { adjustWallet } from '../../db/ledger.ts';
 import { findBankByShortCode } from '../../db/master-data.ts';
 import { setLegacyPublicKey, setSettlementAccount, type ProvisionedMerchant } from '../../db/merchants.ts';
@@ -533,19 +533,9 @@ t.test('every request body example in the document is accepted by the running se
   const paid = await paidOrder(stack, merchant, 200_000);
   const user = await makeUser(stack, merchant.api_key, 'viewer');
   const params: Record<string, string> = { ref_code: paid.ref_code, user_id: user.id };
-  const doc = openApiDocument() as Record<string, any>;
-  const component = (ref: string) => doc.components.schemas[ref.replace('#/components/schemas/', '')];
-  const exampleOf = (prop: Record<string, any>) => prop.examples?.[0] ?? (prop.$ref ? component(prop.$ref).examples?.[0] : undefined);
   let sent = 0;
   for (const op of operations.filter((o) => o.path.startsWith('/v1/') && o.body && !o.body.multipart)) {
-    const schema = doc.paths[openApiPath(op.path)][op.method].requestBody.content['application/json'].schema;
-    const body: Record<string, unknown> = {};
-    const missing: string[] = [];
-    for (const [name, prop] of Object.entries(schema.properties as Record<string, Record<string, any>>)) {
-      const example = exampleOf(prop);
-      if (example !== undefined) body[name] = example;
-      else if (schema.required?.includes(name)) missing.push(name);
-    }
+    const { body, missing } = requestExample(op);
     t.same(missing, [], `${key(op)}: every required field has an example`);
     const res = await v1(merchant.api_key, op.path.replace(/:([a-z_]+)/g, (_, name: string) => params[name]), { method: op.method.toUpperCase(), body });
     t.ok(res.status >= 200 && res.status < 300, `${key(op)}: the document's example ${JSON.stringify(body)} is accepted: ${res.status} ${res.text.slice(0, 300)}`);
