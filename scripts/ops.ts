@@ -15,6 +15,7 @@ import { secretsReseal } from './ops/secrets.ts';
 import { jobsList, jobsPing, jobsRerun } from './ops/jobs.ts';
 import {
   brandCreate,
+  brandSetCheckoutLanguage,
   merchantCreate,
   merchantRotateKey,
   merchantRotateLegacySecret,
@@ -36,6 +37,7 @@ import { banksDisable, banksEnable, banksList, ewalletsDisable, ewalletsEnable, 
 const commands: Command[] = [
   merchantCreate,
   brandCreate,
+  brandSetCheckoutLanguage,
   merchantSetStatus,
   merchantRotateKey,
   merchantRotateLegacySecret,
