@@ -42,8 +42,8 @@ var (
 // signingKey follows Standard Webhooks: a whsec_ secret is base64 of the key; any other secret
 // is the key's bytes.
 func signingKey(secret string) []byte {
-	if rest, ok := strings.CutPrefix(secret, "whsec_"); ok {
-		if decoded, err := base64.StdEncoding.DecodeString(rest); err == nil && len(decoded) > 0 {
+	if strings.HasPrefix(secret, "whsec_") {
+		if decoded, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_")); err == nil && len(decoded) > 0 {
 			return decoded
 		}
 	}

@@ -35,6 +35,13 @@ export const REQUIREMENTS: Requirement[] = [
     install: 'apt-get install pgbouncer (Debian 12 has 1.18), or set PGBOUNCER_PATH',
   },
   {
+    what: 'PHP and Go (the webhook receiver examples in docs/examples/ run on them)',
+    files: ['test/orders/webhook-receiver-example.test.ts'],
+    programs: ['php', 'go'],
+    need: 'all',
+    install: 'apt-get install php-cli golang-go (Debian; .ci/run does)',
+  },
+  {
     what: 'curl, openssl, sha256sum and base64 (the README walkthrough runs them)',
     files: ['test/scripts/readme.test.ts'],
     programs: ['curl', 'openssl', 'sha256sum', 'base64', 'bash'],

@@ -9,7 +9,7 @@ const stock = (present: string[], env: Record<string, string> = {}): Machine => 
   env: { PATH: '/usr/local/bin:/usr/bin:/bin', ...env },
   exists: (path) => present.includes(path),
 });
-const tools = ['/usr/bin/curl', '/usr/bin/openssl', '/usr/bin/sha256sum', '/usr/bin/base64', '/bin/bash'];
+const tools = ['/usr/bin/curl', '/usr/bin/openssl', '/usr/bin/sha256sum', '/usr/bin/base64', '/bin/bash', '/usr/bin/php', '/usr/bin/go'];
 
 t.test('a stock machine running the whole suite is told what to install, before the run', (t) => {
   const all = selectedFiles([], ROOT);
