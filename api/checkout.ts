@@ -13,7 +13,7 @@ import type { AppContext } from './context.ts';
 import { ApiError } from '../db/errors.ts';
 import type { BrandRow } from '../db/brands.ts';
 import { findCheckoutOrder, type CheckoutOrderRow } from '../db/orders.sql.ts';
-import { checkoutPage, notFoundPage, type PageAssets, type PageBrand } from './checkout/page.ts';
+import { checkoutPage, notFoundPage, pageLanguage, type PageAssets, type PageBrand } from './checkout/page.ts';
 import { formatRupiah } from '../db/present/rupiah.ts';
 import { iso } from '../db/present/time.ts';
 
@@ -82,8 +82,11 @@ export function checkoutRoutes(ctx: AppContext): Router {
   router.get('/pay/:ref_code', async (req, res) => {
     const found = await visibleOrder(ctx, req);
     const brand = pageBrand(req.brand);
+    const lang = pageLanguage(req.get('accept-language'), req.brand.checkout_language);
     securityHeaders(res, brand);
-    if (!found) return void res.status(404).type('html').send(notFoundPage(brand, assetPaths));
+    res.setHeader('Vary', 'Accept-Language');
+    res.setHeader('Content-Language', lang);
+    if (!found) return void res.status(404).type('html').send(notFoundPage(brand, assetPaths, lang));
     const { row, status } = found;
     const ref = encodeURIComponent(row.ref_code);
     res.type('html').send(
@@ -99,7 +102,7 @@ export function checkoutRoutes(ctx: AppContext): Router {
         expiresInMs: row.expires_at ? row.expires_at.getTime() - Date.now() : null,
         statusPath: `/pay/${ref}/status`,
         returnPath: absoluteHttpUrl(row.return_url) ? `/pay/${ref}/return` : null,
-      }),
+      }, lang),
     );
   });
 
@@ -121,7 +124,7 @@ export function checkoutRoutes(ctx: AppContext): Router {
     const found = await visibleOrder(ctx, req);
     const brand = pageBrand(req.brand);
     securityHeaders(res, brand);
-    if (!found) return void res.status(404).type('html').send(notFoundPage(brand, assetPaths));
+    if (!found) return void res.status(404).type('html').send(notFoundPage(brand, assetPaths, pageLanguage(req.get('accept-language'), req.brand.checkout_language)));
     const target = found.status === 'PAID' ? absoluteHttpUrl(found.row.return_url) : null;
     res.redirect(303, target ?? `/pay/${encodeURIComponent(found.row.ref_code)}`);
   });

@@ -19,7 +19,7 @@
 //   never the default and is found by nothing but the verify job.
 import { randomUUID } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
-import { ApiError } from './errors.ts';
+import { ApiError, bankDisabled, bankNotFound } from './errors.ts';
 import { findBankById, findBankByShortCode, findEwalletByShortCode } from './master-data.ts';
 import type { Pool, Db } from './pool.ts';
 import { inTransaction, queues, sendJob } from './queue.ts';
@@ -81,14 +81,14 @@ export async function createBeneficiary(pool: Db, boss: PgBoss, r: BeneficiaryRe
   if (r.channel === 'BANK') {
     if (!r.bankShortCode || !r.accountNumber) throw new ApiError('MISSING_BANK_INFO', 'bank_short_code and account_number are required for BANK');
     const bank = await findBankByShortCode(pool, r.bankShortCode);
-    if (!bank) throw new ApiError('BANK_NOT_FOUND');
-    if (!bank.is_enabled) throw new ApiError('BANK_DISABLED');
+    if (!bank) throw bankNotFound(r.bankShortCode);
+    if (!bank.is_enabled) throw bankDisabled(bank.short_code);
     bankId = bank.id;
     label = r.label ?? `${bank.short_code} ${r.accountNumber}`;
   } else {
     if (!r.ewalletProvider || !r.ewalletPhone) throw new ApiError('MISSING_EWALLET_INFO');
     const wallet = await findEwalletByShortCode(pool, r.ewalletProvider);
-    if (!wallet || !wallet.is_enabled) throw new ApiError('INVALID_BODY', 'ewallet_provider: unknown or unavailable e-wallet');
+    if (!wallet || !wallet.is_enabled) throw new ApiError('INVALID_BODY', `ewallet_provider: no enabled e-wallet has the code ${JSON.stringify(r.ewalletProvider)}; GET /v1/ewallets lists them`);
     provider = wallet.short_code;
     label = r.label ?? `${wallet.short_code} ${r.ewalletPhone}`;
   }

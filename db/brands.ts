@@ -12,10 +12,12 @@ const brandRow = z.object({
   logo_url: z.string().nullable(),
   support_email: z.string().nullable(),
   is_default: z.boolean(),
+  /** The checkout page's language when the payer's browser names neither (api/checkout/page.ts). */
+  checkout_language: z.enum(['id', 'en']),
 });
 export type BrandRow = z.infer<typeof brandRow>;
 
-const columns = sql.fragment`id, domain, name, logo_url, support_email, is_default`;
+const columns = sql.fragment`id, domain, name, logo_url, support_email, is_default, checkout_language`;
 
 export async function listBrands(db: Db): Promise<readonly BrandRow[]> {
   return db.any(sql.type(brandRow)`select ${columns} from brands order by domain`);
@@ -27,12 +29,19 @@ export async function findBrandByDomain(db: Db, domain: string): Promise<BrandRo
 
 export async function createBrand(
   db: Db,
-  input: { domain: string; name: string; logoUrl: string | null; supportEmail: string | null },
+  input: { domain: string; name: string; logoUrl: string | null; supportEmail: string | null; checkoutLanguage?: 'id' | 'en' },
 ): Promise<BrandRow> {
   return db.one(sql.type(brandRow)`
-    insert into brands (domain, name, logo_url, support_email)
-    values (${input.domain.toLowerCase()}, ${input.name}, ${input.logoUrl}, ${input.supportEmail})
+    insert into brands (domain, name, logo_url, support_email, checkout_language)
+    values (${input.domain.toLowerCase()}, ${input.name}, ${input.logoUrl}, ${input.supportEmail}, ${input.checkoutLanguage ?? 'id'})
     returning ${columns}`);
+}
+
+/** Sets a brand's checkout language; false when no brand has the domain. */
+export async function setCheckoutLanguage(db: Db, domain: string, language: 'id' | 'en'): Promise<boolean> {
+  const updated = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+    update brands set checkout_language = ${language} where domain = ${domain.toLowerCase()} returning id`);
+  return updated !== null;
 }
 
 export async function findBrandById(db: Db, id: string): Promise<BrandRow> {

@@ -13,7 +13,7 @@
 // - Every status change appends an event and a webhook outbox row in its own transaction.
 import { randomUUID } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
-import { ApiError } from './errors.ts';
+import { ApiError, bankDisabled, bankNotFound, describeReceived } from './errors.ts';
 import { lockMerchantAccounts, postTransfer } from './ledger.ts';
 import { disbursementFee, walletDecision, withinDisbursementLimit } from './money-rules.ts';
 import { findBankByShortCode, findEwalletByShortCode, type BankRow, type EwalletRow, type MasterDataCache } from './master-data.ts';
@@ -83,13 +83,45 @@ export async function checkRequest(db: Db, settings: MerchantMoneySettings, r: D
     });
   } catch (err) {
     const holder = err instanceof ApiError ? await findByIdempotencyKey(db, r.merchantId, r.idempotencyKey) : null;
-    throw holder ? duplicateKey(holder) : err;
+    throw holder ? duplicateOf(holder, r, settings) : err;
   }
 }
 
 /** 409 naming the disbursement that holds the key, so a client that lost its answer can read it. */
 function duplicateKey(holder: { id: string; ref_code: string }) {
   return new ApiError('DUPLICATE_IDEMPOTENCY_KEY', `A disbursement with this idempotency_key exists: id ${holder.id}, ref_code ${holder.ref_code}`);
+}
+
+/**
+ * The 409 of a used key, saying whether the disbursement holding it is this request: the same
+ * amount and destination (what the client sends) is a retry of a request whose answer was lost;
+ * anything else is a key used twice, a bug in the client. The fee is compared too, but is not
+ * the client's to send: a fee changed since the first request does not make the retry another
+ * request.
+ */
+export function duplicateOf(holder: DisbursementRow, r: DisbursementRequest, settings: MerchantMoneySettings) {
+  const upper = (v: string | null) => v?.toUpperCase() ?? null;
+  const destination = r.channel === 'BANK'
+    ? holder.channel === 'BANK' && upper(holder.bank_short_code) === upper(r.bankShortCode)
+      && holder.account_number === r.accountNumber && holder.account_name === r.accountName
+    : holder.channel === 'EWALLET' && upper(holder.ewallet_provider) === upper(r.ewalletProvider) && holder.ewallet_phone === r.ewalletPhone;
+  const amount = holder.request_amount === r.amount;
+  const fee = holder.fee === (r.channel === 'BANK' ? settings.fee_bank : settings.fee_ewallet);
+  const same = amount && destination;
+  const differing = [amount ? null : 'amount', destination ? null : 'destination'].filter(Boolean).join(' and ');
+  const error = new ApiError('DUPLICATE_IDEMPOTENCY_KEY', same
+    ? `A disbursement with this idempotency_key exists and matches this request (same amount and destination): ${holder.ref_code} (${holder.status}) is your earlier request; read it instead of retrying`
+    : `A disbursement with this idempotency_key exists for another request (its ${differing} differ): ${holder.ref_code} (${holder.status}); use a new idempotency_key for a new disbursement`);
+  error.details = {
+    id: holder.id,
+    ref_code: holder.ref_code,
+    status: holder.status,
+    same_request: same,
+    same_amount: amount,
+    same_destination: destination,
+    same_fee: fee,
+  };
+  return error;
 }
 
 /** 422 saying what the wallet holds and what this disbursement needs (amount plus fee). */
@@ -109,16 +141,16 @@ export async function checkRules(settings: MerchantMoneySettings, r: Disbursemen
     if (!r.accountNumber || !r.accountName) throw new ApiError('MISSING_BANK_INFO');
     if (!r.bankShortCode) throw new ApiError('MISSING_BANK_INFO', 'bank_short_code, account_number and account_name are required for BANK');
     bank = await lookups.bank(r.bankShortCode);
-    if (!bank) throw new ApiError('BANK_NOT_FOUND');
-    if (!bank.is_enabled) throw new ApiError('BANK_DISABLED');
+    if (!bank) throw bankNotFound(r.bankShortCode);
+    if (!bank.is_enabled) throw bankDisabled(bank.short_code);
   } else {
     if (!r.ewalletProvider || !r.ewalletPhone) throw new ApiError('MISSING_EWALLET_INFO');
     const wallet = await lookups.ewallet(r.ewalletProvider);
-    if (!wallet || !wallet.is_enabled) throw new ApiError('INVALID_BODY', 'ewallet_provider: unknown or unavailable e-wallet');
+    if (!wallet || !wallet.is_enabled) throw new ApiError('INVALID_BODY', `ewallet_provider: no enabled e-wallet has the code ${JSON.stringify(r.ewalletProvider)}; GET /v1/ewallets lists them`);
   }
   const amount = r.amount;
   if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) {
-    throw new ApiError('INVALID_BODY', 'amount: must be a positive integer');
+    throw new ApiError('INVALID_BODY', `amount: must be a positive integer number of Rupiah; got ${describeReceived(amount)}`);
   }
   if (!withinDisbursementLimit(settings, amount)) throw new ApiError('AMOUNT_EXCEEDS_LIMIT');
   const fee = disbursementFee(settings, r.channel);
@@ -177,7 +209,7 @@ export async function createDisbursement(pool: Pool, boss: PgBoss, settings: Mer
     // Taken by a request that committed meanwhile (the insert waited for it): name it.
     if (!row) {
       const holder = await findByIdempotencyKey(tx, r.merchantId, r.idempotencyKey);
-      throw holder ? duplicateKey(holder) : new ApiError('DUPLICATE_IDEMPOTENCY_KEY');
+      throw holder ? duplicateOf(holder, r, settings) : new ApiError('DUPLICATE_IDEMPOTENCY_KEY');
     }
     if (!review) await sendJob(boss, 'disbursement-execute', { disbursement_id: row.id }, { db: inTransaction(tx) });
 

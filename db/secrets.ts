@@ -165,9 +165,15 @@ export function newMasterKey(): string {
   return randomBytes(32).toString('hex');
 }
 
-/** A merchant API key: 64 lowercase hex characters (256 random bits). */
+/**
+ * The prefix of every API key issued now: a leaked key is recognisable by secret scanners
+ * (README.md, API keys). Keys issued before it, 64 bare hex characters, keep working.
+ */
+export const API_KEY_PREFIX = 'kasir_sk_';
+
+/** A merchant or team API key: kasir_sk_ and 64 lowercase hex characters (256 random bits). */
 export function newApiKey(): string {
-  return randomBytes(32).toString('hex');
+  return `${API_KEY_PREFIX}${randomBytes(32).toString('hex')}`;
 }
 
 export function hashApiKey(apiKey: string): Buffer {

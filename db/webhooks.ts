@@ -206,3 +206,18 @@ export function listDeliveriesByRef(db: Db, ref: string) {
        or (w.order_id = (select order_id from refunds where ref_code = ${ref}) and strpos(w.body, ${ref}) > 0)
     order by w.created_at, w.id`);
 }
+
+/**
+ * The merchant's sample deliveries of the last `windowSeconds`, counted under a transaction lock
+ * per merchant (so two requests cannot both take the last place), and how many seconds until the
+ * oldest of them leaves the window. `tx` must be the caller's open transaction.
+ */
+export async function recentSamples(tx: Db, merchantId: string, windowSeconds: number): Promise<{ count: number; freeInSeconds: number }> {
+  await tx.query(sql.unsafe`select pg_advisory_xact_lock(hashtext('webhook-samples'), hashtext(${merchantId}))`);
+  const row = await tx.one(sql.type(z.object({ count: z.number(), free_in: z.number().nullable() }))`
+    select count(*)::int as count,
+           ceil(extract(epoch from min(created_at) + make_interval(secs => ${windowSeconds}) - now()))::int as free_in
+    from webhook_deliveries
+    where merchant_id = ${merchantId} and sample and created_at > now() - make_interval(secs => ${windowSeconds})`);
+  return { count: row.count, freeInSeconds: Math.max(1, row.free_in ?? 1) };
+}

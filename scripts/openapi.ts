@@ -9,9 +9,9 @@
 // (the project's `tsc`) no longer has: its `typescript` import is pointed at the
 // `typescript5` package (an npm alias of typescript 5.9) for this process only.
 import { createRequire, registerHooks } from 'node:module';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { openApiText } from '../api/openapi/document.ts';
+import { openApiText, operations, requestExample, type Operation } from '../api/openapi/document.ts';
 import { webhookEventsMarkdown } from '../api/openapi/webhook-events.ts';
 import { ROOT } from './lib/local.ts';
 
@@ -85,20 +85,245 @@ export async function postmanCollection(): Promise<string> {
     faker.option({ random });
   }
   if (!converted.result) throw new Error(`openapi-to-postmanv2: ${converted.reason}`);
-  const collection = withoutIds(converted.output[0].data) as Record<string, unknown>;
+  const collection = withoutIds(converted.output[0].data) as Collection;
+  for (const folder of collection.item) {
+    for (const item of folder.item) sendable(item);
+    // Run top to bottom, a folder first makes what its other requests read, and deletes it last.
+    const rank = (i: Item) => (CREATES_FIRST.has(`${i.request.method} /${i.request.url.path.join('/')}`) ? 0 : i.request.method === 'DELETE' ? 2 : 1);
+    folder.item = [0, 1, 2].flatMap((r) => folder.item.filter((i) => rank(i) === r));
+  }
   // The document's server is relative ("/"); a collection needs an absolute base URL to send to.
+  // The other variables are filled by the requests that create what they name (CAPTURES).
   collection.variable = [
     { key: 'baseUrl', value: 'http://localhost:3000', type: 'string' },
     { key: 'apiKey', value: '', type: 'string' },
+    { key: 'webhookSecret', value: '', type: 'string' },
+    { key: 'legacyClientId', value: '', type: 'string' },
+    { key: 'legacyClientSecret', value: '', type: 'string' },
+    ...[...new Set(Object.values(PATH_VARIABLES))].map((key) => ({ key, value: '', type: 'string' })),
   ];
+  collection.event = [{ listen: 'prerequest', script: { type: 'text/javascript', exec: SIGN_REQUESTS.trim().split('\n') } }];
   return `${JSON.stringify(collection, null, 2)}\n`;
+}
+
+interface Item {
+  name: string;
+  request: {
+    method: string;
+    url: { path: string[]; query?: { key: string; value: string; disabled?: boolean }[]; variable?: { key: string; value: string }[] };
+    header?: { key: string; value: string }[];
+    body?: { mode: string; raw?: string };
+  };
+  event?: unknown[];
+}
+interface Collection {
+  item: { name: string; item: Item[] }[];
+  variable?: unknown[];
+  event?: unknown[];
+}
+
+/**
+ * The collection's pre-request script (Postman's sandbox has CryptoJS built in):
+ * - POST /v1/orders is signed with webhookSecret, as a merchant with a secret must:
+ *   X-Signature: sha256=<hex HMAC-SHA256 of the raw body>. Without a secret the header is left out.
+ * - The legacy order calls get clientId and their SHA-512 signature from legacyClientId and
+ *   legacyClientSecret. (The legacy disbursement calls' RSA X-SIGNATURE is made outside Postman.)
+ */
+export const SIGN_REQUESTS = `
+const path = pm.request.url.getPath();
+if (pm.request.method === 'POST' && path === '/v1/orders') {
+  const secret = pm.collectionVariables.get('webhookSecret');
+  pm.request.headers.remove('X-Signature');
+  if (secret) {
+    const raw = pm.variables.replaceIn(pm.request.body.raw);
+    pm.request.headers.add({ key: 'X-Signature', value: 'sha256=' + CryptoJS.HmacSHA256(raw, secret).toString(CryptoJS.enc.Hex) });
+  }
+}
+if (pm.request.method === 'POST' && (path === '/api/order/create' || path === '/api/order/query')) {
+  const id = pm.collectionVariables.get('legacyClientId');
+  const secret = pm.collectionVariables.get('legacyClientSecret');
+  const body = JSON.parse(pm.variables.replaceIn(pm.request.body.raw));
+  body.clientId = id;
+  const fields = path === '/api/order/create' ? [id, body.orderId, body.totalAmount, secret] : [id, body.orderId, secret];
+  body.signature = CryptoJS.SHA512(fields.join('|')).toString(CryptoJS.enc.Hex);
+  pm.request.body.update({ mode: 'raw', raw: JSON.stringify(body), options: { raw: { language: 'json' } } });
+}
+`;
+
+/** The collection variable each path parameter takes, by route. */
+const PATH_VARIABLES: Record<string, string> = {
+  ':ref_code': 'ref_code',
+  '/v1/refunds/:id': 'refund_id',
+  '/v1/disbursements/imports/:id': 'import_id',
+  '/v1/disbursements/:id': 'disbursement_id',
+  '/v1/balance-history/:id': 'movement_id',
+  '/v1/beneficiaries/:id': 'beneficiary_id',
+  '/v1/settlements/:id': 'settlement_id',
+  '/v1/webhook-deliveries/:id': 'delivery_id',
+  '/v1/reports/exports/:id': 'export_id',
+  ':user_id': 'user_id',
+};
+
+/** Requests whose answer names something later requests use: the variable and where in the answer. */
+const CAPTURES: Record<string, [variable: string, path: string]> = {
+  'POST /v1/orders': ['ref_code', 'data.ref_code'],
+  'POST /v1/orders/:ref_code/refund': ['refund_id', 'data.ref_code'],
+  'POST /v1/disbursements': ['disbursement_id', 'data.ref_code'],
+  'GET /v1/disbursements/imports': ['import_id', 'data.0.id'],
+  'GET /v1/balance-history': ['movement_id', 'data.0.id'],
+  'POST /v1/beneficiaries': ['beneficiary_id', 'data.id'],
+  'GET /v1/settlements': ['settlement_id', 'data.0.id'],
+  'POST /v1/webhook-deliveries/samples': ['delivery_id', 'data.id'],
+  'POST /v1/reports/export': ['export_id', 'data.id'],
+  'POST /v1/my/users': ['user_id', 'data.id'],
+};
+
+/** The requests that make what the rest of their folder reads: first in their folder. */
+const CREATES_FIRST = new Set(['POST /v1/orders', 'POST /v1/disbursements', 'POST /v1/beneficiaries', 'POST /v1/webhook-deliveries/samples', 'POST /v1/reports/export', 'POST /v1/my/users']);
+
+/** Idempotency-Key per request: stable, so sending a request again replays its first answer. */
+const IDEMPOTENCY_KEYS: Record<string, string> = {
+  'POST /v1/orders': 'order-INV-1001',
+  'POST /v1/orders/:ref_code/refund': 'refund-{{ref_code}}-1',
+  'POST /v1/beneficiaries': 'beneficiary-payroll-1',
+  'POST /v1/reports/export': 'export-orders-2026-11',
+  'POST /v1/my/users': 'user-siti',
+};
+
+const FILTER_PARAMS_ENABLED = new Set(['page', 'limit']);
+
+/**
+ * Makes a converted request work as sent (issue 31): the body is the document's examples (never
+ * the converter's made-up "string"), path parameters are collection variables that earlier
+ * requests fill, filters other than page and limit are off until chosen (with example values),
+ * the Idempotency-Key is stable, and X-Signature is left to the collection's pre-request script.
+ */
+function sendable(item: Item): void {
+  const request = item.request;
+  const route = `/${request.url.path.join('/')}`;
+  const op = operations.find((o) => o.method.toUpperCase() === request.method && o.path === route);
+  if (!op) throw new Error(`the collection has ${request.method} ${route}, which the document does not`);
+  const name = `${request.method} ${route}`;
+  for (const variable of request.url.variable ?? []) {
+    // :ref_code and :user_id name one thing wherever they are; an :id is named by its route.
+    const key = PATH_VARIABLES[`:${variable.key}`] ?? PATH_VARIABLES[route.slice(0, route.indexOf(`:${variable.key}`) + variable.key.length + 1)];
+    if (!key) throw new Error(`${name}: no collection variable for :${variable.key}`);
+    variable.value = `{{${key}}}`;
+  }
+  for (const param of request.url.query ?? []) {
+    const example = queryExample(op, param.key);
+    if (example !== undefined) param.value = String(example);
+    param.disabled = !FILTER_PARAMS_ENABLED.has(param.key);
+  }
+  request.header = (request.header ?? []).filter((h) => h.key !== 'X-Signature');
+  for (const header of request.header) {
+    if (header.key === 'Idempotency-Key') header.value = IDEMPOTENCY_KEYS[name] ?? header.value;
+  }
+  if (request.body?.mode === 'raw' && op.body && !op.body.multipart) {
+    let body = requestExample(op).body;
+    // Legacy calls: the client id is a variable; an order call's signature is made by SIGN_REQUESTS.
+    if (op.auth === 'legacy') {
+      body = { ...body, clientId: '{{legacyClientId}}' };
+      if (op.path.startsWith('/api/order/')) body.signature = 'made by the pre-request script';
+    }
+    request.body.raw = JSON.stringify(body, null, 2);
+  }
+  for (const header of request.header) {
+    if (header.key === 'X-SIGNATURE') header.value = 'base64 RSA-SHA256 of clientId|clientSecret|<SHA-256 of the body>: made outside Postman (docs/client.md)';
+  }
+  const capture = CAPTURES[name];
+  if (capture) {
+    item.event = [{
+      listen: 'test',
+      script: {
+        type: 'text/javascript',
+        exec: [
+          `// Keeps ${capture[0]} for the requests that use it.`,
+          'const answer = pm.response.json();',
+          `const value = ${capture[1].split('.').reduce((expr, part) => `${expr}?.[${/^\d+$/.test(part) ? part : `'${part}'`}]`, 'answer')};`,
+          `if (value) pm.collectionVariables.set('${capture[0]}', value);`,
+        ],
+      },
+    }];
+  }
+}
+
+function queryExample(op: Operation, name: string): unknown {
+  const schema = op.query?.[name];
+  if (!schema) return undefined;
+  const meta = schema.meta() as { examples?: unknown[] } | undefined;
+  return meta?.examples?.[0];
+}
+
+// ---------- The client package (docs/client/): what `npm install` of its tarball gets
+
+/**
+ * docs/client/package.json: the installable client. Its version is Kasir's own (the root
+ * package.json), so a client release names the server it was generated from; JavaScript for
+ * Node 18 and later, with its types; openapi-fetch, the one runtime dependency, pinned as here.
+ */
+export async function clientPackage(): Promise<string> {
+  const root = JSON.parse(await readFile(`${ROOT}package.json`, 'utf8')) as { version: string; devDependencies: Record<string, string> };
+  const pkg = {
+    name: 'kasir-client',
+    version: root.version,
+    description: 'Typed client for the Kasir merchant payment API (generated from its OpenAPI document), with the request signing helpers',
+    type: 'module',
+    exports: { '.': { types: './dist/index.d.ts', default: './dist/index.js' } },
+    types: './dist/index.d.ts',
+    files: ['dist'],
+    engines: { node: '>=18' },
+    dependencies: { 'openapi-fetch': root.devDependencies['openapi-fetch'] },
+    sideEffects: false,
+  };
+  return `${JSON.stringify(pkg, null, 2)}\n`;
+}
+
+/**
+ * docs/client/dist/: index.ts compiled to ES2022 JavaScript (Node 18 runs it) with its .d.ts,
+ * and the generated types beside them. The TypeScript 5 compiler API (as for clientTypes) emits
+ * to memory; the source's `.d.ts` import of the types becomes `.js`, which every TypeScript
+ * resolution mode maps to schema.d.ts.
+ */
+export async function clientBuild(schema: string): Promise<Record<string, string>> {
+  const ts = require('typescript5') as typeof import('typescript5');
+  const options: import('typescript5').CompilerOptions = {
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    declaration: true,
+    strict: true,
+    skipLibCheck: true,
+    types: ['node'],
+    rootDir: `${ROOT}docs/client`,
+    outDir: `${ROOT}docs/client/dist`,
+    newLine: ts.NewLineKind.LineFeed,
+  };
+  const host = ts.createCompilerHost(options);
+  const out: Record<string, string> = {};
+  host.writeFile = (file, text) => {
+    out[file.replace(ROOT, '')] = text.replaceAll("'./schema.d.ts'", "'./schema.js'");
+  };
+  const program = ts.createProgram([`${ROOT}docs/client/index.ts`], options, host);
+  const problems = ts.getPreEmitDiagnostics(program);
+  if (problems.length) throw new Error(ts.formatDiagnostics(problems, { getCanonicalFileName: (f) => f, getCurrentDirectory: () => ROOT, getNewLine: () => '\n' }));
+  program.emit();
+  const header = '// Generated by `npm run openapi` from docs/client/index.ts; never edit by hand.\n';
+  return {
+    'docs/client/dist/index.js': header + out['docs/client/dist/index.js'],
+    'docs/client/dist/index.d.ts': header + out['docs/client/dist/index.d.ts'],
+    'docs/client/dist/schema.d.ts': schema,
+  };
 }
 
 /** Every generated file by its path under the repository root. */
 export async function generatedFiles(): Promise<Record<string, string>> {
+  const schema = await clientTypes();
   return {
     'docs/openapi.json': openApiText(),
-    'docs/client/schema.d.ts': await clientTypes(),
+    'docs/client/schema.d.ts': schema,
+    'docs/client/package.json': await clientPackage(),
+    ...(await clientBuild(schema)),
     'docs/kasir.postman_collection.json': await postmanCollection(),
     'docs/webhook-events.md': webhookEventsMarkdown(),
   };

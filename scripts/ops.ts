@@ -15,6 +15,7 @@ import { secretsReseal } from './ops/secrets.ts';
 import { jobsList, jobsPing, jobsRerun } from './ops/jobs.ts';
 import {
   brandCreate,
+  brandSetCheckoutLanguage,
   merchantCreate,
   merchantRotateKey,
   merchantRotateLegacySecret,
@@ -37,6 +38,7 @@ import { banksDisable, banksEnable, banksList, ewalletsDisable, ewalletsEnable, 
 const commands: Command[] = [
   merchantCreate,
   brandCreate,
+  brandSetCheckoutLanguage,
   merchantSetStatus,
   merchantRotateKey,
   merchantRotateLegacySecret,
@@ -142,8 +144,11 @@ delete values.json;
 const parsed = cmd.input.safeParse(values);
 if (!parsed.success) {
   const issue = parsed.error.issues[0];
-  const flag = issue.path.length ? `--${issue.path.join('.')}: ` : '';
-  fail(`${flag}${issue.message}\nusage: ${cmd.usage}`, json, 64);
+  const flag = issue.path.length ? `--${issue.path.join('.')}` : '';
+  // A flag left out reads as zod's "expected string, received undefined" unless its schema says more.
+  const missing = issue.code === 'invalid_type' && flag && values[String(issue.path[0])] === undefined && /received undefined/.test(issue.message);
+  const text = missing ? `${flag} is required` : flag && !issue.message.startsWith(flag) ? `${flag}: ${issue.message}` : issue.message;
+  fail(`${text}\nusage: ${cmd.usage}`, json, 64);
 }
 
 const database = await resolveDatabase();

@@ -10,6 +10,15 @@ import pg from 'pg';
 import { prepareDatabase } from '../db/migrate.ts';
 import { ensureDatabase, newPassword, startCluster, type Cluster } from './lib/cluster.ts';
 import { ROOT } from './lib/local.ts';
+import { missingFor, preflightMessage, selectedFiles } from './lib/test-preflight.ts';
+
+// Before anything starts: what the chosen files need from the machine (Chromium, PgBouncer, …).
+const files = selectedFiles(process.argv.slice(2), ROOT);
+const missing = missingFor(files);
+if (missing.length) {
+  console.error(preflightMessage(missing, files));
+  process.exit(1);
+}
 
 const TEMPLATE = `kasir_template_${process.pid}`;
 let cluster: Cluster | null = null;

@@ -36,6 +36,73 @@ export function formatCountdown(ms: number): string {
   return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${s}` : `${m}:${s}`;
 }
 
+/** The page's languages: Bahasa Indonesia (its payers'), and English. */
+export type Language = 'id' | 'en';
+
+/**
+ * Every text of the pages, per language. Functions take what the sentence names; the result is
+ * Html built by the tag, so names stay escaped.
+ */
+const TEXT = {
+  id: {
+    waiting: 'Menunggu pembayaran',
+    qrAlt: (amount: string, merchant: string) => `Kode QRIS sebesar ${amount} untuk ${merchant}`,
+    hint: 'Pindai dengan aplikasi bank atau dompet digital apa pun yang mendukung QRIS.',
+    expiresIn: 'Berakhir dalam',
+    paid: 'Lunas',
+    thanks: (merchant: string) => html`Terima kasih, pembayaran Anda kepada ${merchant} telah selesai.`,
+    returning: 'Mengarahkan Anda kembali ke penjual…',
+    continue: 'Lanjutkan',
+    close: 'Anda dapat menutup halaman ini.',
+    expired: 'Kedaluwarsa',
+    expiredText: (merchant: string) => html`Permintaan pembayaran ini telah kedaluwarsa dan tidak dapat dibayar lagi. Mintalah yang baru kepada ${merchant}.`,
+    reference: 'Referensi',
+    title: (amount: string, merchant: string) => `Bayar ${amount} ke ${merchant}`,
+    questions: 'Ada pertanyaan tentang pembayaran?',
+    paymentsBy: (brand: string) => `Pembayaran oleh ${brand}`,
+    notFound: 'Pembayaran tidak ditemukan',
+    notFoundText: 'Tautan pembayaran ini tidak berlaku. Periksa tautan yang Anda terima, atau mintalah tautan baru kepada penjual.',
+  },
+  en: {
+    waiting: 'Waiting for payment',
+    qrAlt: (amount: string, merchant: string) => `QRIS code for ${amount} to ${merchant}`,
+    hint: 'Scan with any QRIS-enabled banking or e-wallet app.',
+    expiresIn: 'Expires in',
+    paid: 'Paid',
+    thanks: (merchant: string) => html`Thank you, your payment to ${merchant} is complete.`,
+    returning: 'Taking you back to the merchant…',
+    continue: 'Continue',
+    close: 'You can close this page.',
+    expired: 'Expired',
+    expiredText: (merchant: string) => html`This payment request has expired and can no longer be paid. Ask ${merchant} for a new one.`,
+    reference: 'Reference',
+    title: (amount: string, merchant: string) => `Pay ${amount} to ${merchant}`,
+    questions: 'Questions about a payment?',
+    paymentsBy: (brand: string) => `Payments by ${brand}`,
+    notFound: 'Payment not found',
+    notFoundText: 'This payment link is not valid. Check the link you were given, or ask the merchant for a new one.',
+  },
+} satisfies Record<Language, unknown>;
+
+/**
+ * The page's language: the first of Indonesian and English the payer's Accept-Language ranks
+ * above zero (by q, then by order), else the brand's choice (Bahasa Indonesia by default).
+ */
+export function pageLanguage(acceptLanguage: string | undefined, brandDefault: Language): Language {
+  let best: { language: Language; q: number; index: number } | null = null;
+  for (const [index, part] of (acceptLanguage ?? '').split(',').entries()) {
+    const [tag, ...params] = part.trim().toLowerCase().split(';');
+    const language = tag.split('-')[0];
+    if (language !== 'id' && language !== 'en' && language !== 'in') continue; // "in": the old code for Indonesian
+    const qParam = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    const q = qParam ? Number(qParam.slice(2)) : 1;
+    if (!(q > 0)) continue;
+    const candidate = { language: (language === 'en' ? 'en' : 'id') as Language, q, index };
+    if (!best || q > best.q) best = candidate;
+  }
+  return best?.language ?? brandDefault;
+}
+
 export interface PageBrand {
   name: string;
   /** Already checked to be an absolute http(s) URL (its origin is in the CSP's img-src). */
@@ -65,9 +132,10 @@ export interface CheckoutView {
   returnPath: string | null;
 }
 
-function layout(brand: PageBrand, assets: PageAssets, title: string, body: Html, withScript: boolean): string {
+function layout(brand: PageBrand, assets: PageAssets, lang: Language, title: string, body: Html, withScript: boolean): string {
+  const t = TEXT[lang];
   return html`<!doctype html>
-<html lang="en">
+<html lang="${lang}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -84,7 +152,7 @@ ${brand.logoUrl ? html`<img class="logo" src="${brand.logoUrl}" alt="${brand.nam
 </header>
 ${body}
 <footer class="support">
-${brand.supportEmail ? html`Questions about a payment? <a href="mailto:${brand.supportEmail}">${brand.supportEmail}</a>` : html`Payments by ${brand.name}`}
+${brand.supportEmail ? html`${t.questions} <a href="mailto:${brand.supportEmail}">${brand.supportEmail}</a>` : t.paymentsBy(brand.name)}
 </footer>
 </div>
 </body>
@@ -92,7 +160,8 @@ ${brand.supportEmail ? html`Questions about a payment? <a href="mailto:${brand.s
 `.text;
 }
 
-export function checkoutPage(v: CheckoutView): string {
+export function checkoutPage(v: CheckoutView, lang: Language = 'id'): string {
+  const t = TEXT[lang];
   const body = html`<main id="checkout" class="card" data-status="${v.status}" data-status-path="${v.statusPath}"
   ${v.returnPath ? html`data-return-path="${v.returnPath}"` : ''}
   ${v.expiresInMs === null ? '' : html`data-expires-in-ms="${Math.max(0, Math.round(v.expiresInMs))}"`}>
@@ -100,34 +169,35 @@ export function checkoutPage(v: CheckoutView): string {
 <p class="amount" id="amount">${v.amountText}</p>
 <div aria-live="polite">
 <section class="state when-pending">
-<h1>Waiting for payment</h1>
-${v.qrPath ? html`<img id="qr" class="qr" src="${v.qrPath}" width="240" height="240" alt="QRIS code for ${v.amountText} to ${v.merchantName}">` : ''}
-<p class="hint">Scan with any QRIS-enabled banking or e-wallet app.</p>
+<h1>${t.waiting}</h1>
+${v.qrPath ? html`<img id="qr" class="qr" src="${v.qrPath}" width="240" height="240" alt="${t.qrAlt(v.amountText, v.merchantName)}">` : ''}
+<p class="hint">${t.hint}</p>
 ${v.expiresAt === null || v.expiresInMs === null
     ? ''
-    : html`<p class="countdown">Expires in <time id="countdown" datetime="${v.expiresAt}">${formatCountdown(v.expiresInMs)}</time></p>`}
+    : html`<p class="countdown">${t.expiresIn} <time id="countdown" datetime="${v.expiresAt}">${formatCountdown(v.expiresInMs)}</time></p>`}
 </section>
 <section class="state when-paid">
-<h1>Paid</h1>
-<p>Thank you, your payment to ${v.merchantName} is complete.</p>
+<h1>${t.paid}</h1>
+<p>${t.thanks(v.merchantName)}</p>
 ${v.returnPath
-    ? html`<p>Taking you back to the merchant… <a id="return-link" href="${v.returnPath}">Continue</a></p>`
-    : html`<p>You can close this page.</p>`}
+    ? html`<p>${t.returning} <a id="return-link" href="${v.returnPath}">${t.continue}</a></p>`
+    : html`<p>${t.close}</p>`}
 </section>
 <section class="state when-expired">
-<h1>Expired</h1>
-<p>This payment request has expired and can no longer be paid. Ask ${v.merchantName} for a new one.</p>
+<h1>${t.expired}</h1>
+<p>${t.expiredText(v.merchantName)}</p>
 </section>
 </div>
-<p class="reference">Reference <span id="reference">${v.ref}</span></p>
+<p class="reference">${t.reference} <span id="reference">${v.ref}</span></p>
 </main>`;
-  return layout(v.brand, v.assets, `Pay ${v.amountText} to ${v.merchantName} · ${v.brand.name}`, body, true);
+  return layout(v.brand, v.assets, lang, `${t.title(v.amountText, v.merchantName)} · ${v.brand.name}`, body, true);
 }
 
-export function notFoundPage(brand: PageBrand, assets: PageAssets): string {
+export function notFoundPage(brand: PageBrand, assets: PageAssets, lang: Language = 'id'): string {
+  const t = TEXT[lang];
   const body = html`<main class="card" id="not-found">
-<h1>Payment not found</h1>
-<p>This payment link is not valid. Check the link you were given, or ask the merchant for a new one.</p>
+<h1>${t.notFound}</h1>
+<p>${t.notFoundText}</p>
 </main>`;
-  return layout(brand, assets, `Payment not found · ${brand.name}`, body, false);
+  return layout(brand, assets, lang, `${t.notFound} · ${brand.name}`, body, false);
 }

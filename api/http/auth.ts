@@ -8,7 +8,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Db } from '../../db/pool.ts';
 import type { AuthThrottle } from './auth-throttle.ts';
-import { constantTimeEqual, hashApiKey } from '../../db/secrets.ts';
+import { API_KEY_PREFIX, constantTimeEqual, hashApiKey } from '../../db/secrets.ts';
 import { ApiError } from '../../db/errors.ts';
 import type { MerchantMoneySettings } from '../../db/merchants.ts';
 import { findCredential, type Role } from '../../db/users.sql.ts';
@@ -24,8 +24,16 @@ declare module 'express-serve-static-core' {
   }
 }
 
-const API_KEY = /^[0-9a-fA-F]{64}$/;
+/** kasir_sk_ and 64 hex characters; keys issued before the prefix are the 64 hex characters alone. */
+const API_KEY = new RegExp(`^(?:${API_KEY_PREFIX})?[0-9a-f]{64}$`, 'i');
 const QUERY_KEY_NAMES = ['api_key', 'apikey', 'apiKey', 'key', 'x-api-key', 'X-API-Key'];
+
+// What each refusal says: the header to send and what a key looks like. A wrong key and a key of
+// another brand read the same (nothing tells a prober which keys exist).
+const NO_KEY = 'Missing API key: send it in the X-API-Key header';
+const BEARER = 'API keys go in the X-API-Key header, not Authorization: send X-API-Key: <key> instead of Authorization: Bearer <key>';
+const MALFORMED = `X-API-Key is not an API key: expected ${API_KEY_PREFIX} and 64 hex characters (or, for keys issued before the prefix, the 64 hex characters alone)`;
+const UNKNOWN = 'Invalid API key: the X-API-Key header matches no active key on this domain (revoked, rotated, mistyped, or of another brand)';
 
 export function requireApiKey(db: Db, throttle: AuthThrottle) {
   return async (req: Request, _res: Response, next: NextFunction) => {
@@ -38,14 +46,15 @@ export function requireApiKey(db: Db, throttle: AuthThrottle) {
     };
     const query = req.query as Record<string, unknown>;
     if (QUERY_KEY_NAMES.some((name) => name in query)) throw refuse('API keys are accepted only in the X-API-Key header');
-    const key = req.get('x-api-key');
-    if (!key || !API_KEY.test(key)) throw refuse();
+    const key = req.get('x-api-key')?.trim();
+    if (!key) throw refuse(/^bearer\s/i.test(req.get('authorization') ?? '') ? BEARER : NO_KEY);
+    if (!API_KEY.test(key)) throw refuse(MALFORMED);
     const digest = hashApiKey(key.toLowerCase());
     const found = await findCredential(db, key.toLowerCase());
-    if (!found || !constantTimeEqual(found.key_hash, digest)) throw refuse();
+    if (!found || !constantTimeEqual(found.key_hash, digest)) throw refuse(UNKNOWN);
     const { user_id: userId, role, key_hash: _, mdr_bps, fee_bank, fee_ewallet, disbursement_limit, daily_disbursement_limit, review_threshold, ...merchant } = found;
     // A key belongs to one brand; used on another brand's domain it is as good as unknown.
-    if (merchant.brand_id !== req.brand.id) throw refuse();
+    if (merchant.brand_id !== req.brand.id) throw refuse(UNKNOWN);
     if (merchant.status !== 'ACTIVE') throw new ApiError('MERCHANT_INACTIVE');
     throttle.perKey(digest.toString('hex'));
     req.merchant = merchant;

@@ -27,10 +27,11 @@ export function jsonBody(limit: string) {
       // Checked on the bytes, before parsing: a body of 50,000 '[' must cost no more than a
       // scan (this runs for every route, before authentication).
       if (nestingDepth(bytes) > MAX_DEPTH) return next(new ApiError('INVALID_BODY', `body: nested deeper than ${MAX_DEPTH} levels`));
+      const text = bytes.toString('utf8');
       try {
-        req.body = JSON.parse(bytes.toString('utf8'));
-      } catch {
-        return next(new ApiError('INVALID_JSON'));
+        req.body = JSON.parse(text);
+      } catch (err) {
+        return next(new ApiError('INVALID_JSON', `Request body is not valid JSON: ${jsonProblem(text, err)}`));
       }
       // JSON cannot carry a raw NUL inside a string, only the escape: no escape, nothing to look for.
       const nul = bytes.includes(NUL_ESCAPE) ? nulPath(req.body) : null;
@@ -38,6 +39,99 @@ export function jsonBody(limit: string) {
       next();
     },
   ];
+}
+
+/**
+ * Where and why JSON.parse refused `text`: "Expected ',' or '}' after property value at line 1,
+ * column 7". V8 gives the position for most errors; for an unexpected token it quotes the body
+ * instead (never echoed back here), and the position is found by scanning.
+ */
+export function jsonProblem(text: string, err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const positioned = /^(.*?) (?:in JSON )?at position (\d+)/s.exec(message);
+  const token = /^(Unexpected token .+?), ".*" is not valid JSON$/s.exec(message);
+  const reason = positioned?.[1] ?? token?.[1] ?? (message.startsWith('Unexpected end of JSON input') ? 'Unexpected end of JSON input' : 'Not JSON');
+  const position = positioned ? Number(positioned[2]) : firstErrorAt(text);
+  let line = 1;
+  let lineStart = 0;
+  for (let i = text.indexOf('\n'); i !== -1 && i < position; i = text.indexOf('\n', i + 1)) {
+    line++;
+    lineStart = i + 1;
+  }
+  return `${reason} at line ${line}, column ${position - lineStart + 1}`;
+}
+
+/** The index of the first character that cannot continue a JSON text (text.length: it ended early). */
+function firstErrorAt(s: string): number {
+  let i = 0;
+  const fail = (): never => {
+    throw i;
+  };
+  const ws = () => {
+    while (s[i] === ' ' || s[i] === '\t' || s[i] === '\n' || s[i] === '\r') i++;
+  };
+  const string = () => {
+    i++;
+    while (i < s.length && s[i] !== '"') {
+      if (s.charCodeAt(i) < 0x20) fail();
+      i += s[i] === '\\' ? 2 : 1;
+    }
+    if (i >= s.length) fail();
+    i++;
+  };
+  const number = () => {
+    const match = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/.exec(s.slice(i, i + 400));
+    if (!match) fail();
+    i += match![0].length;
+  };
+  const value = (): void => {
+    ws();
+    const c = s[i];
+    if (c === '{' || c === '[') {
+      const close = c === '{' ? '}' : ']';
+      i++;
+      ws();
+      if (s[i] === close) {
+        i++;
+        return;
+      }
+      for (;;) {
+        if (c === '{') {
+          ws();
+          if (s[i] !== '"') fail();
+          string();
+          ws();
+          if (s[i] !== ':') fail();
+          i++;
+        }
+        value();
+        ws();
+        if (s[i] === ',') i++;
+        else if (s[i] === close) {
+          i++;
+          return;
+        } else fail();
+      }
+    }
+    if (c === '"') return string();
+    if (c === '-' || (c >= '0' && c <= '9')) return number();
+    for (const literal of ['true', 'false', 'null']) {
+      if (c !== literal[0]) continue;
+      for (const expected of literal) {
+        if (s[i] !== expected) fail();
+        i++;
+      }
+      return;
+    }
+    fail();
+  };
+  try {
+    value();
+    ws();
+    return i < s.length ? i : s.length;
+  } catch (at) {
+    return Math.min(at as number, s.length);
+  }
 }
 
 /** Deeper than any body of the API or of a vendor callback nests. */

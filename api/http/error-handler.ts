@@ -43,6 +43,11 @@ export function errorHandler(bodyLimit: string) {
     if (known instanceof ApiError && known.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(known.retryAfterSeconds));
 
     if (isLegacy(req)) {
+      // The legacy envelope knows no 405: a wrong method is the Not Found it always was.
+      if (known instanceof ApiError && known.code === 'METHOD_NOT_ALLOWED') {
+        res.removeHeader('Allow');
+        known = new ApiError('NOT_FOUND');
+      }
       const legacy =
         known instanceof LegacyError
           ? known
@@ -50,6 +55,7 @@ export function errorHandler(bodyLimit: string) {
             ? new LegacyError(429, legacyMessages.tooManyRequests)
             : known instanceof ApiError && known.code === 'SERVICE_UNAVAILABLE'
             ? new LegacyError(503, 'Service Unavailable')
+
             : known instanceof ApiError && known.status < 500
             ? new LegacyError(known.status === 404 ? 404 : known.status === 401 ? 401 : 400,
                 known.code === 'NOT_FOUND' ? 'Not Found' : legacyMessages.invalidParameters)
@@ -61,10 +67,43 @@ export function errorHandler(bodyLimit: string) {
     const api = known instanceof ApiError ? known : new ApiError('INTERNAL_ERROR');
     // request_id (also the X-Request-Id header): what a merchant quotes to support, and what
     // finds the request's access line and any "unhandled error" line in the logs.
-    res.status(api.status).json({ success: false, error: { code: api.code, message: api.message, request_id: req.requestId } });
+    res.status(api.status).json({ success: false, error: { code: api.code, message: api.message, request_id: req.requestId, ...(api.details ? { details: api.details } : {}) } });
   };
 }
 
-export function notFound(req: Request, _res: Response, next: NextFunction): void {
-  next(new ApiError('NOT_FOUND', `No endpoint ${req.method} ${req.path}`));
+/**
+ * No route took the request: 405 with Allow when the path is an endpoint's under another method
+ * (POST to a GET-only path, PUT for PATCH), else 404.
+ */
+export function notFound(req: Request, res: Response, next: NextFunction): void {
+  const allowed = allowedMethods((req.app as unknown as { router: { stack: Layer[] } }).router.stack, req.path);
+  if (allowed.length === 0) return next(new ApiError('NOT_FOUND', `No endpoint ${req.method} ${req.path}`));
+  res.setHeader('Allow', allowed.join(', '));
+  next(new ApiError('METHOD_NOT_ALLOWED', `${req.path} does not take ${req.method}; it takes ${allowed.join(', ')}`));
+}
+
+interface Layer {
+  route?: { methods: Record<string, boolean> };
+  handle?: { stack?: Layer[] };
+  slash?: boolean;
+  match(path: string): unknown;
+}
+
+/** The methods the routes matching `path` take, HEAD with GET (Express answers HEAD by GET's route). */
+function allowedMethods(stack: Layer[], path: string): string[] {
+  const methods = new Set<string>();
+  for (const layer of stack) {
+    if (layer.route) {
+      if (!layer.match(path)) continue;
+      for (const method of Object.keys(layer.route.methods)) {
+        if (method === '_all') continue;
+        methods.add(method.toUpperCase());
+        if (method === 'get') methods.add('HEAD');
+      }
+    } else if (layer.handle?.stack && layer.slash) {
+      // Routers mounted at the root (app.use(router)) see the whole path.
+      for (const method of allowedMethods(layer.handle.stack, path)) methods.add(method);
+    }
+  }
+  return [...methods].sort();
 }

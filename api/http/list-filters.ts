@@ -3,9 +3,20 @@
 // these, or a repeated parameter, is 400 INVALID_BODY naming the parameter: a filter silently
 // ignored would answer a list the client did not ask for.
 import type { Request } from 'express';
-import { ApiError } from '../../db/errors.ts';
+import { z } from 'zod';
+import { ApiError, describeReceived } from '../../db/errors.ts';
 
 const DATE = /^(19|[2-9]\d)\d{2}-\d{2}-\d{2}$/;
+
+/**
+ * The days calendarDate accepts, as the OpenAPI document shows them (its `Day`): one pattern
+ * (years 1900-9999, months 01-12, days 01-31) with the date format; calendarDate also refuses
+ * days a month does not have.
+ */
+export const DAY_PATTERN = /^(19|[2-9]\d)\d{2}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$/;
+export function calendarDay() {
+  return z.string().regex(DAY_PATTERN).meta({ format: 'date' });
+}
 
 /** A YYYY-MM-DD calendar date (1900–9999), or undefined when absent; anything else is INVALID_BODY naming it. */
 export function calendarDate(value: unknown, name: string): string | undefined {
@@ -15,14 +26,14 @@ export function calendarDate(value: unknown, name: string): string | undefined {
     const [y, m, d] = value.split('-').map(Number);
     if (new Date(Date.UTC(y, m - 1, d)).toISOString().startsWith(value)) return value;
   }
-  throw new ApiError('INVALID_BODY', `${name} must be a date as YYYY-MM-DD`);
+  throw new ApiError('INVALID_BODY', `${name}: must be a date as YYYY-MM-DD from 1900-01-01 to 9999-12-31; got ${describeReceived(value)}`);
 }
 
 /** `date_from` and `date_to`: WIB days, inclusive, each optional, in order. */
 export function dayRange(req: Request): { dateFrom?: string; dateTo?: string } {
   const dateFrom = calendarDate(req.query.date_from, 'date_from');
   const dateTo = calendarDate(req.query.date_to, 'date_to');
-  if (dateFrom !== undefined && dateTo !== undefined && dateFrom > dateTo) throw new ApiError('INVALID_BODY', 'date_from must not be after date_to');
+  if (dateFrom !== undefined && dateTo !== undefined && dateFrom > dateTo) throw new ApiError('INVALID_BODY', `date_from: must not be after date_to; got ${dateFrom} and ${dateTo}`);
   return { dateFrom, dateTo };
 }
 
@@ -31,5 +42,5 @@ export function oneOf<T extends string>(req: Request, name: string, values: read
   const raw = req.query[name];
   if (raw === undefined) return undefined;
   if (typeof raw === 'string' && (values as readonly string[]).includes(raw)) return raw as T;
-  throw new ApiError('INVALID_BODY', `${name} must be one of ${values.join(', ')}`);
+  throw new ApiError('INVALID_BODY', `${name}: must be one of ${values.join(', ')}; got ${describeReceived(raw)}`);
 }

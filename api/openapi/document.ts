@@ -17,6 +17,7 @@ import { refundStatus } from '../../db/refunds.sql.ts';
 import { settlementStatus } from '../../db/settlements.sql.ts';
 import { role, type Role } from '../../db/users.sql.ts';
 import { IMPORT_COLUMNS } from '../csv/parse-import.ts';
+import { calendarDay, DAY_PATTERN } from '../http/list-filters.ts';
 import { mayDo, permissionFor } from '../http/roles.ts';
 import { idempotencyKey } from '../http/validate.ts';
 import * as legacyDisbursements from '../legacy/disbursements.ts';
@@ -81,7 +82,7 @@ function paged(limit = 20, max = 100) {
   };
 }
 
-const wibDay = z.iso.date().describe('A WIB (UTC+7) calendar day, YYYY-MM-DD, inclusive');
+const wibDay = calendarDay().meta({ format: 'date', description: 'A WIB (UTC+7) calendar day, YYYY-MM-DD, 1900-01-01 to 9999-12-31, inclusive' });
 const uuidParam = z.uuid().describe('A UUID; anything else is 400 INVALID_ID');
 const refCode = z.string().describe('The order\'s ref_code (ORD-…)');
 
@@ -93,6 +94,8 @@ const refundFilters = {
   date_to: wibDay.describe('Refunds created on or before this WIB (UTC+7) day, YYYY-MM-DD; not before date_from'),
 };
 
+const dayJson = { type: 'string', format: 'date', pattern: DAY_PATTERN.source };
+
 /**
  * Fields a route accepts as z.unknown() because the service checks them, in the contract's
  * order, with the contract's codes (db/disbursements.ts, api/v1/reports.ts): documented here as
@@ -100,8 +103,17 @@ const refundFilters = {
  */
 const checkedByService = new Map<unknown, JsonSchema>([
   [disbursements.createBody.shape.amount, { type: 'integer', minimum: 1, description: 'Whole Rupiah, excluding the fee' }],
-  [reports.exportBody.shape.date_from.unwrap(), { type: 'string', format: 'date', description: 'First WIB day, YYYY-MM-DD; open-ended when absent' }],
-  [reports.exportBody.shape.date_to.unwrap(), { type: 'string', format: 'date', description: 'Last WIB day, YYYY-MM-DD; open-ended when absent' }],
+  [reports.exportBody.shape.date_from.unwrap(), { ...dayJson, description: 'First WIB day, YYYY-MM-DD (1900-01-01 to 9999-12-31); open-ended when absent' }],
+  [reports.exportBody.shape.date_to.unwrap(), { ...dayJson, description: 'Last WIB day, YYYY-MM-DD (1900-01-01 to 9999-12-31); open-ended when absent' }],
+  // Validated as any string so that another method is the contract's UNSUPPORTED_PAYMENT_METHOD.
+  [orders.createBody.shape.payment_method, { type: 'string', enum: ['QRIS'], description: 'Only QRIS; another method is 400 UNSUPPORTED_PAYMENT_METHOD' }],
+  // channel may be left out only when beneficiary_id names the destination (api/v1/disbursements.ts).
+  [disbursements.createBody, {
+    anyOf: [
+      { required: ['channel'], properties: { channel: { type: 'string' } } },
+      { required: ['beneficiary_id'], properties: { beneficiary_id: { type: 'string' } } },
+    ],
+  }],
 ]);
 
 /** Request examples, for readers and "Try it out" (annotations only: nothing here validates). */
@@ -113,17 +125,42 @@ const examples = new Map<unknown, unknown>([
   [orders.createBody.shape.customer_phone, '081234567890'],
   [orders.createBody.shape.notify_url, 'https://shop.example/kasir/webhook'],
   [orders.createBody.shape.metadata, { cart_id: 'C-77', channel: 'web' }],
+  [orders.createBody.shape.customer_email, 'budi@example.com'],
+  [orders.createBody.shape.return_url, 'https://shop.example/orders/INV-1001'],
+  [orders.createBody.shape.expire_minutes, 60],
+  [refunds.refundBody.shape.amount, 50_000],
+  [refunds.refundBody.shape.reason, 'One item returned'],
   [disbursements.createBody.shape.idempotency_key, 'payout-2026-11-21-001'],
+  [disbursements.createBody.shape.channel, 'BANK'],
   [disbursements.createBody.shape.bank_short_code, 'BCA'],
   [disbursements.createBody.shape.account_number, '1234567890'],
   [disbursements.createBody.shape.account_name, 'Budi Santoso'],
   [disbursements.createBody.shape.amount, 150_000],
+  [beneficiaries.createBody.shape.channel, 'BANK'],
+  [beneficiaries.createBody.shape.label, 'Payroll account'],
   [beneficiaries.createBody.shape.bank_short_code, 'BCA'],
   [beneficiaries.createBody.shape.account_number, '1234567890'],
+  [beneficiaries.createBody.shape.account_name, 'Budi Santoso'],
+  [reports.exportBody.shape.type, 'orders'],
+  [reports.exportBody.shape.date_from.unwrap(), '2026-11-01'],
+  [reports.exportBody.shape.date_to.unwrap(), '2026-11-30'],
+  [team.createBody.shape.full_name, 'Siti Rahma'],
+  [team.createBody.shape.email, 'siti@example.com'],
+  [team.createBody.shape.phone_number, '081234567890'],
+  [team.createBody.shape.role, 'finance'],
+  [team.roleBody.shape.role, 'ops'],
+  [webhookDeliveries.sampleRequest.shape.event, 'order.paid'],
+  [legacyOrders.createBody.shape.orderId, 'INV-2001'],
   [legacyOrders.createBody.shape.paymentType, 'QRIS'],
   [legacyOrders.createBody.shape.totalAmount, 150_000],
+  [legacyOrders.createBody.shape.customerName, 'Budi Santoso'],
   [legacyOrders.createBody.shape.customerPhone, '6281234567890'],
+  [legacyOrders.queryBody.shape.orderId, 'INV-2001'],
+  [legacyDisbursements.bankBody.shape.orderId, 'PAYOUT-2001'],
   [legacyDisbursements.bankBody.shape.bankCode, 'BCA'],
+  [legacyDisbursements.bankBody.shape.accountNumber, '1234567890'],
+  [legacyDisbursements.bankBody.shape.accountName, 'Budi Santoso'],
+  [legacyDisbursements.bankBody.shape.requestAmount, 50_000],
   [legacyDisbursements.ewalletBody.shape.ewalletCode, 'OVO'],
   [legacyDisbursements.ewalletBody.shape.accountNumber, '081234567890'],
 ]);
@@ -194,7 +231,7 @@ export const operations: readonly Operation[] = [
     method: 'get', path: '/v1/orders', tag: 'Orders', summary: 'List orders, newest first',
     description: 'With merchant_order_id: the exact lookup to reconcile with after a timeout, VENDOR_ERROR or '
       + 'ORDER_PENDING_CONFIRMATION: look the order up here before creating it again under a new id.',
-    query: { ...paged(), merchant_order_id: z.string().describe('Exact merchant order id') },
+    query: { ...paged(), merchant_order_id: z.string().meta({ description: 'Exact merchant order id', examples: ['INV-1001'] }) },
     responses: { 200: { description: 'A page of orders', schema: s.v1Page(s.order) } },
     errors: ['INVALID_BODY'],
   },
@@ -274,7 +311,7 @@ export const operations: readonly Operation[] = [
     query: {
       ...paged(10, 50),
       status: disbursementStatus.describe('Only disbursements in this status'),
-      idempotency_key: z.string().min(1).max(255).describe('The disbursement created with this key, if any'),
+      idempotency_key: z.string().min(1).max(255).meta({ description: 'The disbursement created with this key, if any', examples: ['payout-2026-11-21-001'] }),
       date_from: wibDay.describe('Created on or after this WIB (UTC+7) day, YYYY-MM-DD'),
       date_to: wibDay.describe('Created on or before this WIB (UTC+7) day; not before date_from'),
     },
@@ -408,7 +445,7 @@ export const operations: readonly Operation[] = [
   {
     method: 'get', path: '/v1/webhook-deliveries', tag: 'Webhooks', summary: 'List the webhooks sent to you, newest first',
     description: 'Every delivery Kasir made or is making to your notify URLs, with its status and the resource it reports on.',
-    query: { ...paged(), status: webhookDeliveries.listQuery.shape.status, event: webhookDeliveries.listQuery.shape.event },
+    query: { ...paged(), status: webhookDeliveries.listQuery.shape.status, event: webhookDeliveries.listQuery.shape.event.meta({ examples: ['order.paid'] }) },
     responses: { 200: { description: 'A page of deliveries', schema: s.v1Page(s.webhookDelivery) } },
     errors: ['INVALID_BODY'],
   },
@@ -424,6 +461,15 @@ export const operations: readonly Operation[] = [
     params: { id: uuidParam },
     responses: { 202: { description: 'Queued: the delivery, PENDING', schema: s.v1Data(s.webhookDelivery) } },
     errors: ['INVALID_ID', 'NOT_FOUND'],
+  },
+  {
+    method: 'post', path: '/v1/webhook-deliveries/samples', tag: 'Webhooks', summary: 'Send yourself a sample webhook',
+    description: 'A sample of any event of the catalogue (docs/webhook-events.md), sent to notify_url or else your default notify '
+      + 'URL through the real outbox: signed with your webhook secret, retried and listed like any delivery. The body says '
+      + '`"sample": true` and its ids are sample ids, never one of your resources. At most '
+      + `${webhookDeliveries.SAMPLES_PER_MINUTE} a minute per merchant (429 with Retry-After). Owner keys only.`,
+    body: { schema: webhookDeliveries.sampleRequest },
+    responses: { 202: { description: 'Queued: the sample delivery, PENDING', schema: s.v1Data(s.webhookDelivery) } },
   },
 
   // Master data
@@ -653,6 +699,25 @@ export function responseSchemaOf(op: Operation, status: number): z.ZodType | nul
   return null;
 }
 
+/**
+ * The JSON body a client builds from the document for `op`: each property's example (its own,
+ * or that of the component it refers to), and the names of required properties that have none.
+ * The Postman collection sends these; test/api/openapi.test.ts holds the server to accept them.
+ */
+export function requestExample(op: Operation): { body: Record<string, unknown>; missing: string[] } {
+  const doc = openApiDocument() as { paths: Record<string, Record<string, any>>; components: { schemas: Record<string, any> } };
+  const schema = doc.paths[openApiPath(op.path)][op.method].requestBody?.content?.['application/json']?.schema;
+  const body: Record<string, unknown> = {};
+  const missing: string[] = [];
+  if (!schema) return { body, missing };
+  for (const [name, prop] of Object.entries((schema.properties ?? {}) as Record<string, any>)) {
+    const example = prop.examples?.[0] ?? (prop.$ref ? doc.components.schemas[prop.$ref.replace('#/components/schemas/', '')]?.examples?.[0] : undefined);
+    if (example !== undefined) body[name] = example;
+    else if (schema.required?.includes(name)) missing.push(name);
+  }
+  return { body, missing };
+}
+
 /** `/v1/orders/:ref_code` → `/v1/orders/{ref_code}`. */
 export function openApiPath(expressPath: string): string {
   return expressPath.replace(/:([A-Za-z_]+)/g, '{$1}');
@@ -688,7 +753,7 @@ const FORMAT_EXAMPLES: Record<string, string> = {
 const SHARED_SHAPES: Record<string, z.ZodType> = {
   Uuid: z.uuid(),
   Instant: z.iso.datetime().describe('ISO 8601 UTC'),
-  Day: z.iso.date(),
+  Day: calendarDay().meta({ format: 'date', description: 'A calendar day, YYYY-MM-DD, 1900-01-01 to 9999-12-31' }),
   Email: z.email(),
   Url: z.url(),
   ErrorCode: s.errorCode,
@@ -857,7 +922,7 @@ function operationObject(build: Build, op: Operation) {
 const webhookHeaders: HeaderParam[] = [
   { name: 'X-Kasir-Event', required: true, description: 'The event\'s name (`order.paid`, …), on every body shape, legacy ones included.', schema: z.string() },
   { name: 'X-Signature', required: false, description: 'With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md).', schema: z.string() },
-  { name: 'webhook-id', required: true, description: 'The delivery id, the same on every retry and resend (a V1 body\'s event_id): dedupe on it.', schema: z.string() },
+  { name: 'webhook-id', required: true, description: 'The delivery id, the same on every retry and resend (a V1 body\'s event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify).', schema: z.string() },
   { name: 'webhook-timestamp', required: true, description: 'Unix seconds of this attempt.', schema: z.string() },
   { name: 'webhook-signature', required: false, description: 'With a webhook secret: Standard Webhooks `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`.', schema: z.string() },
 ];
@@ -944,7 +1009,7 @@ export function openApiDocument(): Record<string, unknown> {
     webhooks: hooks,
     components: {
       securitySchemes: {
-        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The merchant\'s (or a team user\'s) 64-hex API key. Never in the query string.' },
+        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The merchant\'s (or a team user\'s) API key: kasir_sk_ and 64 hex characters (keys issued before the prefix: the 64 hex characters alone). Never in the query string, never as Authorization: Bearer.' },
       },
       responses,
     },

@@ -29,6 +29,7 @@ import type { ProfitTotals } from '../../db/reports.sql.ts';
 import { refundStatus } from '../../db/refunds.sql.ts';
 import { settlementStatus } from '../../db/settlements.sql.ts';
 import { role } from '../../db/users.sql.ts';
+import { calendarDay } from '../http/list-filters.ts';
 
 /** A schema with an id (zod's global registry) becomes `#/components/schemas/<id>` in the document. */
 function named<S extends z.ZodType>(id: string, description: string, schema: S): S {
@@ -37,7 +38,7 @@ function named<S extends z.ZodType>(id: string, description: string, schema: S):
 
 const uuid = z.uuid();
 const instant = z.iso.datetime().meta({ description: 'ISO 8601 UTC', examples: ['2026-11-21T08:30:00.000Z'] });
-const day = z.iso.date().meta({ examples: ['2026-11-21'] });
+const day = calendarDay().meta({ format: 'date', examples: ['2026-11-21'] });
 const phone = z.string().regex(/^62\d+$/).meta({ description: 'Normalised to 62…', examples: ['6281234567890'] });
 const rupiah = z.number().int().describe('Whole Rupiah');
 const count = z.number().int().min(0);
@@ -260,7 +261,7 @@ const deliveryStatus = z.enum(['PENDING', 'DELIVERED', 'FAILED']);
 const deliveryFields = {
   id: uuid.describe('The delivery\'s id: the webhook-id header and, in a V1 body, event_id'),
   event: z.string().meta({ examples: ['order.paid'] }),
-  sample: z.boolean().describe('An operator\'s sample of the event (ops webhooks:trigger), not a real event'),
+  sample: z.boolean().describe('A sample of the event (POST /v1/webhook-deliveries/samples, ops webhooks:trigger), not a real event'),
   url: text,
   status: deliveryStatus,
   resource: z.strictObject({
@@ -367,9 +368,25 @@ export function v1Page<S extends z.ZodType>(item: S) {
 
 export const deleted = v1Data(z.strictObject({ deleted: z.literal(true) }));
 
+export const duplicateDisbursement = named('DuplicateDisbursement',
+  'DUPLICATE_IDEMPOTENCY_KEY\'s details: the disbursement holding the key, and whether it is this request. same_request '
+  + '(same amount and destination) means a retry of a request whose answer was lost: read the disbursement. Otherwise '
+  + 'the key was used for another payout, a bug: use a new key. same_fee compares the fee it was charged with what this '
+  + 'request would be charged now; not part of same_request, since the client does not send the fee.',
+  z.strictObject({
+    id: uuid,
+    ref_code: text,
+    status: disbursementStatus,
+    same_request: z.boolean().describe('same_amount and same_destination'),
+    same_amount: z.boolean(),
+    same_destination: z.boolean().describe('Channel, bank and account, or e-wallet and phone'),
+    same_fee: z.boolean(),
+  }));
+
 /** The V1 error envelope, its code narrowed to `codes` (an operation's answers of one status). */
 export function v1Error(codes: readonly [ErrorCode, ...ErrorCode[]]) {
-  return z.strictObject({ success: z.literal(false), error: z.strictObject({ code: z.enum(codes), message: text, request_id: requestId }) });
+  const details = codes.includes('DUPLICATE_IDEMPOTENCY_KEY') ? { details: duplicateDisbursement.optional() } : {};
+  return z.strictObject({ success: z.literal(false), error: z.strictObject({ code: z.enum(codes), message: text, request_id: requestId, ...details }) });
 }
 
 export const errorEnvelope = named('Error', 'The V1 error envelope. Clients branch on error.code: several errors share an HTTP status.',
@@ -447,10 +464,12 @@ export const legacyEwalletDisbursementCreated = named('LegacyEwalletDisbursement
 /** What every V1 webhook body ends with: the event's identity, fixed when the event is recorded. */
 const eventStamp = {
   event_id: uuid.meta({
-    description: 'The event\'s id: the delivery\'s id and the webhook-id header, the same on every retry and resend. Dedupe on it.',
+    description: 'The event\'s id: the delivery\'s id and the webhook-id header, the same on every retry and resend. Signed with the body, so a receiver that verifies X-Signature dedupes on it (docs/webhooks.md).',
     examples: ['7c9e6679-7425-40de-944b-e07fc1f90ae7'],
   }),
   event_created_at: instant.describe('When the event happened (ISO 8601 UTC); the same on every retry and resend'),
+  sample: z.literal(true).optional().describe('Present, and true, only on a sample (ops webhooks:trigger, POST /v1/webhook-deliveries/samples): not a real event. '
+    + 'Its ids are sample ids (ORD-0-SAMPLE, SAMPLE-ORDER, UUIDs of zeros), never a real resource\'s'),
 };
 
 export const orderStatusEvent = z.enum(['order.paid', 'order.expired']);

@@ -182,7 +182,8 @@ function overlay(base: unknown, over: unknown): unknown {
 
 function sampleOf(schema: z.ZodType, fields: Json, what: string): Json {
   const { root, defs } = jsonSchemaOf(schema);
-  const sample = overlay(generate(root, defs), fields);
+  const sample = overlay(generate(root, defs), fields) as Json;
+  delete sample.sample; // real events carry no sample marker
   const parsed = schema.safeParse(sample);
   if (!parsed.success) throw new Error(`the sample of ${what} does not match its schema:\n${z.prettifyError(parsed.error)}`);
   return sample as Json;
@@ -191,6 +192,34 @@ function sampleOf(schema: z.ZodType, fields: Json, what: string): Json {
 /** The sample V1 body of an event (event_id and event_created_at are the schema's examples). */
 export function sampleBody(e: WebhookEvent): Json {
   return sampleOf(e.schema, e.sample, e.name);
+}
+
+/**
+ * The body a sample delivery sends (ops webhooks:trigger, POST /v1/webhook-deliveries/samples):
+ * the catalogue's sample marked `sample: true`, every id in it replaced by one no real resource
+ * can have (ref codes of time 0, UUIDs of zeros, SAMPLE- merchant ids), so a receiver that looks
+ * a sample up finds nothing of the merchant's, and a sample never reads as the README's INV-1001.
+ */
+export function sentSampleBody(e: WebhookEvent): Json {
+  const uuids = new Map<string, string>();
+  const replace = (text: string) => text
+    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, (uuid) => {
+      if (!uuids.has(uuid)) uuids.set(uuid, `00000000-0000-4000-8000-${String(uuids.size + 1).padStart(12, '0')}`);
+      return uuids.get(uuid)!;
+    })
+    .replace(/\b(ORD|DSB|RFD)-\d+-[0-9A-Z]+\b/g, '$1-0-SAMPLE')
+    .replace(/\bSTL-\d{8}-\d+\b/g, 'STL-00000000-0');
+  const SAMPLE_IDS: Record<string, string> = { merchant_order_id: 'SAMPLE-ORDER', idempotency_key: 'sample-payout', vendor_disbursement_id: 'sample-vendor-id', vendor_rrn: 'sample-rrn' };
+  const walk = (value: unknown, key?: string): unknown => {
+    if (typeof value === 'string') return key && key in SAMPLE_IDS ? SAMPLE_IDS[key] : replace(value);
+    if (Array.isArray(value)) return value.map((v) => walk(v));
+    if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v, k)]));
+    return value;
+  };
+  const body = { ...(walk(sampleBody(e)) as Json), sample: true };
+  const parsed = e.schema.safeParse(body);
+  if (!parsed.success) throw new Error(`the sent sample of ${e.name} does not match its schema:\n${z.prettifyError(parsed.error)}`);
+  return body;
 }
 
 /** The sample legacy body of an event, when legacy resources have one. */

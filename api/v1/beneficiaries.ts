@@ -15,20 +15,22 @@ import { idempotentRequest, parseBody } from '../http/validate.ts';
 import { idempotent } from '../../db/idempotency.ts';
 import { toJson } from '../../db/present/json-text.ts';
 import { uuidParam } from '../http/wallet.ts';
+import { accountNumber } from './disbursements.ts';
 import { presentBeneficiary } from '../../db/present/beneficiaries.ts';
 
-const optionalText = (max: number) => z.string().trim().max(max, `must be at most ${max} characters`).nullish().transform((v) => v || null);
+const optionalText = (max: number) => z.string().trim().max(max).nullish().transform((v) => v || null);
 
-// Only the shape is checked here; the destination rules live in db/beneficiaries.ts.
-export const createBody = z.object({
-  channel: z.enum(['BANK', 'EWALLET'], 'must be BANK or EWALLET'),
+// Only the shape is checked here; the destination rules live in db/beneficiaries.ts. Messages
+// come from api/http/validate.ts.
+export const createBody = z.strictObject({
+  channel: z.enum(['BANK', 'EWALLET']),
   label: optionalText(255),
   bank_short_code: optionalText(32),
-  account_number: z.string().trim().regex(/^\d{5,34}$/, 'must be 5 to 34 digits').nullish().or(z.literal('')).transform((v) => v || null),
+  account_number: accountNumber,
   account_name: optionalText(255),
   ewallet_provider: optionalText(32),
   ewallet_phone: optionalText(32),
-  is_default: z.boolean('must be true or false').nullish().transform((v) => v ?? false),
+  is_default: z.boolean().nullish().transform((v) => v ?? false),
 });
 
 export function beneficiaryRoutes(ctx: AppContext): Router {

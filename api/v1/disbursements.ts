@@ -15,24 +15,28 @@ import { checkNotifyUrl } from '../../db/notify-url.ts';
 import { pageMeta, sendData, sendPage } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
 import { normalizePhone } from '../http/phone.ts';
-import { parseBody } from '../http/validate.ts';
+import { expects, parseBody } from '../http/validate.ts';
 import { requireWalletMerchant } from '../http/wallet.ts';
 import { presentDisbursement } from '../../db/present/disbursements.ts';
 
-const optionalText = (max: number) => z.string().trim().max(max, `must be at most ${max} characters`).nullish().transform((v) => v || null);
+const optionalText = (max: number) => z.string().trim().max(max).nullish().transform((v) => v || null);
+
+/** 5 to 34 digits, or empty (not given). */
+export const accountNumber = expects(z.string().trim().regex(/^(\d{5,34})?$/), '5 to 34 digits').nullish().transform((v) => v || null);
 
 // Only the shape is checked here; the rules (and their order) live in db/disbursements.ts.
-export const createBody = z.object({
-  idempotency_key: z.string('is required').min(1, 'is required').max(255, 'must be at most 255 characters'),
-  channel: z.enum(['BANK', 'EWALLET'], 'must be BANK or EWALLET').nullish().transform((v) => v ?? null),
+// Messages come from api/http/validate.ts.
+export const createBody = z.strictObject({
+  idempotency_key: z.string().min(1).max(255),
+  channel: z.enum(['BANK', 'EWALLET']).nullish().transform((v) => v ?? null),
   bank_short_code: optionalText(32),
-  account_number: z.string().trim().regex(/^\d{5,34}$/, 'must be 5 to 34 digits').nullish().or(z.literal('')).transform((v) => v || null),
+  account_number: accountNumber,
   account_name: optionalText(255),
   ewallet_provider: optionalText(32),
   ewallet_phone: optionalText(32),
   amount: z.unknown(),
   notify_url: z.string().max(2048).nullish(),
-  beneficiary_id: z.uuid('must be a UUID').nullish(),
+  beneficiary_id: z.uuid().nullish(),
 });
 
 /**
@@ -76,7 +80,7 @@ export function disbursementRoutes(ctx: AppContext): Router {
     };
     const beneficiaryId = body.beneficiary_id?.toLowerCase() ?? null;
     const to = beneficiaryId ? await destinationOf(ctx.pool, req.merchant.id, beneficiaryId, given) : given;
-    if (!to.channel) throw new ApiError('INVALID_BODY', 'channel: is required');
+    if (!to.channel) throw new ApiError('INVALID_BODY', 'channel: is required without beneficiary_id (BANK or EWALLET)');
     const settings = req.moneySettings;
     const disbursement = await createDisbursement(ctx.pool, ctx.boss, settings, {
       merchantId: req.merchant.id,
@@ -100,7 +104,7 @@ export function disbursementRoutes(ctx: AppContext): Router {
     const { page, limit } = pagination(req, { limit: 10, max: 50 });
     const key = req.query.idempotency_key;
     if (key !== undefined && (typeof key !== 'string' || !createBody.shape.idempotency_key.safeParse(key).success)) {
-      throw new ApiError('INVALID_BODY', 'idempotency_key must be 1 to 255 characters');
+      throw new ApiError('INVALID_BODY', 'idempotency_key: must be one string of 1 to 255 characters');
     }
     const filter = { status: oneOf(req, 'status', disbursementStatus.options), idempotencyKey: key, ...dayRange(req) };
     // Looking up a key is looking for what was just made: the primary, never a lagging replica.

@@ -25,25 +25,36 @@ import { sendData, sendPage, sendStored, pageMeta } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
 import { normalizePhone } from '../http/phone.ts';
 import { verifyBodySignature } from '../../db/signatures.ts';
-import { idempotencyKeyOf, parseBody } from '../http/validate.ts';
+import { expects, idempotencyKeyOf, parseBody, rupiahAmount } from '../http/validate.ts';
 import { memberText } from '../../db/present/json-text.ts';
 import { orderResponseBody, presentOrder, presentOrderEvent } from '../../db/present/orders.ts';
 
-const MAX_AMOUNT = 9_999_999_999_999; // 13 digits: what QRIS tag 54 can carry
-
-export const createBody = z.object({
-  merchant_order_id: z.string().min(1, 'is required').max(255, 'must be at most 255 characters'),
-  amount: z.number('must be an integer').int('must be an integer').min(1, 'must be at least 1').max(MAX_AMOUNT, 'is too large'),
-  payment_method: z.string('is required'),
+// Messages come from api/http/validate.ts; payment_method is any string here so that another
+// method is the contract's UNSUPPORTED_PAYMENT_METHOD, not INVALID_BODY.
+export const createBody = z.strictObject({
+  merchant_order_id: z.string().min(1).max(255),
+  amount: rupiahAmount(),
+  payment_method: z.string(),
   customer_name: z.string().max(255).nullish(),
-  customer_email: z.email('must be an e-mail address').max(254).nullish(),
-  customer_phone: z.string().nullish(),
+  customer_email: z.email().max(254).nullish(),
+  customer_phone: expects(z.string(), 'an Indonesian phone number').nullish(),
   notify_url: z.string().max(2048).nullish(),
-  return_url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048).nullish(),
-  expire_minutes: z.number('must be an integer').int('must be an integer').min(0).max(10_080).optional(),
-  metadata: z.record(z.string(), z.unknown(), 'must be an object').nullish(),
+  return_url: z.url({ protocol: /^https?$/ }).max(2048).nullish(),
+  expire_minutes: expects(z.number().int().min(0).max(10_080), 'an integer number of minutes').optional(),
+  metadata: z.record(z.string(), z.unknown()).nullish(),
 });
 
+const SIGNATURE_FORM = 'sha256=<64 lowercase hex characters: HMAC-SHA256 of the raw body, keyed with the webhook secret>';
+
+/** What is wrong with the form of an X-Signature value, or null when it has the right form. */
+export function signatureFormProblem(signature: string): string | null {
+  const value = signature.trim();
+  if (/^sha256=[0-9a-f]{64}$/.test(value)) return null;
+  if (/^[0-9a-f]{64}$/i.test(value)) return `X-Signature lacks the sha256= prefix: expected ${SIGNATURE_FORM}`;
+  if (/^sha256=[0-9A-Fa-f]{64}$/i.test(value)) return `X-Signature must be lowercase: expected ${SIGNATURE_FORM}`;
+  if (/^sha256=[A-Za-z0-9+/]{43}=$/.test(value)) return `X-Signature is base64; expected hex: ${SIGNATURE_FORM}`;
+  return `X-Signature is not in the expected form: expected ${SIGNATURE_FORM}`;
+}
 
 export function orderRoutes(ctx: AppContext): Router {
   const router = Router();
@@ -55,11 +66,13 @@ export function orderRoutes(ctx: AppContext): Router {
     const secret = webhookSecretOf(ctx.sealer, merchant);
     if (secret) {
       const signature = req.get('x-signature');
-      // Absent is its own mistake (the integration does not sign yet), not a wrong key or body.
-      if (!signature) {
-        throw new ApiError('INVALID_SIGNATURE', 'X-Signature is required for this merchant: sha256=<hex HMAC-SHA256 of the raw body, keyed with the webhook secret>');
+      // Absent, malformed and wrong are three different mistakes: each message names its fix.
+      if (!signature) throw new ApiError('INVALID_SIGNATURE', `X-Signature is required for this merchant: ${SIGNATURE_FORM}`);
+      const form = signatureFormProblem(signature);
+      if (form) throw new ApiError('INVALID_SIGNATURE', form);
+      if (!verifyBodySignature(secret, req.rawBody ?? Buffer.alloc(0), signature)) {
+        throw new ApiError('INVALID_SIGNATURE', `X-Signature does not match the request body: expected ${SIGNATURE_FORM}. Sign the exact bytes sent (not a re-serialised JSON) with the secret string as given`);
       }
-      if (!verifyBodySignature(secret, req.rawBody ?? Buffer.alloc(0), signature)) throw new ApiError('INVALID_SIGNATURE');
     }
     const body = parseBody(createBody, req.body);
     if (body.payment_method !== 'QRIS') throw new ApiError('UNSUPPORTED_PAYMENT_METHOD');
@@ -107,7 +120,7 @@ export function orderRoutes(ctx: AppContext): Router {
     const { page, limit } = pagination(req);
     const filter = req.query.merchant_order_id;
     if (filter !== undefined && (typeof filter !== 'string' || filter.includes('\u0000'))) {
-      throw new ApiError('INVALID_BODY', 'merchant_order_id must be a string without NUL characters');
+      throw new ApiError('INVALID_BODY', 'merchant_order_id: must be one string without NUL characters');
     }
     const [rows, total] = await listMerchantOrders(ctx.replica.reads(), req.merchant.id, { merchantOrderId: filter }, page, limit);
     const baseUrl = baseUrlOf(req);

@@ -20,11 +20,11 @@ import { presentRefund } from '../../db/present/refunds.ts';
 import { pageMeta, sendData, sendPage, sendStored } from '../http/envelope.ts';
 import { dayRange, oneOf } from '../http/list-filters.ts';
 import { pagination } from '../http/pagination.ts';
-import { idempotencyKeyOf, parseBody } from '../http/validate.ts';
+import { idempotencyKeyOf, parseBody, rupiahAmount } from '../http/validate.ts';
 
-export const refundBody = z.object({
-  amount: z.number('must be an integer').int('must be an integer').min(1, 'must be at least 1').max(9_999_999_999_999, 'is too large').optional(),
-  reason: z.string('must be a string').trim().max(500, 'must be at most 500 characters').nullish(),
+export const refundBody = z.strictObject({
+  amount: rupiahAmount().optional(),
+  reason: z.string().trim().max(500).nullish(),
 });
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -28,7 +28,7 @@ import { presentExport } from '../../db/present/exports.ts';
 const WIB_OFFSET_MS = 7 * 60 * 60 * 1000;
 
 function checkOrder(from: string | undefined, to: string | undefined) {
-  if (from !== undefined && to !== undefined && from > to) throw new ApiError('INVALID_BODY', 'date_from must not be after date_to');
+  if (from !== undefined && to !== undefined && from > to) throw new ApiError('INVALID_BODY', `date_from: must not be after date_to; got ${from} and ${to}`);
 }
 
 /** The first and last day of the current month in WIB (UTC+7, no DST). */
@@ -39,8 +39,8 @@ export function currentWibMonth(now = new Date()): { first: string; last: string
   return { first: day(new Date(Date.UTC(y, m, 1))), last: day(new Date(Date.UTC(y, m + 1, 0))) };
 }
 
-export const exportBody = z.object({
-  type: z.enum(exportType.options, `must be one of ${exportType.options.join(', ')}`),
+export const exportBody = z.strictObject({
+  type: z.enum(exportType.options),
   date_from: z.unknown().optional(),
   date_to: z.unknown().optional(),
 });

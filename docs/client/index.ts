@@ -46,7 +46,7 @@ export function createKasirClient(options: KasirClientOptions): KasirClient {
   return client;
 }
 
-/** `sha256=<lowercase hex HMAC-SHA256 of the raw body,, keyed with the webhook secret>`. */
+/** `sha256=<lowercase hex HMAC-SHA256 of the raw body, keyed with the webhook secret>`. */
 export function orderSignature(webhookSecret: string, rawBody: string | Uint8Array): string {
   return `sha256=${createHmac('sha256', webhookSecret).update(rawBody).digest('hex')}`;
 }

@@ -563,6 +563,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhook-deliveries/samples": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send yourself a sample webhook
+         * @description A sample of any event of the catalogue (docs/webhook-events.md), sent to notify_url or else your default notify URL through the real outbox: signed with your webhook secret, retried and listed like any delivery. The body says `"sample": true` and its ids are sample ids, never one of your resources. At most 10 a minute per merchant (429 with Retry-After). Owner keys only.
+         *
+         *     Roles: owner (the merchant's own key acts as owner).
+         */
+        post: operations["postV1WebhookDeliveriesSamples"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/banks": {
         parameters: {
             query?: never;
@@ -901,7 +923,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -953,7 +975,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1005,7 +1027,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1057,7 +1079,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1109,7 +1131,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1161,7 +1183,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1213,7 +1235,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1265,7 +1287,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1317,7 +1339,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1369,7 +1391,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1421,7 +1443,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1473,7 +1495,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1525,7 +1547,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1577,7 +1599,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1629,7 +1651,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1681,7 +1703,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1733,7 +1755,7 @@ export interface webhooks {
                     "X-Kasir-Event": string;
                     /** @description With a webhook secret: `sha256=<lowercase hex HMAC-SHA256 of the raw body>` keyed with the secret string (docs/webhooks.md). */
                     "X-Signature"?: string;
-                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id): dedupe on it. */
+                    /** @description The delivery id, the same on every retry and resend (a V1 body's event_id). Signed by webhook-signature, not by X-Signature: dedupe on it after verifying webhook-signature and its time window (docs/webhooks.md, Which to verify). */
                     "webhook-id": string;
                     /** @description Unix seconds of this attempt. */
                     "webhook-timestamp": string;
@@ -1835,6 +1857,7 @@ export interface components {
         };
         /**
          * Format: date
+         * @description A calendar day, YYYY-MM-DD, 1900-01-01 to 9999-12-31
          * @example 2026-11-21
          */
         Day: string;
@@ -2024,12 +2047,30 @@ export interface components {
             created_at: components["schemas"]["Instant"];
             event: string;
             /**
-             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Dedupe on it.
+             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Signed with the body, so a receiver that verifies X-Signature dedupes on it (docs/webhooks.md).
              * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
              */
             event_id: components["schemas"]["Uuid"];
             /** @description When the event happened (ISO 8601 UTC); the same on every retry and resend */
             event_created_at: components["schemas"]["Instant"];
+            /**
+             * @description Present, and true, only on a sample (ops webhooks:trigger, POST /v1/webhook-deliveries/samples): not a real event. Its ids are sample ids (ORD-0-SAMPLE, SAMPLE-ORDER, UUIDs of zeros), never a real resource's
+             * @constant
+             */
+            sample?: true;
+        };
+        /** @description DUPLICATE_IDEMPOTENCY_KEY's details: the disbursement holding the key, and whether it is this request. same_request (same amount and destination) means a retry of a request whose answer was lost: read the disbursement. Otherwise the key was used for another payout, a bug: use a new key. same_fee compares the fee it was charged with what this request would be charged now; not part of same_request, since the client does not send the fee. */
+        DuplicateDisbursement: {
+            id: components["schemas"]["Uuid"];
+            ref_code: string;
+            /** @enum {string} */
+            status: "PENDING" | "IN_REVIEW" | "ON_PROCESS" | "SUCCESS" | "FAILED" | "REJECTED";
+            /** @description same_amount and same_destination */
+            same_request: boolean;
+            same_amount: boolean;
+            /** @description Channel, bank and account, or e-wallet and phone */
+            same_destination: boolean;
+            same_fee: boolean;
         };
         /**
          * Format: email
@@ -2044,13 +2085,14 @@ export interface components {
                 code: components["schemas"]["ErrorCode"];
                 message: string;
                 request_id: components["schemas"]["RequestId"];
+                details?: components["schemas"]["DuplicateDisbursement"];
             };
         };
         /**
          * @description Every V1 error code
          * @enum {string}
          */
-        ErrorCode: "UNAUTHORIZED" | "INVALID_SIGNATURE" | "MERCHANT_INACTIVE" | "NOT_WALLET_MERCHANT" | "FORBIDDEN" | "INVALID_BODY" | "INVALID_JSON" | "UNSUPPORTED_PAYMENT_METHOD" | "IDEMPOTENCY_KEY_REUSED" | "MERCHANT_ORDER_ID_REUSED" | "INVALID_ID" | "BANK_NOT_FOUND" | "MISSING_BANK_INFO" | "MISSING_EWALLET_INFO" | "INVALID_FILE" | "ORDER_NOT_FOUND" | "DISBURSEMENT_NOT_FOUND" | "BENEFICIARY_NOT_FOUND" | "NOT_FOUND" | "USER_NOT_FOUND" | "REFUND_NOT_FOUND" | "ORDER_PENDING_CONFIRMATION" | "DUPLICATE_IDEMPOTENCY_KEY" | "DUPLICATE_EMAIL" | "INVALID_STATUS" | "AMOUNT_EXCEEDS_ORDER" | "BANK_DISABLED" | "INSUFFICIENT_BALANCE" | "AMOUNT_EXCEEDS_LIMIT" | "DAILY_LIMIT_EXCEEDED" | "LAST_OWNER" | "TOO_MANY_REQUESTS" | "INTERNAL_ERROR" | "NO_VENDOR" | "VENDOR_ERROR" | "SERVICE_UNAVAILABLE";
+        ErrorCode: "UNAUTHORIZED" | "INVALID_SIGNATURE" | "MERCHANT_INACTIVE" | "NOT_WALLET_MERCHANT" | "FORBIDDEN" | "INVALID_BODY" | "INVALID_JSON" | "UNSUPPORTED_PAYMENT_METHOD" | "IDEMPOTENCY_KEY_REUSED" | "MERCHANT_ORDER_ID_REUSED" | "INVALID_ID" | "BANK_NOT_FOUND" | "MISSING_BANK_INFO" | "MISSING_EWALLET_INFO" | "INVALID_FILE" | "ORDER_NOT_FOUND" | "DISBURSEMENT_NOT_FOUND" | "BENEFICIARY_NOT_FOUND" | "NOT_FOUND" | "USER_NOT_FOUND" | "REFUND_NOT_FOUND" | "ORDER_PENDING_CONFIRMATION" | "DUPLICATE_IDEMPOTENCY_KEY" | "DUPLICATE_EMAIL" | "METHOD_NOT_ALLOWED" | "INVALID_STATUS" | "AMOUNT_EXCEEDS_ORDER" | "BANK_DISABLED" | "INSUFFICIENT_BALANCE" | "AMOUNT_EXCEEDS_LIMIT" | "DAILY_LIMIT_EXCEEDED" | "LAST_OWNER" | "TOO_MANY_REQUESTS" | "INTERNAL_ERROR" | "NO_VENDOR" | "VENDOR_ERROR" | "SERVICE_UNAVAILABLE";
         /** @description An enabled e-wallet destination. */
         Ewallet: {
             id: components["schemas"]["Uuid"];
@@ -2100,12 +2142,17 @@ export interface components {
             /** @enum {string} */
             event: "export.completed" | "export.failed";
             /**
-             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Dedupe on it.
+             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Signed with the body, so a receiver that verifies X-Signature dedupes on it (docs/webhooks.md).
              * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
              */
             event_id: components["schemas"]["Uuid"];
             /** @description When the event happened (ISO 8601 UTC); the same on every retry and resend */
             event_created_at: components["schemas"]["Instant"];
+            /**
+             * @description Present, and true, only on a sample (ops webhooks:trigger, POST /v1/webhook-deliveries/samples): not a real event. Its ids are sample ids (ORD-0-SAMPLE, SAMPLE-ORDER, UUIDs of zeros), never a real resource's
+             * @constant
+             */
+            sample?: true;
         };
         /** @description Liveness with the database reachability (a bare object, not the V1 envelope). */
         Health: {
@@ -2309,12 +2356,17 @@ export interface components {
             refundable_amount: number;
             refund: components["schemas"]["Refund"];
             /**
-             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Dedupe on it.
+             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Signed with the body, so a receiver that verifies X-Signature dedupes on it (docs/webhooks.md).
              * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
              */
             event_id: components["schemas"]["Uuid"];
             /** @description When the event happened (ISO 8601 UTC); the same on every retry and resend */
             event_created_at: components["schemas"]["Instant"];
+            /**
+             * @description Present, and true, only on a sample (ops webhooks:trigger, POST /v1/webhook-deliveries/samples): not a real event. Its ids are sample ids (ORD-0-SAMPLE, SAMPLE-ORDER, UUIDs of zeros), never a real resource's
+             * @constant
+             */
+            sample?: true;
         };
         /** @description The V1 order webhook of a payment or an expiry. */
         OrderWebhook: {
@@ -2334,12 +2386,17 @@ export interface components {
             /** @description When the payer paid; null if never */
             paid_at: components["schemas"]["Instant"] | null;
             /**
-             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Dedupe on it.
+             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Signed with the body, so a receiver that verifies X-Signature dedupes on it (docs/webhooks.md).
              * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
              */
             event_id: components["schemas"]["Uuid"];
             /** @description When the event happened (ISO 8601 UTC); the same on every retry and resend */
             event_created_at: components["schemas"]["Instant"];
+            /**
+             * @description Present, and true, only on a sample (ops webhooks:trigger, POST /v1/webhook-deliveries/samples): not a real event. Its ids are sample ids (ORD-0-SAMPLE, SAMPLE-ORDER, UUIDs of zeros), never a real resource's
+             * @constant
+             */
+            sample?: true;
         };
         /** @description Pagination of a list: page from 1, limit per page, the total of items and of pages. */
         PageMeta: {
@@ -2458,12 +2515,17 @@ export interface components {
             updated_at: components["schemas"]["Instant"];
             event: string;
             /**
-             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Dedupe on it.
+             * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Signed with the body, so a receiver that verifies X-Signature dedupes on it (docs/webhooks.md).
              * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7
              */
             event_id: components["schemas"]["Uuid"];
             /** @description When the event happened (ISO 8601 UTC); the same on every retry and resend */
             event_created_at: components["schemas"]["Instant"];
+            /**
+             * @description Present, and true, only on a sample (ops webhooks:trigger, POST /v1/webhook-deliveries/samples): not a real event. Its ids are sample ids (ORD-0-SAMPLE, SAMPLE-ORDER, UUIDs of zeros), never a real resource's
+             * @constant
+             */
+            sample?: true;
         };
         /**
          * Format: uri
@@ -2491,7 +2553,7 @@ export interface components {
             id: components["schemas"]["Uuid"];
             /** @example order.paid */
             event: string;
-            /** @description An operator's sample of the event (ops webhooks:trigger), not a real event */
+            /** @description A sample of the event (POST /v1/webhook-deliveries/samples, ops webhooks:trigger), not a real event */
             sample: boolean;
             url: string;
             /** @enum {string} */
@@ -2518,7 +2580,7 @@ export interface components {
             id: components["schemas"]["Uuid"];
             /** @example order.paid */
             event: string;
-            /** @description An operator's sample of the event (ops webhooks:trigger), not a real event */
+            /** @description A sample of the event (POST /v1/webhook-deliveries/samples, ops webhooks:trigger), not a real event */
             sample: boolean;
             url: string;
             /** @enum {string} */
@@ -3027,16 +3089,23 @@ export interface operations {
                     merchant_order_id: string;
                     /** @example 150000 */
                     amount: number;
-                    /** @example QRIS */
-                    payment_method: string;
+                    /**
+                     * @description Only QRIS; another method is 400 UNSUPPORTED_PAYMENT_METHOD
+                     * @example QRIS
+                     * @enum {string}
+                     */
+                    payment_method: "QRIS";
                     /** @example Budi Santoso */
                     customer_name?: string | null;
+                    /** @example budi@example.com */
                     customer_email?: string | null;
                     /** @example 081234567890 */
                     customer_phone?: string | null;
                     /** @example https://shop.example/kasir/webhook */
                     notify_url?: string | null;
+                    /** @example https://shop.example/orders/INV-1001 */
                     return_url?: string | null;
+                    /** @example 60 */
                     expire_minutes?: number;
                     /**
                      * @example {
@@ -3267,7 +3336,9 @@ export interface operations {
         requestBody?: {
             content: {
                 "application/json": {
+                    /** @example 50000 */
                     amount?: number;
+                    /** @example One item returned */
                     reason?: string | null;
                 };
             };
@@ -3488,11 +3559,12 @@ export interface operations {
                 "application/json": {
                     /** @example payout-2026-11-21-001 */
                     idempotency_key: string;
+                    /** @example BANK */
                     channel?: ("BANK" | "EWALLET") | null;
                     /** @example BCA */
                     bank_short_code?: string | null;
                     /** @example 1234567890 */
-                    account_number?: (string | null) | "";
+                    account_number?: string | null;
                     /** @example Budi Santoso */
                     account_name?: string | null;
                     ewallet_provider?: string | null;
@@ -3504,6 +3576,10 @@ export interface operations {
                     amount: number;
                     notify_url?: string | null;
                     beneficiary_id?: components["schemas"]["Uuid"] | null;
+                } | {
+                    channel: string;
+                } | {
+                    beneficiary_id: string;
                 };
             };
         };
@@ -3556,6 +3632,7 @@ export interface operations {
                             code: "DUPLICATE_IDEMPOTENCY_KEY";
                             message: string;
                             request_id: components["schemas"]["RequestId"];
+                            details?: components["schemas"]["DuplicateDisbursement"];
                         };
                     };
                 };
@@ -3875,13 +3952,18 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @enum {string} */
+                    /**
+                     * @example BANK
+                     * @enum {string}
+                     */
                     channel: "BANK" | "EWALLET";
+                    /** @example Payroll account */
                     label?: string | null;
                     /** @example BCA */
                     bank_short_code?: string | null;
                     /** @example 1234567890 */
-                    account_number?: (string | null) | "";
+                    account_number?: string | null;
+                    /** @example Budi Santoso */
                     account_name?: string | null;
                     ewallet_provider?: string | null;
                     ewallet_phone?: string | null;
@@ -4211,6 +4293,64 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    postV1WebhookDeliveriesSamples: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @example order.paid
+                     * @enum {string}
+                     */
+                    event: "order.paid" | "order.expired" | "order.partially_refunded" | "order.refunded" | "order.refund_failed" | "disbursement.pending" | "disbursement.on_process" | "disbursement.success" | "disbursement.failed" | "disbursement.rejected" | "settlement.pending" | "settlement.processing" | "settlement.paid" | "settlement.failed" | "settlement.cancelled" | "export.completed" | "export.failed";
+                    notify_url?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Queued: the sample delivery, PENDING */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["WebhookDelivery"];
+                    };
+                };
+            };
+            /** @description INVALID_JSON, INVALID_BODY */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "INVALID_JSON" | "INVALID_BODY";
+                            message: string;
+                            request_id: components["schemas"]["RequestId"];
+                        };
+                    };
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["MerchantInactiveOrForbidden"];
+            413: components["responses"]["InvalidBody"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     getV1Banks: {
         parameters: {
             query?: never;
@@ -4316,20 +4456,21 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @enum {string} */
+                    /**
+                     * @example orders
+                     * @enum {string}
+                     */
                     type: "orders" | "settlements" | "disbursements" | "balance_history";
                     /**
-                     * Format: date
-                     * @description First WIB day, YYYY-MM-DD; open-ended when absent
-                     * @example 2026-11-21
+                     * @description First WIB day, YYYY-MM-DD (1900-01-01 to 9999-12-31); open-ended when absent
+                     * @example 2026-11-01
                      */
-                    date_from?: string;
+                    date_from?: components["schemas"]["Day"];
                     /**
-                     * Format: date
-                     * @description Last WIB day, YYYY-MM-DD; open-ended when absent
-                     * @example 2026-11-21
+                     * @description Last WIB day, YYYY-MM-DD (1900-01-01 to 9999-12-31); open-ended when absent
+                     * @example 2026-11-30
                      */
-                    date_to?: string;
+                    date_to?: components["schemas"]["Day"];
                 };
             };
         };
@@ -4493,10 +4634,19 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @example Siti Rahma */
                     full_name: string;
+                    /**
+                     * Format: email
+                     * @example siti@example.com
+                     */
                     email: string;
+                    /** @example 081234567890 */
                     phone_number?: string | null;
-                    /** @enum {string} */
+                    /**
+                     * @example ops
+                     * @enum {string}
+                     */
                     role: "owner" | "finance" | "ops" | "viewer";
                 };
             };
@@ -4591,7 +4741,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @enum {string} */
+                    /**
+                     * @example ops
+                     * @enum {string}
+                     */
                     role: "owner" | "finance" | "ops" | "viewer";
                 };
             };
@@ -4648,12 +4801,14 @@ export interface operations {
             content: {
                 "application/json": {
                     clientId: string;
+                    /** @example INV-2001 */
                     orderId: string;
                     /** @example 150000 */
                     totalAmount: number;
                     /** @example QRIS */
                     paymentType: string;
                     signature: string;
+                    /** @example Budi Santoso */
                     customerName: string;
                     customerEmail?: string | null;
                     /** @example 6281234567890 */
@@ -4723,6 +4878,7 @@ export interface operations {
             content: {
                 "application/json": {
                     clientId: string;
+                    /** @example INV-2001 */
                     orderId: string;
                     signature: string;
                 };
@@ -4830,11 +4986,15 @@ export interface operations {
             content: {
                 "application/json": {
                     clientId: string;
+                    /** @example PAYOUT-2001 */
                     orderId: string;
                     /** @example BCA */
                     bankCode: string;
+                    /** @example 1234567890 */
                     accountNumber: string;
+                    /** @example Budi Santoso */
                     accountName: string;
+                    /** @example 50000 */
                     requestAmount: number;
                     notifyUrl?: string | null;
                 };
@@ -4889,11 +5049,13 @@ export interface operations {
             content: {
                 "application/json": {
                     clientId: string;
+                    /** @example PAYOUT-2001 */
                     orderId: string;
                     /** @example OVO */
                     ewalletCode: string;
                     /** @example 081234567890 */
                     accountNumber: string;
+                    /** @example 50000 */
                     requestAmount: number;
                     notifyUrl?: string | null;
                 };
@@ -4948,6 +5110,7 @@ export interface operations {
             content: {
                 "application/json": {
                     clientId: string;
+                    /** @example PAYOUT-2001 */
                     orderId: string;
                 };
             };

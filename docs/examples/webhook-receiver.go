@@ -3,10 +3,13 @@
 //	KASIR_WEBHOOK_SECRET=… PORT=8080 go run webhook-receiver.go
 //
 // - It reads the raw body: the signature is over the exact bytes Kasir sent.
-// - It checks X-Signature (sha256=<hex HMAC-SHA256 of the body, keyed with the secret string as
-//   given>) with hmac.Equal, in constant time, and answers 401 when it is missing or wrong.
-// - It deduplicates on webhook-id: Kasir delivers at least once. (Keep the ids in your database;
-//   a map is enough here.)
+// - It verifies the Standard Webhooks signature (webhook-signature: v1,<base64 HMAC-SHA256 of
+//   "<webhook-id>.<webhook-timestamp>.<body>">) with hmac.Equal, in constant time, and refuses a
+//   timestamp more than 5 minutes from now: the id and the time are signed with the body, so a
+//   captured webhook can neither be sent again later nor under another id. 401 when anything is
+//   off. (X-Signature signs the body alone: it cannot tell a replay from a delivery.)
+// - It deduplicates on webhook-id, which the signature covers: Kasir delivers at least once.
+//   (Keep the ids in your database; a map is enough here.)
 //
 // Each verified event is printed as one JSON line: {"id", "event", "body"}.
 package main
@@ -14,21 +17,63 @@ package main
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/hex"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 )
+
+const tolerance = 5 * time.Minute
 
 var (
 	secret = os.Getenv("KASIR_WEBHOOK_SECRET")
+	key    []byte
 	mu     sync.Mutex
 	seen   = map[string]bool{}
 )
+
+// signingKey follows Standard Webhooks: a whsec_ secret is base64 of the key; any other secret
+// is the key's bytes.
+func signingKey(secret string) []byte {
+	if strings.HasPrefix(secret, "whsec_") {
+		if decoded, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_")); err == nil && len(decoded) > 0 {
+			return decoded
+		}
+	}
+	return []byte(secret)
+}
+
+// verified says whether webhook-signature signs this id, timestamp and body, and the timestamp
+// is recent.
+func verified(h http.Header, body []byte) bool {
+	id, timestamp, signatures := h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")
+	seconds, err := strconv.ParseInt(timestamp, 10, 64)
+	if id == "" || signatures == "" || err != nil {
+		return false
+	}
+	if age := time.Since(time.Unix(seconds, 0)); age > tolerance || age < -tolerance {
+		return false
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(id + "." + timestamp + "."))
+	mac.Write(body)
+	expected := mac.Sum(nil)
+	for _, entry := range strings.Split(signatures, " ") { // v1,<base64>, several allowed
+		version, value, _ := strings.Cut(entry, ",")
+		given, err := base64.StdEncoding.DecodeString(value)
+		if version == "v1" && err == nil && hmac.Equal(given, expected) {
+			return true
+		}
+	}
+	return false
+}
 
 // firstTime records id and says whether it was new.
 func firstTime(id string) bool {
@@ -52,16 +97,13 @@ func receive(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unreadable body", http.StatusBadRequest)
 		return
 	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	expected := "sha256=" + hex.EncodeToString(mac.Sum(nil))
-	if !hmac.Equal([]byte(expected), []byte(r.Header.Get("X-Signature"))) {
+	if !verified(r.Header, body) {
 		http.Error(w, "bad signature", http.StatusUnauthorized)
 		return
 	}
 	w.WriteHeader(http.StatusOK)
 	id := r.Header.Get("webhook-id")
-	if id == "" || !firstTime(id) {
+	if !firstTime(id) {
 		return // a retry of a delivery already handled
 	}
 	var payload map[string]any
@@ -74,6 +116,7 @@ func main() {
 	if secret == "" {
 		log.Fatal("KASIR_WEBHOOK_SECRET is required")
 	}
+	key = signingKey(secret)
 	port := os.Getenv("PORT")
 	if port == "" {
 		port = "8080"

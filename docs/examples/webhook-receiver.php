@@ -4,29 +4,57 @@
 //   KASIR_WEBHOOK_SECRET=… php -S 127.0.0.1:8080 webhook-receiver.php
 //
 // - It reads the raw body (php://input): the signature is over the exact bytes Kasir sent.
-// - It checks X-Signature (sha256=<hex HMAC-SHA256 of the body, keyed with the secret string as
-//   given>) with hash_equals, in constant time, and answers 401 when it is missing or wrong.
-// - It deduplicates on webhook-id: Kasir delivers at least once. (Keep the ids in your database;
-//   a file of ids is enough here.)
+// - It verifies the Standard Webhooks signature (webhook-signature: v1,<base64 HMAC-SHA256 of
+//   "<webhook-id>.<webhook-timestamp>.<body>">) with hash_equals, in constant time, and refuses a
+//   timestamp more than 5 minutes from now: the id and the time are signed with the body, so a
+//   captured webhook can neither be sent again later nor under another id. 401 when anything is
+//   off. (X-Signature signs the body alone: it cannot tell a replay from a delivery.)
+// - It deduplicates on webhook-id, which the signature covers: Kasir delivers at least once.
+//   (Keep the ids in your database; a file of ids is enough here.)
 // Each verified event is written to stdout as one JSON line: {"id", "event", "body"}.
 $secret = getenv('KASIR_WEBHOOK_SECRET');
 if ($secret === false || $secret === '') {
     http_response_code(500);
     exit;
 }
+// Standard Webhooks keys: a whsec_ secret is base64 of the key; any other secret is the key's bytes.
+$key = str_starts_with($secret, 'whsec_') ? base64_decode(substr($secret, 6)) : '';
+if ($key === '' || $key === false) {
+    $key = $secret;
+}
+
 $body = file_get_contents('php://input');
-$expected = 'sha256=' . hash_hmac('sha256', $body, $secret);
-$given = $_SERVER['HTTP_X_SIGNATURE'] ?? '';
-if (!hash_equals($expected, $given)) {
+$id = $_SERVER['HTTP_WEBHOOK_ID'] ?? '';
+$timestamp = $_SERVER['HTTP_WEBHOOK_TIMESTAMP'] ?? '';
+$signatures = $_SERVER['HTTP_WEBHOOK_SIGNATURE'] ?? '';
+
+function verified(string $key, string $id, string $timestamp, string $signatures, string $body): bool
+{
+    if ($id === '' || $signatures === '' || !ctype_digit($timestamp)) {
+        return false;
+    }
+    if (abs(time() - (int) $timestamp) > 300) {               // the time window: 5 minutes
+        return false;
+    }
+    $expected = base64_encode(hash_hmac('sha256', "$id.$timestamp.$body", $key, true));
+    foreach (explode(' ', $signatures) as $entry) {          // v1,<base64>, several allowed
+        $parts = explode(',', $entry, 2);
+        if (count($parts) === 2 && $parts[0] === 'v1' && hash_equals($expected, $parts[1])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+if (!verified($key, $id, $timestamp, $signatures, $body)) {
     http_response_code(401);
     exit;
 }
-$id = $_SERVER['HTTP_WEBHOOK_ID'] ?? '';
 http_response_code(200);
 
 $seen = sys_get_temp_dir() . '/kasir-webhook-ids';
 $handled = is_file($seen) ? file($seen, FILE_IGNORE_NEW_LINES) : [];
-if ($id === '' || in_array($id, $handled, true)) {
+if (in_array($id, $handled, true)) {
     exit; // a retry of a delivery already handled
 }
 file_put_contents($seen, $id . "\n", FILE_APPEND | LOCK_EX);

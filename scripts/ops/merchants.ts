@@ -3,7 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import { createPublicKey } from 'node:crypto';
 import { z } from 'zod';
-import { createBrand, defaultBrand, findBrandByDomain } from '../../db/brands.ts';
+import { createBrand, defaultBrand, findBrandByDomain, setCheckoutLanguage } from '../../db/brands.ts';
 import {
   createMerchant,
   merchantStatus,
@@ -77,21 +77,25 @@ export const merchantCreate = command({
   },
 });
 
+const checkoutLanguage = z.enum(['id', 'en'], '--checkout-language and --language take id (Bahasa Indonesia) or en (English)');
+
 export const brandCreate = command({
   name: 'brand:create',
   summary: 'Add a brand served on its own API domain',
-  usage: 'brand:create --domain D --name N [--logo-url U] [--support-email E] [--json]',
+  usage: 'brand:create --domain D --name N [--logo-url U] [--support-email E] [--checkout-language id|en] [--json]',
   flags: {
     domain: { type: 'string' },
     name: { type: 'string' },
     'logo-url': { type: 'string' },
     'support-email': { type: 'string' },
+    'checkout-language': { type: 'string' },
   },
   input: z.object({
     domain: z.string().regex(/^[a-z0-9.-]+$/i, '--domain must be a host name'),
     name: z.string().trim().min(1, '--name is required'),
     'logo-url': httpUrl.optional(),
     'support-email': z.email().optional(),
+    'checkout-language': checkoutLanguage.optional(),
   }),
   async run(ctx, input) {
     const pool = await ctx.pool();
@@ -101,8 +105,24 @@ export const brandCreate = command({
       name: input.name,
       logoUrl: input['logo-url'] ?? null,
       supportEmail: input['support-email'] ?? null,
+      checkoutLanguage: input['checkout-language'],
     });
-    return { json: { brand_id: brand.id, domain: brand.domain, name: brand.name }, text: `brand ${brand.domain} created (${brand.id})` };
+    return { json: { brand_id: brand.id, domain: brand.domain, name: brand.name, checkout_language: brand.checkout_language }, text: `brand ${brand.domain} created (${brand.id})` };
+  },
+});
+
+export const brandSetCheckoutLanguage = command({
+  name: 'brand:set-checkout-language',
+  summary: "Set the language of a brand's checkout page when the payer's browser asks for neither Indonesian nor English",
+  usage: 'brand:set-checkout-language --domain D --language id|en [--json]',
+  flags: { domain: { type: 'string' }, language: { type: 'string' } },
+  input: z.object({ domain: z.string().min(1, '--domain is required'), language: checkoutLanguage }),
+  async run(ctx, input) {
+    if (!(await setCheckoutLanguage(await ctx.pool(), input.domain, input.language))) throw new OpsError(`no brand with domain ${input.domain}`);
+    return {
+      json: { domain: input.domain, checkout_language: input.language },
+      text: `brand ${input.domain}: checkout page in ${input.language === 'id' ? 'Bahasa Indonesia' : 'English'} unless the payer's browser asks for the other (within a few seconds in every API process)`,
+    };
   },
 });
 

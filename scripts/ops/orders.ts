@@ -6,10 +6,11 @@ import { sendJob } from '../../db/queue.ts';
 import { getVendor } from '../../db/vendors.ts';
 import { getMerchant, MerchantNotFound } from '../../db/merchants.ts';
 import { enqueueWebhooks, findDelivery, listAttempts, listDeliveriesByRef, listMerchantDeliveries, reopenDelivery } from '../../db/webhooks.ts';
-import { sampleBody, webhookEvent, webhookEvents } from '../../api/openapi/webhook-events.ts';
+import { sentSampleBody, webhookEvent, webhookEvents } from '../../api/openapi/webhook-events.ts';
 import { command, OpsError } from './command.ts';
 
-const refCode = z.string().regex(/^ORD-\d+-[0-9A-Z]+$/, '--ref must be an ORD- reference code');
+const refCode = z.string('--ref is required: the order\'s ref_code (ORD-…)').regex(/^ORD-\d+-[0-9A-Z]+$/,
+  '--ref must be an order\'s ref_code as POST /v1/orders answered it: ORD-<digits>-<capital letters and digits>, e.g. ORD-1763713800-7K3M9Q2X4B');
 
 async function orderByRef(pool: Pool, ref: string) {
   const order = await pool.maybeOne(sql.type(z.object({ id: z.string(), status: z.string(), vendor_code: z.string().nullable() }))`
@@ -125,7 +126,8 @@ export const webhooksTrigger = command({
   flags: { merchant: { type: 'string' }, event: { type: 'string' }, url: { type: 'string' } },
   input: z.object({
     merchant: z.uuid('--merchant must be a merchant id'),
-    event: z.string().refine((e) => webhookEvent(e) !== undefined, `--event must be one of ${webhookEvents.map((e) => e.name).join(', ')}`),
+    event: z.string(`--event is required: one of ${webhookEvents.map((e) => e.name).join(', ')}`)
+      .refine((e) => webhookEvent(e) !== undefined, `--event must be one of ${webhookEvents.map((e) => e.name).join(', ')}`),
     url: z.url({ protocol: /^https?$/, error: '--url must be an http(s) URL' }).optional(),
   }),
   async run(ctx, input) {
@@ -140,7 +142,7 @@ export const webhooksTrigger = command({
     // body is the catalogue's sample, stamped with its own id and time.
     const boss = await ctx.boss();
     const [id] = await pool.transaction((tx) => enqueueWebhooks(tx, boss, [
-      { merchantId: merchant.id, orderId: null, event: input.event, url, body: sampleBody(webhookEvent(input.event)!), sample: true },
+      { merchantId: merchant.id, orderId: null, event: input.event, url, body: sentSampleBody(webhookEvent(input.event)!), sample: true },
     ]));
     return { json: { id, event: input.event, url, sample: true }, text: `sample ${input.event} queued for ${url}: delivery ${id} (webhooks:list --merchant ${merchant.id})` };
   },

@@ -295,7 +295,9 @@ export const routeSet = command({
     const route = { merchantId: input.merchant ?? null, method: input.method, vendorCode: input.vendor };
     if (input.remove) {
       if (!(await removeRoute(pool, route))) throw new OpsError(`no such route for ${scope}`);
-      return { json: { ...route, removed: true }, text: `route ${input.method} → ${input.vendor} removed from ${scope}` };
+      const ownLeft = input.merchant ? (await listRoutes(pool)).some((r) => r.merchant_id === input.merchant && r.method === input.method) : true;
+      const note = ownLeft ? '' : `. Merchant ${input.merchant} has no ${input.method} route of its own left: the platform's ${input.method} routes apply to it again`;
+      return { json: { ...route, removed: true }, text: `route ${input.method} → ${input.vendor} removed from ${scope}${note}` };
     }
     const vendor = await getVendor(pool, ctx.sealer(), input.vendor);
     if (!vendor) throw new OpsError(`unknown vendor ${input.vendor}`);
@@ -310,7 +312,15 @@ export const routeSet = command({
       if (/foreign key/i.test((err as Error).message)) throw new OpsError(`unknown vendor or merchant (${input.vendor}, ${input.merchant ?? '-'})`);
       throw err;
     }
-    return { json: { ...route, priority: input.priority }, text: `route ${input.method} → ${input.vendor} (priority ${input.priority}) set for ${scope}` };
+    // A merchant's own routes for a method replace the platform's for it (db/vendors.ts
+    // routeVendors): say so, since a platform route added later will not reach this merchant.
+    const note = input.merchant
+      ? `. Merchant ${input.merchant} now uses only its own ${input.method} routes: the platform's ${input.method} routes no longer apply to it (route:set --remove its own to return to them)`
+      : '';
+    return {
+      json: { ...route, priority: input.priority, ...(input.merchant ? { replaces_platform_routes: true } : {}) },
+      text: `route ${input.method} → ${input.vendor} (priority ${input.priority}) set for ${scope}${note}`,
+    };
   },
 });
 

@@ -1,4 +1,7 @@
 import t from 'tap';
+import { createHmac, randomBytes } from 'node:crypto';
+import { sql } from '../../db/pool.ts';
+import { hashApiKey } from '../../db/secrets.ts';
 import { call } from '../helpers/http.ts';
 import { startApi } from '../helpers/api.ts';
 import { testConfig } from '../helpers/config.ts';
@@ -17,10 +20,60 @@ t.test('a valid key authenticates', async (t) => {
   t.equal(res.json.error.code, 'NOT_FOUND');
 });
 
-t.test('missing key is 401 UNAUTHORIZED', async (t) => {
+t.test('missing key is 401 UNAUTHORIZED naming the X-API-Key header', async (t) => {
   const res = await probe({});
   t.equal(res.status, 401);
-  t.same(res.json, { success: false, error: { code: 'UNAUTHORIZED', message: 'Missing or invalid API key', request_id: res.headers['x-request-id'] } });
+  t.same(res.json, { success: false, error: { code: 'UNAUTHORIZED', message: 'Missing API key: send it in the X-API-Key header', request_id: res.headers['x-request-id'] } });
+});
+
+t.test('each refusal names its fix: Bearer instead of X-API-Key, a malformed key, an unknown key', async (t) => {
+  const merchant = await makeMerchant(api.ctx);
+  const bearer = await probe({ authorization: `Bearer ${merchant.api_key}` });
+  t.equal(bearer.status, 401);
+  t.equal(bearer.json.error.code, 'UNAUTHORIZED');
+  t.match(bearer.json.error.message, /^API keys go in the X-API-Key header, not Authorization/);
+  const malformed = await probe({ 'x-api-key': 'sk_live_123' });
+  t.match(malformed.json.error.message, /^X-API-Key is not an API key: expected kasir_sk_ and 64 hex characters/);
+  const unknown = await probe({ 'x-api-key': `kasir_sk_${'f'.repeat(64)}` });
+  t.match(unknown.json.error.message, /^Invalid API key: the X-API-Key header matches no active key/);
+  const brand = await makeBrand(api.ctx);
+  const offBrand = await probe({ 'x-api-key': merchant.api_key, host: brand.domain });
+  t.equal(offBrand.json.error.message, unknown.json.error.message, 'another brand\'s key reads as unknown');
+});
+
+t.test('new keys carry the kasir_sk_ prefix; keys issued as bare hex keep working', async (t) => {
+  const merchant = await makeMerchant(api.ctx);
+  t.match(merchant.api_key, /^kasir_sk_[0-9a-f]{64}$/, 'a prefix secret scanners can match');
+  t.equal((await probe({ 'x-api-key': merchant.api_key })).status, 404, 'the prefixed key authenticates');
+  const bare = randomBytes(32).toString('hex');
+  await api.ctx.pool.query(sql.unsafe`update merchants set api_key_hash = ${sql.binary(hashApiKey(bare))} where id = ${merchant.merchant_id}`);
+  t.equal((await probe({ 'x-api-key': bare })).status, 404, 'a key of 64 bare hex characters still authenticates');
+  t.equal((await probe({ 'x-api-key': bare.toUpperCase() })).status, 404, 'in either case, as before');
+  t.equal((await probe({ 'x-api-key': `kasir_sk_${bare}` })).status, 401, 'the prefix is part of a new key, not added to an old one');
+});
+
+t.test('X-Signature refusals say the expected form', async (t) => {
+  const secret = 'whsec_dGVzdC1zZWNyZXQtdGVzdC1zZWNyZXQ=';
+  const merchant = await makeMerchant(api.ctx, { webhookSecret: secret });
+  const body = JSON.stringify({ merchant_order_id: 'INV-SIG', amount: 10_000, payment_method: 'QRIS' });
+  const hex = createHmac('sha256', secret).update(body).digest('hex');
+  const send = (signature?: string) => call(api.url, {
+    path: '/v1/orders', body, headers: { 'x-api-key': merchant.api_key, ...(signature === undefined ? {} : { 'x-signature': signature }) },
+  });
+  const cases: [string | undefined, RegExp][] = [
+    [undefined, /^X-Signature is required for this merchant: sha256=<64 lowercase hex characters/],
+    [hex, /^X-Signature lacks the sha256= prefix: expected sha256=<64 lowercase hex characters: HMAC-SHA256 of the raw body, keyed with the webhook secret>$/],
+    [`sha256=${hex.toUpperCase()}`, /^X-Signature must be lowercase/],
+    [`sha256=${createHmac('sha256', secret).update(body).digest('base64')}`, /^X-Signature is base64; expected hex/],
+    ['signed', /^X-Signature is not in the expected form: expected sha256=/],
+    [`sha256=${'0'.repeat(64)}`, /^X-Signature does not match the request body: expected sha256=<64 lowercase hex characters.*Sign the exact bytes sent/],
+  ];
+  for (const [signature, message] of cases) {
+    const res = await send(signature);
+    t.equal(res.status, 401, String(signature));
+    t.equal(res.json?.error?.code, 'INVALID_SIGNATURE');
+    t.match(res.json?.error?.message, message, String(signature));
+  }
 });
 
 t.test('a wrong key, a malformed key and a one-character change are 401', async (t) => {

@@ -14,6 +14,34 @@ t.test('malformed JSON is 400 INVALID_JSON in the V1 envelope', async (t) => {
   t.equal(res.status, 400);
   t.same(res.json, { success: false, error: { code: 'INVALID_JSON', message: res.json.error.message, request_id: res.headers['x-request-id'] } });
   t.equal(res.json.error.code, 'INVALID_JSON');
+  t.equal(res.json.error.message, 'Request body is not valid JSON: Expected double-quoted property name at line 1, column 14', 'says where and why');
+  const lines = await call(api.url, { path: '/v1/orders', headers: auth, body: '{\n  "amount": 1\n  "payment_method": "QRIS"\n}' });
+  t.equal(lines.json.error.message, 'Request body is not valid JSON: Expected \',\' or \'}\' after property value at line 3, column 3');
+  const token = await call(api.url, { path: '/v1/orders', headers: auth, body: '{"amount": tru}' });
+  t.equal(token.json.error.message, 'Request body is not valid JSON: Unexpected token \'}\' at line 1, column 15', 'a position V8 does not give is found, and the body is not echoed');
+});
+
+t.test('a known path with another method is 405 with Allow; an unknown path stays 404', async (t) => {
+  const cases: [string, string, string][] = [
+    ['PUT', '/v1/orders', 'GET, HEAD, POST'],
+    ['DELETE', '/v1/orders/ORD-1-NOPE', 'GET, HEAD'],
+    ['GET', '/v1/reports/export', 'POST'],
+    ['PUT', '/v1/my/users/3f0c2a8e-5b7d-4c1e-9a6f-2d8b7e4c1a90/role', 'DELETE, PATCH'],
+  ];
+  for (const [method, path, allow] of cases) {
+    const res = await call(api.url, { method, path, headers: auth });
+    t.equal(res.status, 405, `${method} ${path}`);
+    t.equal(res.headers.allow, allow, `${method} ${path}: Allow`);
+    t.equal(res.json.error.code, 'METHOD_NOT_ALLOWED');
+    t.equal(res.json.error.message, `${path} does not take ${method}; it takes ${allow}`);
+  }
+  const unknown = await call(api.url, { method: 'PUT', path: '/v1/nothing', headers: auth });
+  t.equal(unknown.status, 404);
+  t.notOk(unknown.headers.allow);
+  const legacy = await call(api.url, { method: 'GET', path: '/api/order/create' });
+  t.equal(legacy.status, 404, 'the legacy envelope keeps its Not Found');
+  t.same(legacy.json, { code: 404, message: 'Not Found', data: null });
+  t.notOk(legacy.headers.allow);
 });
 
 t.test('an error body carries the request id: the one the caller sent, or the one Kasir made', async (t) => {

@@ -20,7 +20,7 @@ const ctx = stack.api.ctx;
 const baseUrl = stack.api.url;
 
 const orderBody = (amount: number) => ({
-  merchant_order_id: `TC-${randomBytes(4).toString('hex')}`, amount, payment_method: 'QRIS', customer_name: 'Budi Santoso',
+  merchant_order_id: `TC-${randomBytes(4).toString('hex')}`, amount, payment_method: 'QRIS' as const, customer_name: 'Budi Santoso',
 });
 
 t.test('an order is created, read, listed and paid through the typed client', async (t) => {

@@ -70,8 +70,8 @@ interface Tt {
 }
 
 /** A fresh browser context (no shared cookies or cache) whose script errors and CSP reports are collected. */
-async function openPage(t: Tt): Promise<{ page: Page; problems: string[] }> {
-  const context = await browser.newContext({ viewport: { width: 420, height: 860 }, deviceScaleFactor: 2 });
+async function openPage(t: Tt, locale = 'en-US'): Promise<{ page: Page; problems: string[] }> {
+  const context = await browser.newContext({ viewport: { width: 420, height: 860 }, deviceScaleFactor: 2, locale });
   context.setDefaultTimeout(STATE_TIMEOUT_MS);
   t.teardown(() => context.close());
   const page = await context.newPage();
@@ -224,6 +224,19 @@ t.test('no expiry: no countdown; the merchant name is text, never markup', async
 
   const status = await call(stack.api.url, { path: `/pay/${order.ref_code}/status` });
   t.strictSame(status.json, { status: 'PENDING', paid_at: null, expires_at: null });
+  t.strictSame(problems, []);
+});
+
+t.test('a browser in Indonesian gets the page in Bahasa Indonesia', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx);
+  const order = await newOrder(merchant, { amount: 150_000 });
+  const { page, problems } = await openPage(t, 'id-ID');
+  await page.goto(order.checkout_url);
+  await heading(page, 'Menunggu pembayaran').waitFor();
+  t.equal(await page.locator('html').getAttribute('lang'), 'id');
+  t.match(await page.locator('.countdown').textContent(), /^Berakhir dalam \d+:\d{2}/);
+  t.equal(await decodeShownQr(page), order.qris_string);
+  await page.screenshot({ path: `${shots}/7-pending-id.png`, fullPage: true });
   t.strictSame(problems, []);
 });
 

@@ -154,6 +154,41 @@ t.test('rules in the contract order, each refusing with its code and writing not
   await ledgerAudit(t, stack.env);
 });
 
+t.test('a 409 says whether the disbursement holding the key is this request: a retry, or a key used twice', async (t) => {
+  const stack = await startStack(t, { groups: [] });
+  const merchant = await makeMerchant(stack.api.ctx);
+  await fundWallet(stack.api.ctx.pool, merchant, 100_000);
+  const send = (body: Record<string, unknown>) =>
+    call(stack.api.url, { path: '/v1/disbursements', headers: { 'x-api-key': merchant.api_key }, body: { idempotency_key: 'retry-1', ...body } });
+  const first = await send(bank(10_000));
+  t.equal(first.status, 201, first.text);
+  const held = { id: first.json.data.id, ref_code: first.json.data.ref_code, status: 'PENDING' };
+
+  const retry = await send(bank(10_000));
+  t.equal(retry.status, 409);
+  t.equal(retry.json.error.code, 'DUPLICATE_IDEMPOTENCY_KEY', 'the contract\'s code stays');
+  t.same(retry.json.error.details, { ...held, same_request: true, same_amount: true, same_destination: true, same_fee: true }, 'a retry of the same request');
+  t.match(retry.json.error.message, /matches this request \(same amount and destination\): DSB-.+ \(PENDING\) is your earlier request/);
+  const lower = await send(bank(10_000, '1234567890', { bank_short_code: 'bca', account_name: ' Budi Santoso ' }));
+  t.equal(lower.json.error.details.same_request, true, 'the bank code in another case and a padded name are the same destination');
+
+  const more = await send(bank(20_000));
+  t.same(more.json.error.details, { ...held, same_request: false, same_amount: false, same_destination: true, same_fee: true }, 'another amount');
+  t.match(more.json.error.message, /for another request \(its amount differ\).*use a new idempotency_key/);
+  const elsewhere = await send(bank(10_000, '9999999999'));
+  t.match(elsewhere.json.error.details, { same_request: false, same_amount: true, same_destination: false }, 'another account');
+  const wallet = await send({ channel: 'EWALLET', ewallet_provider: 'OVO', ewallet_phone: '081234567890', amount: 10_000 });
+  t.match(wallet.json.error.details, { same_request: false, same_destination: false, same_fee: false }, 'another channel, whose fee differs too');
+
+  const fees = await ops(stack.env, 'merchant:set-fees', '--merchant', merchant.merchant_id, '--fee-bank', '3000');
+  t.equal(fees.code, 0, fees.stderr);
+  const afterFees = await send(bank(10_000));
+  t.match(afterFees.json.error.details, { same_request: true, same_fee: false }, 'a fee changed since is reported, and is no reason to call it another request');
+  t.equal(await rows(stack, merchant.merchant_id), 1, 'nothing more was written');
+  t.equal(await balanceOf(stack, merchant), 100_000 - 12_500, 'nothing more was debited');
+  await ledgerAudit(t, stack.env);
+});
+
 t.test('the daily limit counts the WIB day, pending disbursements included', async (t) => {
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);

@@ -1,10 +1,12 @@
 // A merchant sees its own webhook deliveries and asks for one again: GET /v1/webhook-deliveries
 // (filters), GET /v1/webhook-deliveries/{id} (with its attempts) and POST .../resend, through
 // the real webhook worker and a real receiver; and the operator's signed samples of every
-// catalogued event (ops webhooks:trigger).
+// catalogued event (ops webhooks:trigger), and the merchant's own (POST
+// /v1/webhook-deliveries/samples), marked in the body and with ids no real resource has.
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { sampleBody, webhookEvents } from '../../api/openapi/webhook-events.ts';
+import { sentSampleBody, webhookEvents } from '../../api/openapi/webhook-events.ts';
+import { SAMPLES_PER_MINUTE } from '../../api/v1/webhook-deliveries.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { paidOrder } from '../helpers/money.ts';
@@ -111,7 +113,10 @@ t.test('ops webhooks:trigger: a signed sample of any catalogued event, through t
     t.doesNotThrow(() => standardWebhook(secret).verify(hook.body.toString(), hook.headers as Record<string, string>), `${event.name}: so does the Standard Webhooks signature`);
     const parsed = event.schema.safeParse(hook.json);
     t.ok(parsed.success, `${event.name}: the body is the catalogued schema`);
-    t.strictSame(hook.json, { ...sampleBody(event), event_id: id, event_created_at: hook.json.event_created_at }, `${event.name}: the catalogue's sample, stamped with its delivery id`);
+    t.strictSame(hook.json, { ...sentSampleBody(event), event_id: id, event_created_at: hook.json.event_created_at }, `${event.name}: the catalogue's sample, marked, stamped with its delivery id`);
+    t.equal(hook.json.sample, true, `${event.name}: marked as a sample in the body`);
+    t.notMatch(hook.body.toString(), /INV-1001|ORD-1763713800|DSB-1763713800|3f0c2a8e/, `${event.name}: none of the catalogue's (or the README's) ids`);
+    for (const ref of hook.body.toString().match(/\b(ORD|DSB|RFD|STL)-[0-9A-Z-]+/g) ?? []) t.match(ref, /^(ORD|DSB|RFD)-0-SAMPLE$|^STL-00000000-0$/, `${event.name}: ${ref} is a sample reference`);
   }
 
   // Another URL, and what the merchant and operators see of it.
@@ -137,6 +142,7 @@ t.test('ops webhooks:trigger: a signed sample of any catalogued event, through t
     return res.json.data.find((d: { resource: { ref_code: string } | null }) => d.resource?.ref_code === order.ref_code);
   }, 'the real order.paid');
   t.equal(real.sample, false);
+  t.notOk('sample' in JSON.parse(real.body), 'a real body carries no sample marker');
 
   const refused = await ops(stack.env, 'webhooks:trigger', '--merchant', merchant.merchant_id, '--event', 'order.nope');
   t.not(refused.code, 0);
@@ -144,4 +150,43 @@ t.test('ops webhooks:trigger: a signed sample of any catalogued event, through t
   const bare = await makeMerchant(stack.api.ctx);
   const noUrl = await ops(stack.env, 'webhooks:trigger', '--merchant', bare.merchant_id, '--event', 'order.paid');
   t.match(noUrl.stderr + noUrl.stdout, /no default notify URL: give --url/);
+});
+
+t.test('POST /v1/webhook-deliveries/samples: a merchant sends itself a marked sample through the real outbox, limited per merchant', async (t) => {
+  const secret = `whsec_${randomBytes(24).toString('base64')}`;
+  const merchant = await makeMerchant(stack.api.ctx, { notifyUrl: receiver.url, webhookSecret: secret });
+  const other = await makeMerchant(stack.api.ctx, { notifyUrl: receiver.url });
+  const send = (m: M, body: unknown) => call(stack.api.url, { path: '/v1/webhook-deliveries/samples', headers: { 'x-api-key': m.api_key }, body });
+
+  const queued = await send(merchant, { event: 'disbursement.success' });
+  t.equal(queued.status, 202, queued.text);
+  t.match(queued.json.data, { event: 'disbursement.success', sample: true, resource: null, url: receiver.url, status: 'PENDING' });
+  const hook = await eventually(async () => receiver.received.find((h) => h.headers['webhook-id'] === queued.json.data.id), 'the sample to arrive');
+  t.equal(hook.headers['x-signature'], xSignature(secret, hook.body), 'signed with the merchant\'s secret');
+  t.doesNotThrow(() => standardWebhook(secret).verify(hook.body.toString(), hook.headers as Record<string, string>));
+  t.match(hook.json, { event: 'disbursement.success', sample: true, ref_code: 'DSB-0-SAMPLE', event_id: queued.json.data.id });
+
+  const elsewhere = await startCallbackReceiver();
+  t.teardown(() => elsewhere.close());
+  const there = await send(merchant, { event: 'order.paid', notify_url: elsewhere.url });
+  t.equal(there.status, 202);
+  await eventually(async () => elsewhere.received.find((h) => h.headers['webhook-id'] === there.json.data.id), 'the sample at the given URL');
+
+  const unknown = await send(merchant, { event: 'order.payed' });
+  t.equal(unknown.status, 400);
+  t.match(unknown.json.error.message, /^event: must be one of order\.paid, /);
+  const bare = await makeMerchant(stack.api.ctx);
+  t.match((await send(bare, { event: 'order.paid' })).json.error.message, /^notify_url: is required: this merchant has no default notify URL/);
+
+  // The limit: SAMPLES_PER_MINUTE a minute per merchant, the two sent above included.
+  for (let i = 2; i < SAMPLES_PER_MINUTE; i++) t.equal((await send(merchant, { event: 'order.expired' })).status, 202, `sample ${i + 1}`);
+  const limited = await send(merchant, { event: 'order.expired' });
+  t.equal(limited.status, 429);
+  t.equal(limited.json.error.code, 'TOO_MANY_REQUESTS');
+  t.match(limited.headers['retry-after'], /^\d+$/);
+  t.ok(Number(limited.headers['retry-after']) <= 60, `Retry-After ${limited.headers['retry-after']}`);
+  t.match(limited.json.error.message, new RegExp(`^At most ${SAMPLES_PER_MINUTE} samples a minute per merchant`));
+  t.equal((await send(other, { event: 'order.expired' })).status, 202, 'another merchant has its own limit');
+  const listed = await get(merchant, '/v1/webhook-deliveries?limit=100');
+  t.equal(listed.json.data.filter((d: { sample: boolean }) => d.sample).length, SAMPLES_PER_MINUTE, 'the refused one was not written');
 });

@@ -1,9 +1,18 @@
-// The receiving example in docs/examples/webhook-receiver.mjs, run as a merchant would run it,
-// against real Kasir webhooks: it verifies X-Signature over the raw body, acknowledges, and
-// handles a retried delivery (same webhook-id) once; a forged request is 401.
-import { spawn } from 'node:child_process';
+// The receiving examples in docs/examples/ (Node, PHP, Go), each run as a merchant would run it
+// (node, php -S, go run), against real Kasir webhooks: each verifies the Standard Webhooks
+// signature (id, timestamp and body) within its time window, acknowledges, and handles a
+// retried delivery (same webhook-id) once; a forged request is 401, and so is a captured webhook
+// replayed later or under a new id. PHP and Go come from Debian's php-cli and golang-go (the
+// test preflight says so when they are missing).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import t from 'tap';
+import { freePort } from '../../scripts/lib/cluster.ts';
+import { signBody, standardWebhooksSignature } from '../../db/signatures.ts';
 import { ROOT } from '../../scripts/lib/local.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { call, eventually } from '../helpers/http.ts';
@@ -11,42 +20,89 @@ import { paidOrder } from '../helpers/money.ts';
 import { startStack } from '../helpers/stack.ts';
 
 const stack = await startStack(t, { groups: ['vendor', 'webhook'] });
-const secret = 'whsec_exampleReceiverSecret0123456789abcdef';
+// The form Kasir generates (--generate-webhook-secret): whsec_ and the base64 of 24 random bytes.
+const secret = `whsec_${randomBytes(24).toString('base64')}`;
+const examples = `${ROOT}docs/examples`;
+const scratch = await mkdtemp(join(tmpdir(), 'kasir-receivers-'));
+t.teardown(() => rm(scratch, { recursive: true, force: true }));
 
-const child = spawn(process.execPath, [`${ROOT}docs/examples/webhook-receiver.mjs`], { cwd: ROOT, env: { ...process.env, KASIR_WEBHOOK_SECRET: secret, PORT: '0' }, stdio: ['ignore', 'pipe', 'inherit'] });
-t.teardown(() => void child.kill('SIGTERM'));
-const lines: string[] = [];
-const port = await new Promise<number>((resolve, reject) => {
-  createInterface({ input: child.stdout! }).on('line', (line) => {
-    lines.push(line);
-    const m = /^listening on (\d+)$/.exec(line);
-    if (m) resolve(Number(m[1]));
+interface Receiver {
+  port: number;
+  events(): { id: string; event: string; body: { ref_code: string; status: string } }[];
+}
+
+/** Starts one example on a free port and collects the JSON lines it prints. */
+async function startReceiver(t: { teardown(fn: () => unknown): void }, kind: 'node' | 'php' | 'go'): Promise<Receiver> {
+  const port = await freePort();
+  const env = { ...process.env, KASIR_WEBHOOK_SECRET: secret, PORT: String(port), HOME: scratch, GOCACHE: join(scratch, 'go-cache'), GOPATH: join(scratch, 'go') };
+  const child: ChildProcess =
+    kind === 'node' ? spawn(process.execPath, [`${examples}/webhook-receiver.mjs`], { cwd: examples, env, stdio: ['ignore', 'pipe', 'inherit'] })
+    : kind === 'php' ? spawn('php', ['-S', `127.0.0.1:${port}`, 'webhook-receiver.php'], { cwd: examples, env, stdio: ['ignore', 'pipe', 'ignore'] })
+    : spawn('go', ['run', 'webhook-receiver.go'], { cwd: examples, env, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+  t.teardown(() => {
+    try {
+      if (kind === 'go') process.kill(-child.pid!, 'SIGTERM'); // go run's compiled child too
+      else child.kill('SIGTERM');
+    } catch {}
   });
-  child.once('exit', (code) => reject(new Error(`the example exited (${code})`)));
-});
-const url = `http://127.0.0.1:${port}/kasir/webhooks`;
-const events = () => lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { id: string; event: string; body: { ref_code: string; status: string } });
-
-t.test('verifies, acknowledges and handles each delivery once', async (t) => {
-  const merchant = await makeMerchant(stack.api.ctx, { notifyUrl: url, webhookSecret: secret });
-  const order = await paidOrder(stack, merchant, 75_000);
-  const [paid] = await eventually(async () => {
-    const found = events().filter((e) => e.body.ref_code === order.ref_code);
-    return found.length ? found : undefined;
-  }, 'the example to receive order.paid');
-  t.match(paid, { event: 'order.paid', body: { ref_code: order.ref_code, status: 'PAID' } });
-
-  // Kasir sends the same delivery again (as after a lost answer): handled once.
-  const deliveries = await call(stack.api.url, { method: 'GET', path: '/v1/webhook-deliveries', headers: { 'x-api-key': merchant.api_key } });
-  const delivery = deliveries.json.data.find((d: { resource: { ref_code: string } }) => d.resource.ref_code === order.ref_code);
-  await call(stack.api.url, { path: `/v1/webhook-deliveries/${delivery.id}/resend`, headers: { 'x-api-key': merchant.api_key }, body: {} });
+  const lines: string[] = [];
+  createInterface({ input: child.stdout! }).on('line', (line) => lines.push(line));
+  let exited: number | null = null;
+  child.once('exit', (code) => (exited = code ?? 1));
   await eventually(async () => {
-    const res = await call(stack.api.url, { method: 'GET', path: `/v1/webhook-deliveries/${delivery.id}`, headers: { 'x-api-key': merchant.api_key } });
-    return res.json.data.attempts === 2 && res.json.data.status === 'DELIVERED' ? true : undefined;
-  }, 'the resend acknowledged');
-  t.equal(events().filter((e) => e.id === paid.id).length, 1, 'the retried delivery was handled once');
+    if (exited !== null) throw new Error(`the ${kind} example exited (${exited})`);
+    const res = await call(`http://127.0.0.1:${port}`, { path: '/kasir/webhooks', body: '{}' }).catch(() => null);
+    return res?.status === 401 ? true : undefined;
+  }, `the ${kind} example to listen`, 60_000);
+  return {
+    port,
+    events: () => lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)),
+  };
+}
 
-  const forged = await call(`http://127.0.0.1:${port}`, { path: '/kasir/webhooks', headers: { 'x-signature': `sha256=${'0'.repeat(64)}`, 'webhook-id': 'msg_forged' }, body: { ref_code: 'ORD-1-FAKE', status: 'PAID' } });
-  t.equal(forged.status, 401, 'a forged webhook is refused');
-  t.notOk(events().some((e) => e.id === 'msg_forged'));
-});
+for (const kind of ['node', 'php', 'go'] as const) {
+  t.test(`${kind}: verifies, acknowledges, handles each delivery once, refuses forgeries and replays`, async (t) => {
+    const receiver = await startReceiver(t, kind);
+    const url = `http://127.0.0.1:${receiver.port}/kasir/webhooks`;
+    const merchant = await makeMerchant(stack.api.ctx, { notifyUrl: url, webhookSecret: secret });
+    const order = await paidOrder(stack, merchant, 75_000);
+    const [paid] = await eventually(async () => {
+      const found = receiver.events().filter((e) => e.body.ref_code === order.ref_code);
+      return found.length ? found : undefined;
+    }, `the ${kind} example to receive order.paid`);
+    t.match(paid, { event: 'order.paid', body: { ref_code: order.ref_code, status: 'PAID' } });
+
+    // Kasir sends the same delivery again (as after a lost answer): handled once.
+    const deliveries = await call(stack.api.url, { method: 'GET', path: '/v1/webhook-deliveries', headers: { 'x-api-key': merchant.api_key } });
+    const delivery = deliveries.json.data.find((d: { resource: { ref_code: string } }) => d.resource.ref_code === order.ref_code);
+    await call(stack.api.url, { path: `/v1/webhook-deliveries/${delivery.id}/resend`, headers: { 'x-api-key': merchant.api_key }, body: {} });
+    await eventually(async () => {
+      const res = await call(stack.api.url, { method: 'GET', path: `/v1/webhook-deliveries/${delivery.id}`, headers: { 'x-api-key': merchant.api_key } });
+      return res.json.data.attempts === 2 && res.json.data.status === 'DELIVERED' ? true : undefined;
+    }, 'the resend acknowledged');
+    t.equal(receiver.events().filter((e) => e.id === paid.id).length, 1, 'the retried delivery was handled once');
+
+    const forged = await call(`http://127.0.0.1:${receiver.port}`, { path: '/kasir/webhooks', headers: { 'x-signature': `sha256=${'0'.repeat(64)}`, 'webhook-id': 'msg_forged' }, body: { ref_code: 'ORD-1-FAKE', status: 'PAID' } });
+    t.equal(forged.status, 401, 'a forged webhook is refused');
+    t.notOk(receiver.events().some((e) => e.id === 'msg_forged'));
+
+    // A captured delivery, as an attacker on the path holds it: its exact body and headers.
+    const detail = await call(stack.api.url, { method: 'GET', path: `/v1/webhook-deliveries/${delivery.id}`, headers: { 'x-api-key': merchant.api_key } });
+    const body: string = detail.json.data.body;
+    const replay = (id: string, timestamp: number, signedId = id) => call(`http://127.0.0.1:${receiver.port}`, {
+      path: '/kasir/webhooks',
+      body,
+      headers: {
+        'x-kasir-event': 'order.paid', 'x-signature': signBody(secret, body), 'webhook-id': id, 'webhook-timestamp': String(timestamp),
+        'webhook-signature': standardWebhooksSignature(secret, signedId, timestamp, body),
+      },
+    });
+    const now = Math.floor(Date.now() / 1000);
+    t.equal((await replay('msg_new_id', now - 600, delivery.id)).status, 401, 'a 10-minute-old webhook under a new id is refused (the id is signed)');
+    t.equal((await replay(delivery.id, now - 600)).status, 401, 'a 10-minute-old webhook under its own id is refused (the time window)');
+    t.equal((await replay('msg_new_id', now, delivery.id)).status, 401, 'a fresh timestamp does not help without the secret');
+    t.equal((await replay(delivery.id, now - 60)).status, 200, 'within the window, its own id, it verifies...');
+    t.equal(receiver.events().filter((e) => e.id === paid.id).length, 1, '...and is handled once: deduplicated on the signed id');
+    t.notOk(receiver.events().some((e) => e.id === 'msg_new_id'));
+  });
+}

@@ -185,3 +185,32 @@ t.test('vendor:remove: refused while it holds money in flight (unless --force); 
   t.equal((await ops('vendor:add', '--code', 'gone', '--kind', 'simulator', '--base-url', 'http://127.0.0.1:4010', '--secret', 'back-secret-123')).code, 0);
   t.equal((await getVendor(pool, sealer, 'gone'))?.credentials.secret, 'back-secret-123', 'vendor:add brings it back');
 });
+
+t.test('route:set for one merchant says the platform routes of that method stop applying to it, and when they apply again', async (t) => {
+  await ops('vendor:add', '--code', 'mid-own', '--kind', 'midtrans', '--base-url', 'https://api.sandbox.midtrans.com', '--server-key', 'SB-Mid-server-abc');
+  const created = await ops('merchant:create', '--name', 'Toko Rute', '--settlement', 'WALLET', '--json');
+  const merchant = JSON.parse(created.stdout).merchant_id as string;
+  const set = await ops('route:set', '--method', 'QRIS', '--vendor', 'mid-own', '--merchant', merchant);
+  t.equal(set.code, 0, set.stderr);
+  t.match(set.stdout, `Merchant ${merchant} now uses only its own QRIS routes: the platform's QRIS routes no longer apply to it`);
+  const json = await ops('route:set', '--method', 'QRIS', '--vendor', 'mid-own', '--merchant', merchant, '--priority', '5', '--json');
+  t.match(JSON.parse(json.stdout), { merchantId: merchant, replaces_platform_routes: true });
+  const platform = await ops('route:set', '--method', 'QRIS', '--vendor', 'mid-own');
+  t.notMatch(platform.stdout, /no longer apply/, 'a platform route says nothing of the kind');
+  const removed = await ops('route:set', '--method', 'QRIS', '--vendor', 'mid-own', '--merchant', merchant, '--remove');
+  t.match(removed.stdout, `Merchant ${merchant} has no QRIS route of its own left: the platform's QRIS routes apply to it again`);
+});
+
+t.test('ops messages: a malformed --ref says what a ref_code looks like; a missing flag is named, not zod\'s text', async (t) => {
+  const ref = await ops('simulate:pay', '--ref', 'ORD-nope');
+  t.equal(ref.code, 64);
+  t.match(ref.stderr, /error: --ref must be an order's ref_code as POST \/v1\/orders answered it: ORD-<digits>-<capital letters and digits>, e\.g\. ORD-/);
+  const noEvent = await ops('webhooks:trigger', '--merchant', '3f0c2a8e-5b7d-4c1e-9a6f-2d8b7e4c1a90');
+  t.equal(noEvent.code, 64);
+  t.match(noEvent.stderr, /error: --event is required: one of order\.paid, /);
+  t.notMatch(noEvent.stderr, /Invalid input|received undefined/, 'no raw zod text');
+  const noRef = await ops('simulate:pay');
+  t.match(noRef.stderr, /--ref is required/);
+  const noVendor = await ops('route:set', '--method', 'QRIS');
+  t.match(noVendor.stderr, /error: --vendor is required\n/, 'a flag without its own message is named as required');
+});
