@@ -17,6 +17,7 @@ import { ApiError } from './errors.ts';
 import { lockMerchantAccounts, postTransfer } from './ledger.ts';
 import { findBankByShortCode, findEwalletByShortCode, type BankRow, type EwalletRow, type MasterDataCache } from './master-data.ts';
 import type { MerchantMoneySettings } from './merchants.ts';
+import type { PayoutCompletion } from './payout-outcome.ts';
 import type { Db, Pool } from './pool.ts';
 import { inTransaction, sendJob } from './queue.ts';
 import { newRefCode } from './ref-codes.ts';
@@ -218,8 +219,6 @@ export async function moveDisbursement(
   return moved;
 }
 
-export type Completion = { status: 'SUCCESS'; vendorDisbursementId: string | null } | { status: 'FAILED'; vendorDisbursementId: string | null; reason: string };
-
 /**
  * The vendor's final word (callback or reconciliation). SUCCESS: the money left through the
  * vendor, the fee is revenue. FAILED: the debit goes back to the wallet. A repeated or late
@@ -229,7 +228,7 @@ export async function completeDisbursement(
   tx: Db,
   boss: PgBoss,
   where: { id: string } | { refCode: string },
-  outcome: Completion,
+  outcome: PayoutCompletion,
   source: string,
   /** Added to the status event's detail (an operator's reason and evidence). */
   detail: Record<string, unknown> = {},

@@ -5,14 +5,11 @@ import type { PgBoss } from 'pg-boss';
 import { z } from 'zod';
 import { completeDisbursement } from './disbursements.ts';
 import { lockDisbursement } from './disbursements.sql.ts';
+import type { PayoutCompletion } from './payout-outcome.ts';
 import { sql, type Db, type Pool } from './pool.ts';
 import { completeSettlement } from './settlements.ts';
 
 export type PayoutKindName = 'DISBURSEMENT' | 'SETTLEMENT';
-
-export type PayoutCompletion =
-  | { status: 'SUCCESS'; vendorDisbursementId: string | null }
-  | { status: 'FAILED'; vendorDisbursementId: string | null; reason: string };
 
 /** Records the reference a payout goes out under; a re-claim of the same reference is a no-op. */
 export async function recordPayoutReference(db: Db, reference: string, kind: PayoutKindName, payoutId: string): Promise<void> {

@@ -22,6 +22,7 @@ import type { PgBoss } from 'pg-boss';
 import { lockMerchantAccounts, postTransfer } from './ledger.ts';
 import { logger } from './logger.ts';
 import { getMerchant, getMoneySettings, getSettlementAccount } from './merchants.ts';
+import type { PayoutCompletion } from './payout-outcome.ts';
 import type { Db, Pool } from './pool.ts';
 import { inTransaction, sendJob } from './queue.ts';
 import {
@@ -234,8 +235,6 @@ export async function moveSettlement(tx: Db, boss: PgBoss, s: SettlementRow, cha
   return moved;
 }
 
-export type Completion = { status: 'SUCCESS'; vendorDisbursementId: string | null } | { status: 'FAILED'; vendorDisbursementId: string | null; reason: string };
-
 /**
  * The vendor's final word on the current payout attempt (callback, or reconciliation by id).
  * SUCCESS: PAID, net_payout leaves through the vendor and the fee is revenue. FAILED: the money
@@ -246,7 +245,7 @@ export async function completeSettlement(
   tx: Db,
   boss: PgBoss,
   where: { id: string } | { reference: string },
-  outcome: Completion,
+  outcome: PayoutCompletion,
   source: string,
 ): Promise<'completed' | 'already_final' | 'unknown'> {
   const key = 'id' in where ? where : parsePayoutReference(where.reference);

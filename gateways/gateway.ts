@@ -62,6 +62,11 @@ export interface DisburseInput {
   callbackUrl: string;
 }
 
+/** A payout the vendor took: its own id for it, which every later read goes by. */
+export interface PayoutAccepted {
+  vendorDisbursementId: string;
+}
+
 export interface DisbursementStatus {
   status: 'PROCESSING' | 'SUCCESS' | 'FAILED' | 'NOT_FOUND';
   vendorDisbursementId: string | null;
@@ -105,7 +110,7 @@ export interface Gateway {
    */
   queryQris(reference: string, vendorOrderId?: string | null): Promise<Outcome<QrisStatus>>;
   refund(input: RefundInput): Promise<Outcome<RefundResult>>;
-  disburse(input: DisburseInput): Promise<Outcome<{ vendorDisbursementId: string }>>;
+  disburse(input: DisburseInput): Promise<Outcome<PayoutAccepted>>;
   /** `vendorDisbursementId`: the vendor's id when Kasir has one (Iris finds payouts by it only). */
   queryDisbursement(reference: string, vendorDisbursementId?: string | null): Promise<Outcome<DisbursementStatus>>;
   inquireAccount(input: AccountInquiryInput): Promise<Outcome<AccountInquiry>>;

@@ -19,6 +19,7 @@ import { completeDisbursement, moveDisbursement } from '../db/disbursements.ts';
 import * as disbursements from '../db/disbursements.sql.ts';
 import type { DisburseInput } from '../gateways/gateway.ts';
 import { logger } from '../db/logger.ts';
+import type { PayoutCompletion } from '../db/payout-outcome.ts';
 import { payoutStatements, recordPayoutReference, type PayoutKindName } from '../db/payouts.ts';
 import type { Db } from '../db/pool.ts';
 import { sendJob } from '../db/queue.ts';
@@ -40,8 +41,6 @@ interface PayoutRow {
   vendors_tried: string[];
 }
 
-type Final = { status: 'SUCCESS'; vendorDisbursementId: string | null } | { status: 'FAILED'; vendorDisbursementId: string | null; reason: string };
-
 interface PayoutKind<R extends PayoutRow> {
   /** For logs and results. */
   noun: string;
@@ -62,7 +61,7 @@ interface PayoutKind<R extends PayoutRow> {
   claim(tx: Db, ctx: WorkerContext, row: R, vendorCode: string): Promise<R>;
   /** No routed vendor is left (or none is routed). */
   noVendor(tx: Db, ctx: WorkerContext, row: R, reason: 'NO_VENDOR' | 'VENDOR_ERROR'): Promise<unknown>;
-  complete(tx: Db, ctx: WorkerContext, row: R, outcome: Final, source: string): Promise<unknown>;
+  complete(tx: Db, ctx: WorkerContext, row: R, outcome: PayoutCompletion, source: string): Promise<unknown>;
 }
 
 const disbursementKind: PayoutKind<disbursements.DisbursementRow> = {
@@ -201,7 +200,7 @@ async function reconcile<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKi
     await kind.noteVendorAnswer(ctx.pool, row.id, { vendorDisbursementId: status.vendorDisbursementId, vendorCallPending: false });
     throw new Error(`${reference} still processing at ${vendor.code}`);
   }
-  const outcome: Final =
+  const outcome: PayoutCompletion =
     status.status === 'SUCCESS'
       ? { status: 'SUCCESS', vendorDisbursementId: status.vendorDisbursementId }
       : { status: 'FAILED', vendorDisbursementId: status.vendorDisbursementId, reason: status.failureReason ?? 'FAILED' };

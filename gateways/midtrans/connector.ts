@@ -29,6 +29,7 @@ import type {
   DisbursementStatus,
   Gateway,
   Outcome,
+  PayoutAccepted,
   QrisCreated,
   QrisStatus,
   RefundResult,
@@ -62,20 +63,13 @@ import {
   type CoreVerdict,
 } from './transforms.ts';
 import { validateVendorQris } from '../qris.ts';
+import { failed, headerOf, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND, unknown } from '../results.ts';
 
 /** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
 const DEFAULT_TIMEOUT_MS = 5000;
 
-const ok = <T>(value: T): Outcome<T> => ({ kind: 'ok', value });
-const failed = (reason: string) => ({ kind: 'failed' as const, reason });
-const unknown = (reason: string) => ({ kind: 'unknown' as const, reason });
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
-function header(headers: Record<string, string | string[] | undefined>, name: string): string | null {
-  for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === name) return typeof value === 'string' ? value : null;
-  return null;
-}
 
 
 /** The Gateway, with the payout query taking Iris's reference_no when Kasir has it. */
@@ -101,7 +95,7 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
     const asked = await core('GET', statusPath(reference));
     if (asked.kind !== 'ok') return asked;
     const v = asked.value;
-    if (v.kind === 'not_found') return ok({ status: { status: 'NOT_FOUND', vendorOrderId: null, qrisString: null, paidAt: null, rrn: null }, body: null });
+    if (v.kind === 'not_found') return ok({ status: QR_NOT_FOUND, body: null });
     if (v.kind === 'success') {
       const status = fromStatus(v.body, reference);
       return status ? ok({ status, body: v.body }) : unknown(`unreadable status answer for ${reference}`);
@@ -125,7 +119,7 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
     const answer = await client.iris('creator', 'GET', `/payouts/${encodeURIComponent(referenceNo)}`);
     if (answer.kind !== 'ok') return answer;
     const v = irisVerdict(answer.value);
-    if (v.kind === 'refused' && v.http === 404) return ok({ status: 'NOT_FOUND', vendorDisbursementId: null, failureReason: null, body: null });
+    if (v.kind === 'refused' && v.http === 404) return ok({ ...PAYOUT_NOT_FOUND, body: null });
     if (v.kind === 'refused') return failed(v.reason);
     if (v.kind === 'unknown') return unknown(v.reason);
     const body = v.body;
@@ -161,7 +155,7 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
    * After a create, when the approval was refused or not answered: the payout's own status
    * decides. Never unknown: the payout is known by its reference_no from here on.
    */
-  async function settleApproval(referenceNo: string, reference: string, why: string): Promise<Outcome<{ vendorDisbursementId: string }>> {
+  async function settleApproval(referenceNo: string, reference: string, why: string): Promise<Outcome<PayoutAccepted>> {
     const read = await readPayout(referenceNo, reference);
     if (read.kind !== 'ok') {
       log.warn({ reference, referenceNo, why, read: read.reason }, 'Iris approval unsettled; waiting for its notification');
@@ -178,7 +172,7 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
     return ok({ vendorDisbursementId: referenceNo });
   }
 
-  async function disburse(input: DisburseInput): Promise<Outcome<{ vendorDisbursementId: string }>> {
+  async function disburse(input: DisburseInput): Promise<Outcome<PayoutAccepted>> {
     if (!creds.iris) return failed('Iris payouts are not configured for this Midtrans vendor (no Iris keys)');
     if (input.channel !== 'BANK') return failed('e-wallet payouts are not offered through Iris by this adapter');
     const irisBank = irisBankOf(input.bankCode);
@@ -253,7 +247,7 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
 
   async function payoutEvent(headers: Record<string, string | string[] | undefined>, raw: Buffer): Promise<CallbackEvent | null> {
     if (!creds.iris) return null;
-    if (!sameHex(irisSignature(raw, creds.iris.merchantKey), header(headers, 'iris-signature'))) return null;
+    if (!sameHex(irisSignature(raw, creds.iris.merchantKey), headerOf(headers, 'iris-signature'))) return null;
     let body: unknown;
     try {
       body = JSON.parse(raw.toString('utf8'));
@@ -382,7 +376,7 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
 
     async parseCallback(headers, rawBody, path = '') {
       if (path !== '') return null;
-      return header(headers, 'iris-signature') !== null ? payoutEvent(headers, rawBody) : paymentEvent(rawBody);
+      return headerOf(headers, 'iris-signature') !== null ? payoutEvent(headers, rawBody) : paymentEvent(rawBody);
     },
   };
 }

@@ -150,25 +150,18 @@ export function irisDialect(ctx: DialectContext): Router {
       next();
     };
 
-  const fault =
-    (op: RequestOp): RequestHandler =>
-    async (req, res, next) => {
-      const f = ctx.faults.take(op);
-      if (!f) return next();
-      log.info({ op, fault: f }, 'fault injected');
-      switch (f.mode) {
-        case 'latency':
-          await ctx.timers.sleep(f.latencyMs ?? 1000);
-          return next();
-        case 'error':
-          return void res.status(f.status ?? 500).json({ error_message: 'Internal server error' });
-        case 'reject':
-          return void res.status(f.status ?? 400).json({ error_message: f.status === 429 ? 'Too many requests' : 'Simulated refusal' });
-        default:
-          res.locals.fault = f;
-          return next();
-      }
-    };
+  /** The request's fault, answered in Iris's error shape (the shared middleware, simulator/faults.ts). */
+  const fault = (op: RequestOp, causesCallback = false) =>
+    ctx.inject(
+      op,
+      {
+        invalid: (message) => new IrisError(400, message),
+        error: () => ({ error_message: 'Internal server error' }),
+        reject: (status) => ({ error_message: status === 429 ? 'Too many requests' : 'Simulated refusal' }),
+        rejectStatus: 400,
+      },
+      causesCallback,
+    );
 
   const statusOf = (p: Payout): IrisStatus => {
     if (p.state !== 'approved') return p.state;

@@ -25,14 +25,13 @@ import type {
 } from '../gateway.ts';
 import { interpretAnswer, vendorCall, type HttpAnswer } from '../http.ts';
 import { parseQris, validateVendorQris } from '../qris.ts';
+import { failed, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND } from '../results.ts';
 
 /** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
 const DEFAULT_TIMEOUT_MS = 5000;
 /** Callbacks signed further from now than this are refused (replays of captured callbacks). */
 const MAX_SKEW_SECONDS = 300;
 
-const ok = <T>(value: T): Outcome<T> => ({ kind: 'ok', value });
-const failed = (reason: string) => ({ kind: 'failed' as const, reason });
 
 // ---------------------------------------------------------------- client
 
@@ -241,7 +240,7 @@ export function createSimulatorGateway(vendor: VendorRecord, opts: { timeoutMs?:
       const answer = await request('GET', path('/v1/qris/:ref', reference));
       if (answer.kind !== 'ok') return answer;
       if (answer.value.status === 404 && vendorErrorCode(answer.value.body) === 'QR_NOT_FOUND') {
-        return ok({ status: 'NOT_FOUND', vendorOrderId: null, qrisString: null, paidAt: null, rrn: null });
+        return ok(QR_NOT_FOUND);
       }
       return interpret(answer.value, (body) => fromQrisStatus(body, reference));
     },
@@ -271,7 +270,7 @@ export function createSimulatorGateway(vendor: VendorRecord, opts: { timeoutMs?:
       const answer = await request('GET', path('/v1/disbursements/:ref', reference));
       if (answer.kind !== 'ok') return answer;
       if (answer.value.status === 404 && vendorErrorCode(answer.value.body) === 'DISBURSEMENT_NOT_FOUND') {
-        return ok({ status: 'NOT_FOUND', vendorDisbursementId: null, failureReason: null });
+        return ok(PAYOUT_NOT_FOUND);
       }
       return interpret(answer.value, (body) => fromDisbursementStatus(body, reference));
     },

@@ -14,6 +14,7 @@
 //   received": resolved by asking the provider about our reference, never by sending again.
 import type { AccountInquiry, AccountInquiryInput, CallbackEvent, Gateway, Outcome, QrisCreated, QrisStatus, RefundResult, VendorRecord } from '../gateway.ts';
 import { validateVendorQris } from '../qris.ts';
+import { failed, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND, unknown } from '../results.ts';
 import { biCodeOf } from './banks.ts';
 import { answerTokenRequest, createSnapClient, externalIdFor, randomExternalId, snapCredentials, verifyNotify, type SnapAnswer } from './client.ts';
 import {
@@ -41,9 +42,6 @@ import {
 /** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
 const DEFAULT_TIMEOUT_MS = 5000;
 
-const ok = <T>(value: T): Outcome<T> => ({ kind: 'ok', value });
-const failed = (reason: string) => ({ kind: 'failed' as const, reason });
-const unknown = (reason: string) => ({ kind: 'unknown' as const, reason });
 
 const text = (value: unknown): string | null => (typeof value === 'string' && value.length > 0 ? value : null);
 const same = (id: string) => () => id;
@@ -66,7 +64,7 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
     const asked = await ask(PATHS.qrQuery, toQueryRequest(reference, settings));
     if (asked.kind !== 'ok') return asked;
     const v = asked.value;
-    if (isNotFound(v)) return ok({ status: { status: 'NOT_FOUND', vendorOrderId: null, qrisString: null, paidAt: null, rrn: null }, body: null });
+    if (isNotFound(v)) return ok({ status: QR_NOT_FOUND, body: null });
     if (v.kind === 'success') {
       const status = fromQueried(v.body, reference);
       return status ? ok({ status, body: v.body }) : unknown(`unreadable query answer for ${reference}`);
@@ -79,7 +77,7 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
     const asked = await ask(PATHS.transferStatus, toTransferStatusRequest(reference));
     if (asked.kind !== 'ok') return asked;
     const v = asked.value;
-    if (isNotFound(v)) return ok({ status: 'NOT_FOUND' as const, vendorDisbursementId: null, failureReason: null });
+    if (isNotFound(v)) return ok(PAYOUT_NOT_FOUND);
     if (v.kind === 'success') {
       const status = fromTransferStatus(v.body, reference);
       return status ? ok(status) : unknown(`unreadable transfer status for ${reference}`);

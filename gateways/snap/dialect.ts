@@ -23,7 +23,7 @@ import { z } from 'zod';
 import { buildDynamicQris, QRIS_MAX_AMOUNT } from '../qris.ts';
 import { readBody, type DialectContext } from '../simulator/dialect.ts';
 import { loopbackOnly } from '../simulator/loopback.ts';
-import { applies, isCallbackMode, parseFaultHeader, type Fault, type RequestOp } from '../simulator/faults.ts';
+import type { Fault, RequestOp } from '../simulator/faults.ts';
 import { accountHolder } from '../simulator/magic.ts';
 import { newRrn, qrStatus, type DisbursementRecord, type QrRecord, type RefundRecord } from '../simulator/store.ts';
 
@@ -252,40 +252,14 @@ export function snapDialect(ctx: DialectContext): Router {
       next();
     };
 
-  /** The fault for this request (X-Sim-Fault or a rule): error and reject answer here, in SNAP's format. */
-  const fault =
-    (op: RequestOp, service: string): RequestHandler =>
-    async (req, res, next) => {
-      let f: Fault | null;
-      const header = req.get('x-sim-fault');
-      if (header !== undefined) {
-        const parsed = parseFaultHeader(header);
-        if (!parsed.ok) throw new SnapError(400, service, '00', parsed.error);
-        f = parsed.fault;
-        if (isCallbackMode(f.mode)) return next();
-        if (!applies(f.mode, op)) throw new SnapError(400, service, '00', `X-Sim-Fault: ${f.mode} does not apply to ${op}`);
-      } else {
-        f = ctx.faults.take(op);
-      }
-      if (!f) return next();
-      log.info({ op, fault: f }, 'fault injected');
-      switch (f.mode) {
-        case 'latency':
-          await ctx.timers.sleep(f.latencyMs ?? 1000);
-          return next();
-        case 'error': {
-          const status = f.status ?? 500;
-          return void res.status(status).json({ responseCode: `${status}${service}${status === 500 ? '01' : '00'}`, responseMessage: status === 504 ? 'Timeout' : status === 500 ? 'Internal Server Error' : 'General Error' });
-        }
-        case 'reject': {
-          const status = f.status ?? 400;
-          return void res.status(status).json({ responseCode: `${status}${service}00`, responseMessage: 'Simulated refusal' });
-        }
-        default:
-          res.locals.fault = f;
-          return next();
-      }
-    };
+  /** The fault for this request (X-Sim-Fault or a rule), answered in SNAP's format with the service's code. */
+  const fault = (op: RequestOp, service: string) =>
+    ctx.inject(op, {
+      invalid: (message) => new SnapError(400, service, '00', message),
+      error: (status) => ({ responseCode: `${status}${service}${status === 500 ? '01' : '00'}`, responseMessage: status === 504 ? 'Timeout' : status === 500 ? 'Internal Server Error' : 'General Error' }),
+      reject: (status) => ({ responseCode: `${status}${service}00`, responseMessage: 'Simulated refusal' }),
+      rejectStatus: 400,
+    });
 
   /** Takes the request's X-EXTERNAL-ID for today: a second use the same day is 409xx00. */
   function takeExternalId(res: Response, service: string): void {

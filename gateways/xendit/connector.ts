@@ -21,6 +21,7 @@ import { logger } from '../../db/logger.ts';
 import { observeVendorRateLimited } from '../../db/metrics.ts';
 import type { AccountInquiry, Gateway, Outcome, QrisStatus, RefundResult, VendorRecord } from '../gateway.ts';
 import { interpretAnswer, vendorCall, type HttpAnswer } from '../http.ts';
+import { failed, headerOf, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND, unknown } from '../results.ts';
 import { validateVendorQris } from '../qris.ts';
 import {
   channelCodeOf,
@@ -47,9 +48,6 @@ import {
 /** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
 const DEFAULT_TIMEOUT_MS = 5000;
 
-const ok = <T>(value: T): Outcome<T> => ({ kind: 'ok', value });
-const failed = (reason: string) => ({ kind: 'failed' as const, reason });
-const unknown = (reason: string) => ({ kind: 'unknown' as const, reason });
 
 export interface XenditCredentials {
   secretKey: string;
@@ -98,13 +96,8 @@ function interpret<T>(answer: HttpAnswer, parse: (body: unknown) => T | null): O
   });
 }
 
-const header = (headers: Record<string, string | string[] | undefined>, name: string) => {
-  const value = headers[name];
-  return typeof value === 'string' ? value : undefined;
-};
-
-function sameToken(expected: string, given: string | undefined): boolean {
-  if (given === undefined) return false;
+function sameToken(expected: string, given: string | null): boolean {
+  if (given === null) return false;
   const a = Buffer.from(expected);
   const b = Buffer.from(given);
   return a.length === b.length && timingSafeEqual(a, b);
@@ -140,7 +133,7 @@ export function createXenditGateway(vendor: VendorRecord, opts: { timeoutMs?: nu
       if (!payouts) return null;
       // One reference, one payout (the Idempotency-key); the latest wins if Xendit ever lists more.
       const latest = payouts.at(-1);
-      return latest ? toDisbursementStatus(latest) : { status: 'NOT_FOUND' as const, vendorDisbursementId: null, failureReason: null };
+      return latest ? toDisbursementStatus(latest) : PAYOUT_NOT_FOUND;
     });
   }
 
@@ -156,11 +149,11 @@ export function createXenditGateway(vendor: VendorRecord, opts: { timeoutMs?: nu
 
     async queryQris(reference, vendorOrderId): Promise<Outcome<QrisStatus>> {
       // No lookup by reference_id: without Xendit's id the QR was never handed out (see top).
-      if (!vendorOrderId) return ok({ status: 'NOT_FOUND', vendorOrderId: null, qrisString: null, paidAt: null, rrn: null });
+      if (!vendorOrderId) return ok(QR_NOT_FOUND);
       const qrAnswer = await request('GET', PATHS.qrCode(vendorOrderId));
       if (qrAnswer.kind !== 'ok') return qrAnswer;
       if (qrAnswer.value.status === 404 && errorCodeOf(qrAnswer.value.body) === 'DATA_NOT_FOUND') {
-        return ok({ status: 'NOT_FOUND', vendorOrderId: null, qrisString: null, paidAt: null, rrn: null });
+        return ok(QR_NOT_FOUND);
       }
       const qr = interpret(qrAnswer.value, (body) => fromQrCode(body, reference));
       if (qr.kind !== 'ok') return qr;
@@ -220,7 +213,7 @@ export function createXenditGateway(vendor: VendorRecord, opts: { timeoutMs?: nu
     },
 
     async parseCallback(headers, rawBody) {
-      if (!sameToken(creds.callbackToken, header(headers, 'x-callback-token'))) return null;
+      if (!sameToken(creds.callbackToken, headerOf(headers, 'x-callback-token'))) return null;
       let body: unknown;
       try {
         body = JSON.parse(rawBody.toString('utf8'));

@@ -20,7 +20,7 @@ import { z } from 'zod';
 import { buildDynamicQris, QRIS_MAX_AMOUNT } from '../qris.ts';
 import { readBody, type DialectContext } from '../simulator/dialect.ts';
 import { loopbackOnly } from '../simulator/loopback.ts';
-import type { Fault } from '../simulator/faults.ts';
+import type { Fault, FaultAnswers, RequestOp } from '../simulator/faults.ts';
 import { qrStatus, type DisbursementRecord, type QrRecord } from '../simulator/store.ts';
 
 const API_VERSION = '2022-07-31';
@@ -39,9 +39,11 @@ class XenditError extends Error {
 const errorOf = (status: number, code: string, message: string) => ({ error_code: code, message, status });
 
 /** Fault answers in Xendit's shape. */
-const faultError = (status: number, mode: 'error' | 'reject') => {
-  if (status === 429) return { error_code: 'RATE_LIMIT_EXCEEDED', message: 'Rate limit exceeded' };
-  return mode === 'error' ? { error_code: 'SERVER_ERROR', message: 'Simulated server error' } : { error_code: 'API_VALIDATION_ERROR', message: 'Simulated refusal' };
+const faultAnswers: FaultAnswers = {
+  invalid: (message) => new XenditError(400, 'API_VALIDATION_ERROR', message),
+  error: () => ({ error_code: 'SERVER_ERROR', message: 'Simulated server error' }),
+  reject: (status) => (status === 429 ? { error_code: 'RATE_LIMIT_EXCEEDED', message: 'Rate limit exceeded' } : { error_code: 'API_VALIDATION_ERROR', message: 'Simulated refusal' }),
+  rejectStatus: 400,
 };
 
 const BANKS = ['ID_BCA', 'ID_MANDIRI', 'ID_BNI', 'ID_BRI', 'ID_CIMB', 'ID_PERMATA', 'ID_BTN', 'ID_DANAMON', 'ID_PANIN', 'ID_MAYBANK', 'ID_BSI', 'ID_OCBC', 'ID_MEGA', 'ID_BTPN', 'ID_SINARMAS', 'ID_UOB', 'ID_MUAMALAT', 'ID_JAGO', 'ID_SEABANK', 'ID_BJB', 'ID_DKI', 'ID_HSBC', 'ID_CITIBANK', 'ID_DBS'];
@@ -141,7 +143,7 @@ export function xenditDialect(ctx: DialectContext): Router {
     if (req.get('api-version') !== API_VERSION) throw new XenditError(400, 'API_VALIDATION_ERROR', `api-version header must be ${API_VERSION}`);
     next();
   };
-  const fault = (op: Parameters<DialectContext['inject']>[0], causesCallback = false) => ctx.inject(op, causesCallback, faultError);
+  const fault = (op: RequestOp, causesCallback = false) => ctx.inject(op, faultAnswers, causesCallback);
 
   const findQr = (id: string) => [...ctx.store.qrs.values()].find((qr) => qr.id === id && qr.id.startsWith('qr_'));
   const findPaid = (paymentId: string) => [...ctx.store.qrs.values()].find((qr) => qr.id.startsWith('qr_') && qr.paidAt && paymentIdOf(qr) === paymentId);
