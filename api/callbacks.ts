@@ -11,7 +11,7 @@ import { logger } from '../db/logger.ts';
 import { completePayout } from '../db/payouts.ts';
 import { applyPayment } from '../db/orders.ts';
 import { completeRefund } from '../db/refunds.ts';
-import { findRefundByRef } from '../db/refunds.sql.ts';
+import { findRefundByRef, findRefundByVendorId } from '../db/refunds.sql.ts';
 import { getVendor, recordCallback } from '../db/vendors.ts';
 import type { CallbackAnswer } from '../gateways/gateway.ts';
 import { gatewayFor } from '../gateways/registry.ts';
@@ -73,7 +73,8 @@ export function callbackRoutes(ctx: AppContext): Router {
         return completePayout(tx, ctx.boss, event.reference, outcome, `callback:${vendor.code}`);
       }
       if (event.type === 'refund.updated') {
-        const refund = await findRefundByRef(tx, event.reference);
+        // Xendit does not echo Kasir's reference: its refund is the one it gave this id.
+        const refund = (event.reference ? await findRefundByRef(tx, event.reference) : null) ?? (await findRefundByVendorId(tx, vendor.code, event.vendorRefundId));
         if (!refund) return 'unknown';
         const outcome =
           event.status === 'SUCCEEDED'

@@ -32,6 +32,8 @@ export const disbursementRow = z.object({
   vendor_call_pending: z.boolean(),
   vendors_tried: z.array(z.string()),
   failure_reason: z.string().nullable(),
+  /** Set when no read at the vendor can settle it: an operator must (gateways/gateway.ts, the rule). */
+  unresolved_at: z.date().nullable(),
   requested_at: z.date(),
   completed_at: z.date().nullable(),
   created_at: z.date(),
@@ -43,7 +45,7 @@ const columns = sql.fragment`
   id, merchant_id, ref_code, idempotency_key, api, source, channel, bank_id, bank_short_code, bank_name,
   account_number, account_name, ewallet_provider, ewallet_phone, beneficiary_id, request_amount, fee,
   total_debit, notify_url, status, vendor_code, vendor_disbursement_id, vendor_call_pending, vendors_tried,
-  failure_reason, requested_at, completed_at, created_at, updated_at`;
+  failure_reason, unresolved_at, requested_at, completed_at, created_at, updated_at`;
 
 export interface NewDisbursement {
   id: string;

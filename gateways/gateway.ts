@@ -6,11 +6,26 @@
 //             rejection). Safe to try the next vendor.
 //   unknown — the request may have been acted on (timeout after sending, 5xx, garbled answer).
 //             Never retried elsewhere: the caller reconciles by querying this same vendor.
+//
+// THE RULE ON UNCLEAR ANSWERS: an unclear answer never becomes a second payment.
+// - A payout or refund whose send has an unknown outcome is never sent to another vendor, and
+//   never sent again to the same one, until a read at that vendor proves it does not have it
+//   (queryDisbursement or queryRefund answering NOT_FOUND). Nothing else proves absence: not a
+//   refusal of the second send, not a list that cannot show Kasir's reference.
+// - Each connector keeps the vendor's own id from the first answer (vendorDisbursementId,
+//   vendorRefundId; the workers store it) and reads by it. A read by an id the vendor gave
+//   never answers NOT_FOUND: the vendor made it.
+// - Where the vendor offers no read that can prove either way, the connector answers unknown
+//   with `unresolvable`: the worker stops, the record waits in a state operators see
+//   (unresolved_at; kasir_rows_in_state{status="UNRESOLVED"} and its alert) and an operator
+//   settles it with the vendor's evidence (ops unresolved:list, refunds:settle, refunds:resend,
+//   payouts:settle). docs/vendors/*.md say, per vendor, which reads prove what.
 
 export type Outcome<T> =
   | { kind: 'ok'; value: T }
   | { kind: 'failed'; reason: string }
-  | { kind: 'unknown'; reason: string };
+  /** `unresolvable`: no read at this vendor can tell what became of it; an operator must. */
+  | { kind: 'unknown'; reason: string; unresolvable?: true };
 
 export type { VendorRecord } from '../db/vendors.ts';
 
@@ -49,6 +64,21 @@ export interface RefundInput {
 export interface RefundResult {
   vendorRefundId: string;
   status: 'SUCCEEDED' | 'PENDING' | 'FAILED';
+}
+
+/** A refund Kasir sent before: what it knows of that send. */
+export interface RefundQuery extends RefundInput {
+  /** The vendor's id from an earlier answer; null when no answer was ever read. */
+  vendorRefundId: string | null;
+  /** When Kasir first sent it. */
+  firstSentAt: Date;
+}
+
+export interface RefundStatus {
+  /** NOT_FOUND: the vendor proves it never took this refund, so it may be sent again. */
+  status: 'SUCCEEDED' | 'PENDING' | 'FAILED' | 'NOT_FOUND';
+  vendorRefundId: string | null;
+  failureReason: string | null;
 }
 
 export interface DisburseInput {
@@ -90,7 +120,10 @@ export type AccountInquiry = { status: 'FOUND'; accountName: string } | { status
 export type CallbackEvent =
   | { type: 'qris.paid'; eventId: string; reference: string; vendorOrderId: string; amount: number; paidAt: Date; rrn: string }
   | { type: 'disbursement.updated'; eventId: string; reference: string; vendorDisbursementId: string; status: 'SUCCESS' | 'FAILED'; failureReason: string | null }
-  /** A refund's final word; `reference` is Kasir's refund ref_code (RFD-…). */
+  /**
+   * A refund's final word; `reference` is Kasir's refund ref_code (RFD-…), or '' when the vendor
+   * does not echo it (Xendit): then the refund is the one its vendor gave `vendorRefundId`.
+   */
   | { type: 'refund.updated'; eventId: string; reference: string; vendorRefundId: string; status: 'SUCCEEDED' | 'FAILED'; failureReason: string | null }
   /**
    * Authentic, but nothing for Kasir to do (a refund still pending, an event it does not act
@@ -109,7 +142,10 @@ export interface Gateway {
    * stated rule (docs/vendors/).
    */
   queryQris(reference: string, vendorOrderId?: string | null): Promise<Outcome<QrisStatus>>;
+  /** Sends a refund. Called once per refund, and again only after queryRefund said NOT_FOUND. */
   refund(input: RefundInput): Promise<Outcome<RefundResult>>;
+  /** What became of a refund sent before (the rule above: the only way to a second send). */
+  queryRefund(input: RefundQuery): Promise<Outcome<RefundStatus>>;
   disburse(input: DisburseInput): Promise<Outcome<PayoutAccepted>>;
   /** `vendorDisbursementId`: the vendor's id when Kasir has one (Iris finds payouts by it only). */
   queryDisbursement(reference: string, vendorDisbursementId?: string | null): Promise<Outcome<DisbursementStatus>>;

@@ -7,6 +7,8 @@ export const ok = <T>(value: T): Outcome<T> => ({ kind: 'ok', value });
 export const failed = (reason: string): Outcome<never> => ({ kind: 'failed', reason });
 /** The vendor may have acted: never sent elsewhere, settled by reading this vendor. */
 export const unknown = (reason: string): Outcome<never> => ({ kind: 'unknown', reason });
+/** The vendor may have acted and no read at it can tell: an operator settles it (gateway.ts, the rule). */
+export const unresolvable = (reason: string): Outcome<never> => ({ kind: 'unknown', reason, unresolvable: true });
 
 /** A QR read's answer when the vendor proves it never took the reference. */
 export const QR_NOT_FOUND: QrisStatus = Object.freeze({ status: 'NOT_FOUND', vendorOrderId: null, qrisString: null, paidAt: null, rrn: null });

@@ -26,6 +26,7 @@ import {
 import { ledgerAdjust, ledgerAudit, merchantSetFees } from './ops/ledger.ts';
 import { disbursementsApprove, disbursementsReject } from './ops/disbursements.ts';
 import { payoutsSettle } from './ops/payouts.ts';
+import { refundsResend, refundsSettle, unresolvedList } from './ops/unresolved.ts';
 import { merchantSetSettlementAccount, settlementsCancel, settlementsList, settlementsRetry, settlementsRun } from './ops/settlements.ts';
 import { resolveDatabase } from './lib/local.ts';
 import { routeList, routeSet, vendorAdd, vendorCheck, vendorDisable, vendorList } from './ops/vendors.ts';
@@ -49,6 +50,9 @@ const commands: Command[] = [
   disbursementsApprove,
   disbursementsReject,
   payoutsSettle,
+  unresolvedList,
+  refundsSettle,
+  refundsResend,
   settlementsRun,
   settlementsList,
   settlementsRetry,

@@ -14,6 +14,9 @@
 // state first, so duplicates are harmless.
 // stale sweep: chains nobody worked on for an hour (jobs exhausted while a vendor was down,
 // or lost) are restarted: claimable rows executed again, in-flight ones reconciled.
+// unresolved: a vendor whose answer no read can settle (gateways/gateway.ts, the rule) stops the
+// chain; the row stays in flight with unresolved_at, never claimed, reconciled or swept again,
+// until an operator settles it (ops payouts:settle) or the vendor's callback does.
 import { publicBaseUrl } from '../db/config.ts';
 import { completeDisbursement, moveDisbursement } from '../db/disbursements.ts';
 import * as disbursements from '../db/disbursements.sql.ts';
@@ -39,6 +42,7 @@ interface PayoutRow {
   vendor_call_pending: boolean;
   vendor_disbursement_id: string | null;
   vendors_tried: string[];
+  unresolved_at: Date | null;
 }
 
 interface PayoutKind<R extends PayoutRow> {
@@ -54,6 +58,7 @@ interface PayoutKind<R extends PayoutRow> {
   find(db: Db, id: string): Promise<R | null>;
   lock(tx: Db, id: string): Promise<R | null>;
   noteVendorAnswer(db: Db, id: string, answer: { vendorDisbursementId: string | null; vendorCallPending: boolean }): Promise<unknown>;
+  markUnresolved(db: Db, id: string, reason: string): Promise<unknown>;
   claimStale(db: Db, olderThanSeconds: number, limit: number): Promise<readonly { id: string; status: string }[]>;
   method(row: R): RouteMethod;
   /** What the vendor is asked to pay, under which of our references. */
@@ -124,7 +129,15 @@ const settlementKind: PayoutKind<settlements.SettlementRow> = {
 
 /** A row a vendor may be claimed for: new, or in flight after a definite refusal freed it. */
 function claimable<R extends PayoutRow>(kind: PayoutKind<R>, row: R): boolean {
+  if (row.unresolved_at) return false;
   return row.status === 'PENDING' || (row.status === kind.inFlight && !row.vendor_call_pending && !row.vendor_disbursement_id);
+}
+
+/** Stops the chain of a payout no read at its vendor can settle: it waits for an operator. */
+async function park<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>, row: R, vendor: VendorRecord, reason: string) {
+  await kind.markUnresolved(ctx.pool, row.id, reason);
+  logger.error({ reference: kind.order(row).reference, vendor: vendor.code, reason }, `${kind.noun} unresolved: waiting for an operator (ops unresolved:list)`);
+  return { unresolved: reason };
 }
 
 async function scheduleReconcile<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>, id: string, delaySeconds: number) {
@@ -160,6 +173,7 @@ async function send<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>
     return { sent: vendor.code };
   }
   if (answer.kind === 'unknown') {
+    if (answer.unresolvable) return park(ctx, kind, row, vendor, answer.reason);
     await scheduleReconcile(ctx, kind, row.id, ctx.config.ORDER_RECONCILE_DELAY_SECONDS);
     return { unknown: answer.reason };
   }
@@ -172,6 +186,7 @@ async function send<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>
 async function execute<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>, id: string): Promise<Record<string, unknown>> {
   const current = await kind.find(ctx.pool, id);
   if (!current) return { skipped: 'missing' };
+  if (current.unresolved_at) return { skipped: 'unresolved: waiting for an operator' };
   // A previous run died after claiming a vendor: ask it, never send blindly.
   if (current.status === kind.inFlight && current.vendor_call_pending) return reconcile(ctx, kind, id);
   for (;;) {
@@ -185,10 +200,12 @@ async function execute<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind
 async function reconcile<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>, id: string): Promise<Record<string, unknown>> {
   const row = await kind.find(ctx.pool, id);
   if (!row || row.status !== kind.inFlight || !row.vendor_code) return { skipped: row?.status ?? 'missing' };
+  if (row.unresolved_at) return { skipped: 'unresolved: waiting for an operator' };
   const vendor = await getVendor(ctx.pool, ctx.sealer, row.vendor_code);
   if (!vendor) throw new Error(`vendor ${row.vendor_code} of ${row.ref_code} is not configured`);
   const { reference } = kind.order(row);
   const answer = await gatewayOf(ctx, vendor).queryDisbursement(reference, row.vendor_disbursement_id);
+  if (answer.kind === 'unknown' && answer.unresolvable) return park(ctx, kind, row, vendor, answer.reason);
   if (answer.kind !== 'ok') throw new Error(`query at ${vendor.code} failed: ${answer.reason}`);
   const status = answer.value;
   if (status.status === 'NOT_FOUND') {

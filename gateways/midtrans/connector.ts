@@ -9,8 +9,10 @@
 //   unknown on 5xx, timeouts after sending and garbled answers (a fractional amount included).
 // Unknown outcomes, per operation:
 // - charge: the status of our order_id answers it (404: never created → the attempt fails).
-// - refund: refund_key is Kasir's refund reference, so refund-execute's re-send with the same
-//   key is the same refund at Midtrans, never a second one.
+// - refund: refund_key is Kasir's refund reference, and the same refund_key is the same refund
+//   at Midtrans (its refund reference). queryRefund reads the order's status, whose refunds[]
+//   carry their refund_key: listed is done; not listed is NOT_FOUND, and the re-send with the
+//   same key could only ever be that one refund.
 // - payout: Iris moves money only once a payout is approved, and Kasir approves only a payout
 //   whose reference_no it holds. So a create without a readable answer is `failed` (if Iris made
 //   it, it waits unapproved and is never paid; another vendor may pay); once created, disburse
@@ -33,6 +35,7 @@ import type {
   QrisCreated,
   QrisStatus,
   RefundResult,
+  RefundStatus,
   VendorRecord,
 } from '../gateway.ts';
 import { IRIS_BANKS, irisBankOf } from './iris-banks.ts';
@@ -63,7 +66,7 @@ import {
   type CoreVerdict,
 } from './transforms.ts';
 import { validateVendorQris } from '../qris.ts';
-import { failed, headerOf, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND, unknown } from '../results.ts';
+import { failed, headerOf, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND, unknown, unresolvable } from '../results.ts';
 
 /** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
 const DEFAULT_TIMEOUT_MS = 5000;
@@ -334,14 +337,24 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
       return unknown(v.reason);
     },
 
+    async queryRefund(query): Promise<Outcome<RefundStatus>> {
+      const read = await readStatus(query.reference);
+      if (read.kind !== 'ok') return read;
+      const listed = read.value.body ? refundsOf(read.value.body).find((r) => r.refundKey === query.refundReference) : undefined;
+      if (!listed) return ok({ status: 'NOT_FOUND', vendorRefundId: null, failureReason: null });
+      if (listed.amount !== null && listed.amount !== query.amount) return unknown(`refund_key ${query.refundReference} is listed with another amount: ${listed.amount}`);
+      return ok({ status: 'SUCCEEDED', vendorRefundId: listed.vendorRefundId, failureReason: null });
+    },
+
     disburse,
 
     async queryDisbursement(reference: string, vendorDisbursementId?: string | null): Promise<Outcome<DisbursementStatus>> {
       if (!creds.iris) return failed('Iris payouts are not configured for this Midtrans vendor (no Iris keys)');
-      // Iris finds payouts by its reference_no only. Without it Kasir cannot tell "never made"
-      // from "made and approved", so it never answers NOT_FOUND (which would send again):
-      // Iris's notification, traced back through the payout's notes, completes it.
-      if (!vendorDisbursementId) return unknown(`Iris looks payouts up by reference_no only, and none is known for ${reference}`);
+      // Iris finds payouts by its reference_no only. Without it (a worker stopped between the
+      // approval and storing its answer) Kasir cannot tell "never made" from "made and
+      // approved": never NOT_FOUND (which would send again), but unresolvable, for an operator;
+      // Iris's notification, traced back through the payout's notes, still completes it.
+      if (!vendorDisbursementId) return unresolvable(`Iris looks payouts up by reference_no only, and none is known for ${reference}: whether it was created and approved only the Iris dashboard can tell`);
       const read = await readPayout(vendorDisbursementId, reference);
       if (read.kind !== 'ok') return read;
       const { status, failureReason } = read.value;

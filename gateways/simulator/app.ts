@@ -288,6 +288,12 @@ export function createSimulatorApp(options: SimulatorOptions) {
     reply(res, 201, refundJson(refund));
   });
 
+  v1.get('/qris/:reference/refunds/:refundReference', inject('queryRefund'), (req, res) => {
+    const refund = store.refunds.get(String(req.params.refundReference));
+    if (!refund || refund.reference !== String(req.params.reference)) throw new SimError(404, 'REFUND_NOT_FOUND', `no refund ${req.params.refundReference} of ${req.params.reference}`);
+    reply(res, 200, refundJson(refund));
+  });
+
   v1.post('/disbursements', inject('disburse', undefined, true), (req, res) => {
     const body = parseBody(disburseBody, req);
     const existing = store.disbursements.get(body.reference);

@@ -257,6 +257,20 @@ export function createSimulatorGateway(vendor: VendorRecord, opts: { timeoutMs?:
       });
     },
 
+    async queryRefund(query) {
+      const answer = await request('GET', `${path('/v1/qris/:ref/refunds', query.reference)}/${encodeURIComponent(query.refundReference)}`);
+      if (answer.kind !== 'ok') return answer;
+      if (answer.value.status === 404 && vendorErrorCode(answer.value.body) === 'REFUND_NOT_FOUND') {
+        return ok({ status: 'NOT_FOUND' as const, vendorRefundId: null, failureReason: null });
+      }
+      return interpret(answer.value, (body) => {
+        const parsed = refundBody.safeParse(body);
+        if (!parsed.success) return null;
+        const status = toRefundStatus(parsed.data.status);
+        return { status, vendorRefundId: parsed.data.id, failureReason: status === 'FAILED' ? 'FAILED' : null };
+      });
+    },
+
     async disburse(input) {
       const answer = await request('POST', '/v1/disbursements', toDisburseRequest(input));
       if (answer.kind !== 'ok') return answer;

@@ -7,7 +7,7 @@ import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 
-export const REQUEST_OPS = ['createQris', 'queryQris', 'refund', 'disburse', 'queryDisbursement', 'inquireAccount'] as const;
+export const REQUEST_OPS = ['createQris', 'queryQris', 'refund', 'queryRefund', 'disburse', 'queryDisbursement', 'inquireAccount'] as const;
 export type RequestOp = (typeof REQUEST_OPS)[number];
 export type Op = RequestOp | 'callback';
 

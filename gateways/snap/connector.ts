@@ -12,9 +12,15 @@
 //   included), never retried elsewhere;
 // - 409 (the provider already has this X-EXTERNAL-ID or partnerReferenceNo) is "already
 //   received": resolved by asking the provider about our reference, never by sending again.
-import type { AccountInquiry, AccountInquiryInput, CallbackEvent, Gateway, Outcome, QrisCreated, QrisStatus, RefundResult, VendorRecord } from '../gateway.ts';
+// The rule on unclear answers (gateway.ts), per service:
+// - transfer: the status inquiry by partnerReferenceNo proves a transfer absent (404xx01); a
+//   409 the inquiry cannot show is unresolvable.
+// - refund: QR MPM has no refund query. The payment's query settles a refund only when the
+//   provider lists refunds in it (additionalInfo.refundHistory, not in the standard) or the
+//   whole payment is refunded by this one refund; otherwise the refund is unresolvable.
+import type { AccountInquiry, AccountInquiryInput, CallbackEvent, Gateway, Outcome, QrisCreated, QrisStatus, RefundResult, RefundStatus, VendorRecord } from '../gateway.ts';
 import { validateVendorQris } from '../qris.ts';
-import { failed, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND, unknown } from '../results.ts';
+import { failed, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND, unknown, unresolvable } from '../results.ts';
 import { biCodeOf } from './banks.ts';
 import { answerTokenRequest, createSnapClient, externalIdFor, randomExternalId, snapCredentials, verifyNotify, type SnapAnswer } from './client.ts';
 import {
@@ -60,8 +66,15 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
     return answer.kind === 'ok' ? ok(verdictOf(answer.value.status, answer.value.body)) : answer;
   }
 
-  async function queryQris(reference: string): Promise<Outcome<{ status: QrisStatus; body: Record<string, unknown> | null }>> {
-    const asked = await ask(PATHS.qrQuery, toQueryRequest(reference, settings));
+  /**
+   * The query of a QR by the provider's referenceNo (originalReferenceNo: mandatory at Finpay,
+   * Qoin, PayCloud, iFortepay; sent by the Midtrans SDK example) and Kasir's reference. Without
+   * the provider's id Kasir never got the generate answer, so it never showed that QR to anyone:
+   * NOT_FOUND without asking, as for Xendit.
+   */
+  async function queryQris(reference: string, vendorOrderId: string | null | undefined): Promise<Outcome<{ status: QrisStatus; body: Record<string, unknown> | null }>> {
+    if (!vendorOrderId) return ok({ status: QR_NOT_FOUND, body: null });
+    const asked = await ask(PATHS.qrQuery, toQueryRequest(reference, vendorOrderId, settings));
     if (asked.kind !== 'ok') return asked;
     const v = asked.value;
     if (isNotFound(v)) return ok({ status: QR_NOT_FOUND, body: null });
@@ -114,18 +127,10 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
         created = fromGenerated(v.body, input.reference);
         if (!created) return unknown(`unreadable generate answer for ${input.reference}`);
       } else if (v.kind === 'duplicate') {
-        // Already received: what the provider holds decides, a second generate would not.
-        const queried = await queryQris(input.reference);
-        if (queried.kind !== 'ok') return unknown(`${v.reason}; the query after it: ${queried.reason}`);
-        const { status } = queried.value;
-        if (status.status === 'NOT_FOUND') return unknown(`${v.reason}, yet the query finds no ${input.reference}`);
-        if (status.status === 'EXPIRED') return failed(`${v.reason}; the provider's QR for ${input.reference} is no longer payable`);
-        if (!status.qrisString) {
-          // Nobody was shown that QR, so nobody can pay it: another vendor may serve the order.
-          if (status.status === 'PENDING') return failed(`${v.reason}; the provider holds ${input.reference} but its query does not return the QR`);
-          return unknown(`${v.reason}; ${input.reference} is ${status.status} at the provider`);
-        }
-        created = { vendorOrderId: status.vendorOrderId ?? input.reference, qrisString: status.qrisString };
+        // Already received, and its answer (the provider's referenceNo, the only key the query
+        // takes) was lost: Kasir never showed that QR, so nobody can pay it, and a second
+        // generate would not be answered either. Another vendor may serve the order.
+        return failed(`${v.reason}; the provider holds ${input.reference}, whose QR Kasir never received or showed`);
       } else {
         return v.kind === 'refused' ? failed(v.reason) : unknown(v.reason);
       }
@@ -134,8 +139,8 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
       return problem ? failed(`provider returned an unusable QRIS: ${problem}`) : ok(created);
     },
 
-    async queryQris(reference) {
-      const queried = await queryQris(reference);
+    async queryQris(reference, vendorOrderId) {
+      const queried = await queryQris(reference, vendorOrderId);
       return queried.kind === 'ok' ? ok(queried.value.status) : queried;
     },
 
@@ -151,7 +156,7 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
       if (v.kind === 'duplicate') {
         // There is no refund query in QR MPM: the payment's query tells, when it lists refunds,
         // or when the whole payment is refunded and this refund was all of it.
-        const queried = await queryQris(input.reference);
+        const queried = await queryQris(input.reference, input.vendorOrderId);
         if (queried.kind !== 'ok') return unknown(`${v.reason}; the query after it: ${queried.reason}`);
         const { body } = queried.value;
         const listed = body ? refundInHistory(body, input.refundReference) : null;
@@ -160,6 +165,19 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
         return unknown(`${v.reason}; the payment's query does not say what became of ${input.refundReference}`);
       }
       return v.kind === 'refused' ? failed(v.reason) : unknown(v.reason);
+    },
+
+    async queryRefund(query): Promise<Outcome<RefundStatus>> {
+      const queried = await queryQris(query.reference, query.vendorOrderId);
+      if (queried.kind !== 'ok') return queried;
+      const { body } = queried.value;
+      if (!body) return unknown(`the provider does not find payment ${query.reference}, refunded by ${query.refundReference}`);
+      const listed = refundInHistory(body, query.refundReference);
+      if (listed) return ok({ status: listed.status, vendorRefundId: listed.vendorRefundId, failureReason: listed.status === 'FAILED' ? 'REFUSED_BY_PROVIDER' : null });
+      // A provider that lists refunds and not this one proves it never took it.
+      if (Array.isArray((body.additionalInfo as { refundHistory?: unknown } | undefined)?.refundHistory)) return ok({ status: 'NOT_FOUND', vendorRefundId: null, failureReason: null });
+      if (body.latestTransactionStatus === '04' && fromSnapAmount(body.amount) === query.amount) return ok({ status: 'SUCCEEDED', vendorRefundId: query.vendorRefundId, failureReason: null });
+      return unresolvable(`the provider's query does not list refunds, so what became of ${query.refundReference} only the provider can tell`);
     },
 
     async disburse(input) {
@@ -181,7 +199,7 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
       if (v.kind === 'duplicate') {
         const status = await queryTransfer(input.reference);
         if (status.kind !== 'ok') return unknown(`${v.reason}; the status inquiry after it: ${status.reason}`);
-        if (status.value.status === 'NOT_FOUND') return unknown(`${v.reason}, yet the status inquiry finds no ${input.reference}`);
+        if (status.value.status === 'NOT_FOUND') return unresolvable(`${v.reason}, yet the status inquiry finds no ${input.reference}`);
         return ok({ vendorDisbursementId: status.value.vendorDisbursementId ?? input.reference });
       }
       return v.kind === 'refused' ? failed(v.reason) : unknown(v.reason);

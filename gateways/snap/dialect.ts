@@ -80,15 +80,14 @@ const generateBody = z.object({
   validityPeriod: z.iso.datetime({ offset: true }).optional(),
   additionalInfo: z.record(z.string(), z.unknown()).optional(),
 });
-const queryBody = z
-  .object({
-    originalReferenceNo: z.string().min(1).max(64).optional(),
-    originalPartnerReferenceNo: z.string().min(1).max(64).optional(),
-    originalExternalId: z.string().max(36).optional(),
-    serviceCode: z.string().regex(/^\d{2}$/),
-    merchantId: z.string().min(1).max(64).optional(),
-  })
-  .refine((b) => b.originalReferenceNo !== undefined || b.originalPartnerReferenceNo !== undefined, { path: ['originalPartnerReferenceNo'] });
+/** originalReferenceNo is mandatory, as Finpay, Qoin, PayCloud and iFortepay mark it (docs/vendors/snap.md). */
+const queryBody = z.object({
+  originalReferenceNo: z.string().min(1).max(64),
+  originalPartnerReferenceNo: z.string().min(1).max(64).optional(),
+  originalExternalId: z.string().max(36).optional(),
+  serviceCode: z.string().regex(/^\d{2}$/),
+  merchantId: z.string().min(1).max(64).optional(),
+});
 const refundBody = z.object({
   merchantId: z.string().min(1).max(64),
   originalPartnerReferenceNo: z.string().min(1).max(64),
@@ -283,7 +282,6 @@ export function snapDialect(ctx: DialectContext): Router {
     return qr;
   };
 
-  const refundsOf = (qr: QrRecord) => [...ctx.store.refunds.values()].filter((r) => r.reference === qr.reference);
 
   service('/v1.0/qr/qr-mpm-generate', 'createQris', '47', (req, res) => {
     const body = parse(generateBody, req, '47');
@@ -345,10 +343,8 @@ export function snapDialect(ctx: DialectContext): Router {
       transactionStatusDesc: desc,
       ...(qr.paidAt ? { paidTime: jakarta(qr.paidAt) } : {}),
       amount: amountOf(qr.amount),
-      additionalInfo: {
-        ...(qr.rrn ? { rrn: qr.rrn } : {}),
-        refundHistory: refundsOf(qr).map((r) => ({ refundNo: r.id, partnerRefundNo: r.refundReference, refundAmount: amountOf(r.amount), refundStatus: '00', refundDate: jakarta(r.createdAt) })),
-      },
+      // No refund list: the standard's query answer has none (a provider's additionalInfo may).
+      ...(qr.rrn ? { additionalInfo: { rrn: qr.rrn } } : {}),
     });
   });
 

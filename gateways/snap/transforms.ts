@@ -237,8 +237,9 @@ export function toGenerateRequest(input: { reference: string; amount: number; ex
   };
 }
 
-export function toQueryRequest(reference: string, settings: SnapSettings) {
-  return { originalPartnerReferenceNo: reference, serviceCode: settings.qrQueryServiceCode, merchantId: settings.merchantId };
+/** originalReferenceNo is the provider's referenceNo from the generate answer (Kasir's vendor_order_id). */
+export function toQueryRequest(reference: string, vendorOrderId: string, settings: SnapSettings) {
+  return { originalReferenceNo: vendorOrderId, originalPartnerReferenceNo: reference, serviceCode: settings.qrQueryServiceCode, merchantId: settings.merchantId };
 }
 
 export function toRefundRequest(input: { reference: string; vendorOrderId: string; refundReference: string; amount: number }, settings: SnapSettings) {

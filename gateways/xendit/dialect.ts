@@ -7,9 +7,16 @@
 // - QR Codes (api-version 2022-07-31 required): create DYNAMIC IDR QRs, read one and its
 //   payments, refund a payment (PENDING, then a qr.refund callback); the test-mode magic
 //   amounts of Xendit's docs (create 10100/10101/10102; refund 20300 fails by callback).
-// - Payouts v2: Idempotency-key required and single-use (DUPLICATE_TRANSACTION_ERROR), channel
-//   codes checked, holder name required; ACCEPTED, then SUCCEEDED or FAILED by the shared
-//   account-number outcomes (docs/simulator.md), with payout.succeeded / payout.failed.
+// - QR refunds as strict as Xendit's documentation (help centre article 17209624920345): the body
+//   is `amount` (optional: the rest of the payment); nothing else is kept or echoed (no metadata)
+//   and no idempotency key is honoured, so every POST is a new refund. A refund is read by its
+//   own id (and listed per payment): reads of the xendit-client gem, not Xendit's own pages
+//   (docs/vendors/xendit.md, go-live checklist).
+// - Payouts v2: Idempotency-key required (xendit-node payout/apis/Payout.ts) and single-use: a
+//   reused key is 409 DUPLICATE_ERROR, as Xendit's SDK answers a reused key (xendit-node
+//   refund/models/CreateRefund409Response.ts; v2 documents no status). Channel codes checked,
+//   holder name required; ACCEPTED, then SUCCEEDED or FAILED by the shared account-number
+//   outcomes (docs/simulator.md), with payout.succeeded / payout.failed.
 // - Callbacks carry x-callback-token (SIMULATOR_XENDIT_CALLBACK_TOKEN) and go to the account's
 //   one callback URL (SIMULATOR_XENDIT_CALLBACK_URL), as set in Xendit's dashboard.
 // - Faults: the shared rules and X-Sim-Fault, answered in Xendit's error shape (error → 5xx
@@ -62,11 +69,8 @@ const createQrBody = z.object({
   metadata: z.record(z.string(), z.unknown()).nullish(),
 });
 
-const refundBody = z.object({
-  amount: z.number().int().min(1),
-  reason: z.string().min(1).optional(),
-  metadata: z.record(z.string(), z.unknown()).nullish(),
-});
+/** Only `amount` is documented; other fields are neither kept nor echoed. */
+const refundBody = z.object({ amount: z.number().int().min(1).optional() });
 
 const payoutBody = z.object({
   reference_id: z.string().min(1).max(255),
@@ -84,12 +88,9 @@ interface XenditRefund {
   /** The refunded QR's reference (the shared store's key). */
   reference: string;
   paymentAmount: number;
-  /** The Idempotency-key it was made with: a repeat answers it again. */
-  idempotencyKey: string | null;
   amount: number;
   status: 'PENDING' | 'SUCCEEDED' | 'FAILED';
   failureCode: string | null;
-  metadata: Record<string, unknown> | null;
   created: Date;
   updated: Date;
 }
@@ -99,11 +100,9 @@ const refundRecord = z.object({
   paymentId: z.string(),
   reference: z.string(),
   paymentAmount: z.number(),
-  idempotencyKey: z.string().nullable(),
   amount: z.number(),
   status: z.enum(['PENDING', 'SUCCEEDED', 'FAILED']),
   failureCode: z.string().nullable(),
-  metadata: z.record(z.string(), z.unknown()).nullable(),
   created: z.coerce.date(),
   updated: z.coerce.date(),
 });
@@ -124,9 +123,7 @@ export function xenditDialect(ctx: DialectContext): Router {
   const router = Router();
   // Journaled as xendit.refund (by id) and xendit.payout-key, so a restart keeps them.
   const refunds = new Map<string, XenditRefund>(ctx.journal.loaded('xendit.refund', refundRecord));
-  /** Refunds by Idempotency-key: a repeat answers the same refund. */
-  const refundKeys = new Map<string, string>([...refunds.values()].flatMap((r) => (r.idempotencyKey ? [[r.idempotencyKey, r.id] as [string, string]] : [])));
-  /** Payout idempotency keys taken: a second use is DUPLICATE_TRANSACTION_ERROR. */
+  /** Payout idempotency keys taken: a second use is 409 DUPLICATE_ERROR. */
   const payoutKeys = new Set<string>(ctx.journal.loaded('xendit.payout-key', z.literal(true)).map(([key]) => key));
   const stats = { calls: {} as Record<string, number>, callbacksAnswered: {} as Record<string, number> };
 
@@ -195,7 +192,6 @@ export function xenditDialect(ctx: DialectContext): Router {
     refund_amount: r.amount,
     channel_code: 'ID_DANA',
     failure_code: r.failureCode,
-    metadata: r.metadata,
     created: r.created.toISOString(),
     updated: r.updated.toISOString(),
   });
@@ -301,34 +297,36 @@ export function xenditDialect(ctx: DialectContext): Router {
     ctx.reply(res, 200, { data: [...refunds.values()].filter((r) => r.paymentId === paymentId).map(refundJson), has_more: false });
   });
 
+  router.get('/qr_codes/payments/:paymentId/refunds/:refundId', authenticate, qrVersion, fault('queryRefund'), (req, res) => {
+    const refund = refunds.get(String(req.params.refundId));
+    if (!refund || refund.paymentId !== String(req.params.paymentId)) throw new XenditError(404, 'DATA_NOT_FOUND', 'Refund not found');
+    ctx.reply(res, 200, refundJson(refund));
+  });
+
+  // Every POST is a new refund: Xendit documents no key or reference to dedupe it by.
   router.post('/qr_codes/payments/:paymentId/refunds', authenticate, qrVersion, fault('refund', true), (req, res) => {
     const paymentId = String(req.params.paymentId);
-    const key = req.get('idempotency-key');
-    const repeat = key ? refunds.get(refundKeys.get(key) ?? '') : undefined;
-    if (repeat) return void ctx.reply(res, 200, refundJson(repeat));
     const qr = findPaid(paymentId);
     if (!qr) throw new XenditError(404, 'DATA_NOT_FOUND', 'QR payment not found');
     const body = parse(refundBody, req);
     const taken = [...refunds.values()].filter((r) => r.paymentId === paymentId && r.status !== 'FAILED').reduce((sum, r) => sum + r.amount, 0);
-    if (taken + body.amount > qr.amount) throw new XenditError(400, 'MAXIMUM_REFUND_AMOUNT_REACHED', 'Refund amount exceeds the remaining payment amount');
+    const amount = body.amount ?? qr.amount - taken;
+    if (amount < 1 || taken + amount > qr.amount) throw new XenditError(400, 'MAXIMUM_REFUND_AMOUNT_REACHED', 'Refund amount exceeds the remaining payment amount');
     const now = new Date();
     const refund: XenditRefund = {
       id: `qrrf_${randomBytes(12).toString('hex')}`,
       paymentId,
       reference: qr.reference,
       paymentAmount: qr.amount,
-      idempotencyKey: key ?? null,
-      amount: body.amount,
+      amount,
       status: 'PENDING',
       failureCode: null,
-      metadata: body.metadata ?? null,
       created: now,
       updated: now,
     };
     refunds.set(refund.id, refund);
     ctx.journal.put('xendit.refund', refund.id, refund);
-    if (key) refundKeys.set(key, refund.id);
-    qr.refunded += body.amount;
+    qr.refunded += amount;
     ctx.store.saveQr(qr);
     ctx.deadlines.at('xendit.refund', refund.id, new Date(Date.now() + ctx.options.disburseDelayMs), (res.locals.callbackFault as Fault | undefined) ?? null);
     ctx.reply(res, 200, refundJson(refund));
@@ -339,7 +337,7 @@ export function xenditDialect(ctx: DialectContext): Router {
   router.post('/v2/payouts', authenticate, fault('disburse', true), (req, res) => {
     const key = req.get('idempotency-key');
     if (!key || key.length > 100) throw new XenditError(400, 'API_VALIDATION_ERROR', 'Idempotency-key header is required (1 to 100 characters)');
-    if (payoutKeys.has(key)) throw new XenditError(400, 'DUPLICATE_TRANSACTION_ERROR', 'Idempotency key has been used before');
+    if (payoutKeys.has(key)) throw new XenditError(409, 'DUPLICATE_ERROR', 'Idempotency key has been used before');
     const body = parse(payoutBody, req);
     const isBank = BANKS.includes(body.channel_code);
     if (!isBank && !EWALLETS.includes(body.channel_code)) throw new XenditError(400, 'CHANNEL_CODE_NOT_SUPPORTED_ERROR', `${body.channel_code} is not supported`);

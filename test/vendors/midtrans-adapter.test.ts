@@ -129,8 +129,11 @@ t.test('QRIS outcomes', async (t) => {
     await simulatePay(sim.url, { reference: input.reference }, { 'x-sim-fault': 'drop_callback' });
     const refundReference = newRef('RFD');
     const refund = { reference: input.reference, vendorOrderId: created.vendorOrderId, refundReference, amount: 10_000 };
+    const asked = { ...refund, vendorRefundId: null, firstSentAt: new Date() };
+    t.match(value(await gateway.queryRefund(asked)), { status: 'NOT_FOUND' }, 'not in the status: may be sent');
     await setFaults(sim.url, { op: 'refund', mode: 'timeout', count: 1 });
     t.match(await gateway.refund(refund), { kind: 'unknown' });
+    t.match(value(await gateway.queryRefund(asked)), { status: 'SUCCEEDED', vendorRefundId: /^\d+$/ }, 'the status lists it by refund_key');
     t.match(value(await gateway.refund(refund)), { status: 'SUCCEEDED' }, 'the re-send finds the same refund');
     await setFaults(sim.url, { op: 'refund', mode: 'error', count: 1 });
     t.match(await gateway.refund({ ...refund, refundReference: newRef('RFD') }), { kind: 'unknown' });

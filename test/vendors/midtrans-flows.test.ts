@@ -5,7 +5,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import t from 'tap';
 import { z } from 'zod';
+import { setMoneySettings } from '../../db/merchants.ts';
 import { sql } from '../../db/pool.ts';
+import { sendJob } from '../../db/queue.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { bankPayout, merchantApi } from '../helpers/merchant-api.ts';
@@ -179,16 +181,37 @@ t.test('unknown outcomes at Midtrans', async (t) => {
     await ledgerAudit(t, stack.env);
   });
 
-  t.test('refund times out (it was made): the re-send with the same refund_key is the same refund, SUCCEEDED once', async (t) => {
+  // The rule on unclear answers: the retry reads the order's status (refunds[] by refund_key)
+  // before it may send again.
+  const refundPosts = async () => (await admin.stats()).calls['POST /v2/:id/refund'] ?? 0;
+  const statusAtMidtrans = async (ref: string): Promise<any> =>
+    (await fetch(`${stack.sim.url}/midtrans/v2/${ref}/status`, { headers: { authorization: `Basic ${Buffer.from(`${MIDTRANS_ACCOUNT.serverKey}:`).toString('base64')}` } })).json();
+
+  t.test('refund times out (it was made): the retry reads it by refund_key in the status, SUCCEEDED, one POST', async (t) => {
     const merchant = await makeMerchant(stack.api.ctx);
     const ref = await paidOrder(merchant, 100_000);
     await setFaults(stack.sim.url, { op: 'refund', mode: 'timeout', count: 1 });
+    const before = await refundPosts();
     const res = await refund(merchant, ref, 30_000);
     t.equal(res.status, 201, res.text);
     await refundReaches(res.json.data.id, 'SUCCEEDED', 30_000);
-    const status: any = await (await fetch(`${stack.sim.url}/midtrans/v2/${ref}/status`, { headers: { authorization: `Basic ${Buffer.from(`${MIDTRANS_ACCOUNT.serverKey}:`).toString('base64')}` } })).json();
-    t.equal(status.refunds.length, 1, 'one refund at Midtrans');
+    t.equal((await refundPosts()) - before, 1, 'never sent again');
+    t.equal((await statusAtMidtrans(ref)).refunds.length, 1, 'one refund at Midtrans');
     t.equal(await balanceOf(stack, merchant), 99_300 - 30_000, 'debited once');
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('refund answers 5xx (nothing made): the status proves it absent, sent again under the same refund_key, SUCCEEDED once', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    const ref = await paidOrder(merchant, 100_000);
+    await setFaults(stack.sim.url, { op: 'refund', mode: 'error', count: 1 });
+    const before = await refundPosts();
+    const res = await refund(merchant, ref, 20_000);
+    t.equal(res.status, 201, res.text);
+    await refundReaches(res.json.data.id, 'SUCCEEDED', 30_000);
+    t.equal((await refundPosts()) - before, 2, 'the refused one and the one after the read');
+    t.equal((await statusAtMidtrans(ref)).refunds.length, 1, 'one refund at Midtrans');
+    t.equal(await balanceOf(stack, merchant), 99_300 - 20_000, 'debited once');
     await ledgerAudit(t, stack.env);
   });
 
@@ -251,6 +274,35 @@ t.test('unknown outcomes at Midtrans', async (t) => {
     t.equal(payouts.length, 1, 'one payout at Iris');
     t.equal(done.vendor_disbursement_id, payouts[0].reference_no);
     t.equal(await balanceOf(stack, merchant), 300_000 - res.json.data.total_debit, 'debited once');
+    await ledgerAudit(t, stack.env);
+  });
+
+  // The rule on unclear answers, where no read can help: Iris finds payouts by its reference_no
+  // only, and a worker that stopped between claiming Iris and storing Iris's answer holds none.
+  t.test('a payout in flight at Iris without a reference_no is unresolvable: it waits for an operator, who settles it', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    await fund(merchant, 300_000);
+    await setMoneySettings(pool, merchant.merchant_id, { review_threshold: 1 });
+    const res = await disburse(merchant, bank(40_000, '1234567890'));
+    t.equal(res.json.data.status, 'IN_REVIEW', res.text);
+    const id = res.json.data.id;
+    // What a claim leaves when the process dies during the call: in flight at Iris, call pending.
+    await pool.query(sql.unsafe`
+      update disbursements set status = 'ON_PROCESS', vendor_code = ${stack.code}, vendor_call_pending = true, vendors_tried = ${sql.array([stack.code], 'text')}
+      where id = ${id}`);
+    const irisCalls = async () => Object.values((await admin.irisStats()).calls).reduce((a, b) => a + b, 0);
+    const before = await irisCalls();
+    await sendJob(stack.api.ctx.boss, 'disbursement-reconcile', { disbursement_id: id });
+    const reason = await eventually(() => pool.maybeOneFirst(sql.unsafe`select unresolved_reason from disbursements where id = ${id} and unresolved_at is not null`).then((r) => r ?? undefined), 'unresolved', 20_000);
+    t.match(reason, /reference_no only/);
+    t.equal(await irisCalls(), before, 'nothing sent to Iris, nor anywhere else');
+    t.equal(await pool.oneFirst(sql.unsafe`select status from disbursements where id = ${id}`), 'ON_PROCESS', 'the money stays in flight');
+    const listed = JSON.parse((await ops(stack.env, 'unresolved:list', '--json')).stdout);
+    t.match(listed.filter((r: { ref_code: string }) => r.ref_code === res.json.data.ref_code), [{ kind: 'DISBURSEMENT', vendor_code: stack.code, amount: 40_000 }]);
+    const settled = await ops(stack.env, 'payouts:settle', '--ref', res.json.data.ref_code, '--outcome', 'FAILED', '--reason', 'no such payout in the Iris dashboard', '--evidence', 'Iris dashboard search');
+    t.equal(settled.code, 0, settled.stdout + settled.stderr);
+    await disbursementReaches(merchant, id, 'FAILED');
+    t.equal(await balanceOf(stack, merchant), 300_000, 'the debit returned once');
     await ledgerAudit(t, stack.env);
   });
 

@@ -285,16 +285,37 @@ t.test('unknown outcomes at the provider', async (t) => {
     await ledgerAudit(t, stack.env);
   });
 
-  t.test('refund times out (the refund was made): the retry is refused as already received, the query lists it, SUCCEEDED once', async (t) => {
+  // QR MPM has no refund query, and the standard's payment query lists no refunds: a refund
+  // whose answer was lost is settled by the query only when it refunded the whole payment;
+  // otherwise it waits for an operator, and is never sent again on its own.
+  const refundOf = (id: string) => pool.one(sql.type(z.object({ status: z.string(), unresolved: z.boolean() }))`select status, unresolved_at is not null as unresolved from refunds where id = ${id}`);
+
+  t.test('a whole refund times out (it was made): the query says refunded (04), SUCCEEDED, one refund call', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    const ref = await paidByQuery(merchant, 100_000);
+    await fund(merchant, 700);
+    await setFaults(stack.sim.url, { op: 'refund', mode: 'timeout', count: 1 });
+    const before = await calls('/v1.0/qr/qr-mpm-refund');
+    const refund = await call(stack.api.url, { method: 'POST', path: `/v1/orders/${ref}/refund`, headers: { 'x-api-key': merchant.api_key }, body: {} });
+    t.equal(refund.status, 201, refund.text);
+    await eventually(async () => ((await refundOf(refund.json.data.id)).status === 'SUCCEEDED' ? true : undefined), 'refund SUCCEEDED', 30_000);
+    t.equal((await calls('/v1.0/qr/qr-mpm-refund')) - before, 1, 'never sent again');
+    t.equal(await balanceOf(stack, merchant), 0, 'debited once');
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('a partial refund times out (it was made): no read can tell, it waits for an operator; one refund call', async (t) => {
     const merchant = await makeMerchant(stack.api.ctx);
     const ref = await paidByQuery(merchant, 100_000);
     await setFaults(stack.sim.url, { op: 'refund', mode: 'timeout', count: 1 });
     const before = await calls('/v1.0/qr/qr-mpm-refund');
     const refund = await call(stack.api.url, { method: 'POST', path: `/v1/orders/${ref}/refund`, headers: { 'x-api-key': merchant.api_key }, body: { amount: 30_000 } });
     t.equal(refund.status, 201, refund.text);
-    await eventually(async () => ((await pool.maybeOneFirst(sql.unsafe`select status from refunds where id = ${refund.json.data.id}`)) === 'SUCCEEDED' ? true : undefined), 'refund SUCCEEDED', 30_000);
-    t.equal((await calls('/v1.0/qr/qr-mpm-refund')) - before, 2, 'the held one and the retry (409, resolved by the query)');
-    t.ok(((await admin.stats()).rejected.Conflict ?? 0) >= 1, 'the retry was refused as a reused X-EXTERNAL-ID');
+    await eventually(async () => ((await refundOf(refund.json.data.id)).unresolved ? true : undefined), 'refund unresolved', 30_000);
+    t.equal((await calls('/v1.0/qr/qr-mpm-refund')) - before, 1, 'never sent again');
+    const settled = await ops(stack.env, 'refunds:settle', '--ref', refund.json.data.ref_code, '--outcome', 'SUCCEEDED', '--reason', 'the provider confirms it', '--evidence', 'provider ticket 77');
+    t.equal(settled.code, 0, settled.stdout + settled.stderr);
+    t.same(await refundOf(refund.json.data.id), { status: 'SUCCEEDED', unresolved: true });
     t.equal(await balanceOf(stack, merchant), 99_300 - 30_000, 'debited once');
     await ledgerAudit(t, stack.env);
   });
