@@ -9,11 +9,13 @@ import type { AppContext } from './context.ts';
 import { ApiError } from '../db/errors.ts';
 import { logger } from '../db/logger.ts';
 import { completePayout } from '../db/payouts.ts';
-import { applyPayment } from '../db/orders.ts';
+import { applyPayment, closeOrderAtVendor } from '../db/orders.ts';
+import { findOrderRefByVendorOrderId } from '../db/orders.sql.ts';
+import type { Db } from '../db/pool.ts';
 import { completeRefund } from '../db/refunds.ts';
 import { findRefundByRef, findRefundByVendorId } from '../db/refunds.sql.ts';
 import { getVendor, recordCallback } from '../db/vendors.ts';
-import type { CallbackAnswer } from '../gateways/gateway.ts';
+import type { CallbackAnswer, CallbackEvent } from '../gateways/gateway.ts';
 import { gatewayFor } from '../gateways/registry.ts';
 import { sendData } from './http/envelope.ts';
 
@@ -40,14 +42,16 @@ export function callbackRoutes(ctx: AppContext): Router {
     const direct = gateway.answerRequest?.(path, req.headers, rawBody);
     if (direct) return void res.status(direct.status).json(direct.body);
 
-    const event = await gateway.parseCallback(req.headers, rawBody, path);
-    if (!event) {
+    const parsed = await gateway.parseCallback(req.headers, rawBody, path);
+    if (!parsed) {
       ctx.throttle.failed(req, 'callback');
       if (gateway.answerCallback) return answer('bad_signature', null);
       throw new ApiError('INVALID_SIGNATURE', 'Callback signature is missing or wrong');
     }
 
+    let event = parsed;
     const result = await ctx.pool.transaction(async (tx) => {
+      event = await withReference(tx, vendor.code, parsed);
       const fresh = await recordCallback(tx, {
         vendorCode: vendor.code,
         eventId: event.eventId,
@@ -82,6 +86,7 @@ export function callbackRoutes(ctx: AppContext): Router {
             : { status: 'FAILED' as const, vendorRefundId: event.vendorRefundId, reason: event.failureReason ?? 'FAILED' };
         return completeRefund(tx, ctx.boss, refund.id, outcome, `callback:${vendor.code}`);
       }
+      if (event.type === 'qris.closed') return closeOrderAtVendor(tx, ctx.boss, event.reference, `${event.status}: ${event.what}`, `callback:${vendor.code}`);
       return 'noted';
     });
     if (result === 'unknown' || result === 'unknown_order' || result === 'amount_mismatch' || result === 'failed_attempt') {
@@ -93,6 +98,13 @@ export function callbackRoutes(ctx: AppContext): Router {
   router.post('/callbacks/:vendor/*path', handle);
 
   return router;
+}
+
+/** A vendor that names the order by its own id only (SNAP notifies without originalPartnerReferenceNo): the order holding that id. */
+async function withReference(tx: Db, vendorCode: string, event: CallbackEvent): Promise<CallbackEvent> {
+  if (event.reference !== '' || (event.type !== 'qris.paid' && event.type !== 'qris.closed')) return event;
+  const reference = await findOrderRefByVendorOrderId(tx, vendorCode, event.vendorOrderId);
+  return reference ? { ...event, reference } : event;
 }
 
 /** What Kasir made of a callback, in the terms a vendor's prescribed answer is chosen by. */

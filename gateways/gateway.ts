@@ -116,9 +116,19 @@ export interface AccountInquiryInput {
  */
 export type AccountInquiry = { status: 'FOUND'; accountName: string } | { status: 'NOT_FOUND'; reason: string };
 
-/** A verified vendor callback, translated into Kasir's terms. */
+/**
+ * A verified vendor callback, translated into Kasir's terms. `reference` is Kasir's ref_code, or
+ * '' when the vendor names the order by its own id only (`vendorOrderId`; SNAP notifies without
+ * originalPartnerReferenceNo): the order is then the one holding that id.
+ */
 export type CallbackEvent =
-  | { type: 'qris.paid'; eventId: string; reference: string; vendorOrderId: string; amount: number; paidAt: Date; rrn: string }
+  /** `rrn`: the payment's retrieval reference number, null when the vendor gives none. */
+  | { type: 'qris.paid'; eventId: string; reference: string; vendorOrderId: string; amount: number; paidAt: Date; rrn: string | null }
+  /**
+   * The vendor says an order's QR can no longer be paid (SNAP notifies 05 canceled, 06 failed,
+   * 08 expired, 09 rejected): a PENDING order expires; any other state is left as it is.
+   */
+  | { type: 'qris.closed'; eventId: string; reference: string; vendorOrderId: string; status: 'CANCELLED' | 'FAILED' | 'EXPIRED' | 'REJECTED'; what: string }
   | { type: 'disbursement.updated'; eventId: string; reference: string; vendorDisbursementId: string; status: 'SUCCESS' | 'FAILED'; failureReason: string | null }
   /**
    * A refund's final word; `reference` is Kasir's refund ref_code (RFD-…), or '' when the vendor

@@ -234,7 +234,7 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
         vendorOrderId: transactionId,
         amount,
         paidAt: parseJakartaTime(body.settlement_time) ?? parseJakartaTime(body.transaction_time) ?? new Date(),
-        rrn: text(body.rrn) ?? text(body.reference_id) ?? '',
+        rrn: text(body.rrn) ?? text(body.reference_id),
       };
     }
     if (status === 'refund' || status === 'partial_refund') {

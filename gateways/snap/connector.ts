@@ -25,6 +25,7 @@ import { biCodeOf } from './banks.ts';
 import { answerTokenRequest, createSnapClient, externalIdFor, randomExternalId, snapCredentials, verifyNotify, type SnapAnswer } from './client.ts';
 import {
   accountRefusal,
+  CLOSING_STATUS,
   fromGenerated,
   fromNotify,
   fromQueried,
@@ -225,19 +226,22 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
         return null;
       }
       const notify = fromNotify(body);
-      // Only a payment is an event Kasir acts on; other statuses are not callbacks it accepts.
-      if (!notify || notify.status !== '00') return null;
-      const event: CallbackEvent = {
-        type: 'qris.paid',
-        // One payment, one event, however often the provider repeats the notify.
-        eventId: `snap:${notify.vendorOrderId}:${notify.status}`,
-        reference: notify.reference,
-        vendorOrderId: notify.vendorOrderId,
-        amount: notify.amount,
-        paidAt: notify.paidAt,
-        rrn: notify.rrn,
-      };
-      return event;
+      // Not a QR notify Kasir can read (no originalReferenceNo, a payment without a whole amount):
+      // refused, so the provider keeps it in its retries and alerts, never acknowledged unread.
+      if (!notify) return null;
+      // One event per QR and status, however often the provider repeats the notify.
+      const eventId = `snap:${notify.vendorOrderId}:${notify.status}`;
+      // Without originalPartnerReferenceNo the order is the one holding the provider's id.
+      const reference = notify.reference ?? '';
+      if ('amount' in notify) {
+        return { type: 'qris.paid', eventId, reference, vendorOrderId: notify.vendorOrderId, amount: notify.amount, paidAt: notify.paidAt, rrn: notify.rrn };
+      }
+      const closing = CLOSING_STATUS[notify.status];
+      const what = `latestTransactionStatus ${notify.status}${notify.description ? ` ${notify.description}` : ''}`;
+      // Canceled, failed, expired, rejected: final, the QR can no longer be paid.
+      if (closing) return { type: 'qris.closed', eventId, reference, vendorOrderId: notify.vendorOrderId, status: closing, what };
+      // Initiated, paying, pending, refunded (Kasir's own), not found, or a status yet unknown.
+      return { type: 'noted', eventId, reference, what };
     },
 
     answerCallback: snapAnswer,

@@ -12,6 +12,13 @@
 // - QR MPM generate/query/refund, account inquiry, interbank transfer and transfer status run
 //   over the shared store: `simulate:pay` pays a SNAP QR, and its payment notify is sent signed
 //   (RSA with the provider key, or HMAC with a token fetched from Kasir) to the notify URL.
+// - Notifies as the providers' pages show them, harshest first: originalReferenceNo always,
+//   originalPartnerReferenceNo only with SIMULATOR_SNAP_NOTIFY_PARTNER_REFERENCE=send (optional
+//   at Finpay, absent at Netzme); statuses other than 00 too (Finpay notifies 00-07, NICEPAY's
+//   example is 05): POST /snap/admin/close {reference, status} cancels, fails, expires or rejects
+//   a QR and notifies that status.
+// - The query needs originalReferenceNo (Finpay, Qoin, PayCloud, iFortepay mark it mandatory)
+//   and lists no refunds (the standard's answer has no such field).
 // - Faults: the shared rules and X-Sim-Fault (error and reject answer in SNAP's format without
 //   doing the work, timeout does the work and never answers, bad_qris corrupts qrContent);
 //   callback modes apply to notifies; POST /snap/admin/expire-tokens expires every token at once.
@@ -515,16 +522,18 @@ export function snapDialect(ctx: DialectContext): Router {
     stats.notifyAnswers[answered] = (stats.notifyAnswers[answered] ?? 0) + 1;
   }
 
-  function sendNotify(qr: QrRecord, override: Fault | null): void {
+  const STATUS_DESC: Record<string, string> = { '00': 'Success', '01': 'Initiated', '02': 'Paying', '03': 'Pending', '04': 'Refunded', '05': 'Canceled', '06': 'Failed', '07': 'Not found', '08': 'Expired', '09': 'Rejected' };
+
+  function sendNotify(qr: QrRecord, override: Fault | null, status = '00'): void {
     const url = notifyUrl;
-    if (!url) return void log.warn({ reference: qr.reference }, 'no SNAP notify URL set: payment not notified');
+    if (!url) return void log.warn({ reference: qr.reference }, 'no SNAP notify URL set: not notified');
     const body = JSON.stringify({
       originalReferenceNo: qr.id,
-      originalPartnerReferenceNo: qr.reference,
-      latestTransactionStatus: '00',
-      transactionStatusDesc: 'Success',
+      ...(cfg.notifyPartnerReference ? { originalPartnerReferenceNo: qr.reference } : {}),
+      latestTransactionStatus: status,
+      transactionStatusDesc: STATUS_DESC[status],
       amount: amountOf(qr.amount),
-      additionalInfo: { rrn: qr.rrn ?? newRrn(), paidTime: jakarta(qr.paidAt ?? new Date()) },
+      ...(status === '00' ? { additionalInfo: { rrn: qr.rrn ?? newRrn(), paidTime: jakarta(qr.paidAt ?? new Date()) } } : {}),
     });
     // Re-signed on every attempt (a fresh timestamp); the body stays byte for byte the same.
     ctx.sendCallback('snap', url, body, { dialect: 'snap', reference: qr.reference }, override);
@@ -559,6 +568,21 @@ export function snapDialect(ctx: DialectContext): Router {
       notify_answers: stats.notifyAnswers,
       live_tokens: [...tokens.values()].filter((t) => t > Date.now()).length,
     });
+  });
+  // What a provider's dashboard or the payer's side does to an unpaid QR: it can no longer be
+  // paid, and the provider notifies that status.
+  admin.post('/close', (req, res) => {
+    const parsed = z.object({ reference: z.string().min(1), status: z.enum(['01', '02', '03', '05', '06', '07', '08', '09']) }).safeParse(JSON.parse((req.body as Buffer).toString('utf8') || '{}'));
+    if (!parsed.success) return void res.status(400).json({ error: { code: 'VALIDATION_ERROR', message: 'reference, and status 01-03 or 05-09' } });
+    const qr = ctx.store.qrs.get(parsed.data.reference);
+    if (!qr || qr.dialect !== 'snap') return void res.status(404).json({ error: { code: 'QR_NOT_FOUND', message: 'no SNAP QR with that reference' } });
+    if (qr.paidAt) return void res.status(409).json({ error: { code: 'ALREADY_PAID', message: 'a paid QR is not closed' } });
+    if (['05', '06', '08', '09'].includes(parsed.data.status)) {
+      qr.expiresAt = new Date();
+      ctx.store.saveQr(qr);
+    }
+    sendNotify(qr, null, parsed.data.status);
+    res.json({ reference: qr.reference, status: parsed.data.status });
   });
   admin.post('/expire-tokens', (req, res) => {
     let expired = 0;

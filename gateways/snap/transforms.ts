@@ -341,24 +341,29 @@ export function fromTransferStatus(body: Record<string, unknown>, reference: str
 
 // ---------------------------------------------------------------- notify
 
-export interface NotifyPayment {
-  vendorOrderId: string;
-  reference: string;
-  status: string;
-  amount: number;
-  paidAt: Date;
-  rrn: string;
-}
+/**
+ * A QR MPM notify, whatever its status. originalReferenceNo (the provider's id, Kasir's
+ * vendor_order_id) is the mandatory key; originalPartnerReferenceNo is optional at Finpay and
+ * absent at Netzme (null here). A payment (00) must carry a whole-rupiah amount.
+ */
+export type Notify =
+  | { status: '00'; vendorOrderId: string; reference: string | null; amount: number; paidAt: Date; rrn: string | null }
+  | { status: string; vendorOrderId: string; reference: string | null; description: string | null };
 
-/** A QR MPM notify body; null when it is not one (missing fields, a fractional amount). */
-export function fromNotify(body: unknown, now: Date = new Date()): NotifyPayment | null {
+/** Statuses after which the QR can no longer be paid (the order's state machine may close it). */
+export const CLOSING_STATUS: Readonly<Record<string, 'CANCELLED' | 'FAILED' | 'EXPIRED' | 'REJECTED'>> = { '05': 'CANCELLED', '06': 'FAILED', '08': 'EXPIRED', '09': 'REJECTED' };
+
+/** A QR MPM notify body; null when it is not one (no originalReferenceNo or status, a payment without a whole amount). */
+export function fromNotify(body: unknown, now: Date = new Date()): Notify | null {
   if (!isRecord(body)) return null;
   const vendorOrderId = text(body.originalReferenceNo);
   const reference = text(body.originalPartnerReferenceNo);
   const status = text(body.latestTransactionStatus);
+  if (!vendorOrderId || !status) return null;
+  if (status !== '00') return { status, vendorOrderId, reference, description: text(body.transactionStatusDesc) };
   const amount = fromSnapAmount(body.amount);
-  if (!vendorOrderId || !reference || !status || amount === null) return null;
-  return { vendorOrderId, reference, status, amount, paidAt: paidTimeOf(body) ?? now, rrn: rrnOf(body) ?? '' };
+  if (amount === null) return null;
+  return { status: '00', vendorOrderId, reference, amount, paidAt: paidTimeOf(body) ?? now, rrn: rrnOf(body) };
 }
 
 const ANSWERS: Record<CallbackAnswer, { status: number; case: string; message: string }> = {

@@ -84,10 +84,45 @@ t.test(
     t.same([unknownRef.status, unknownRef.json?.responseCode], [404, '4045201'], 'no such order: 4045201');
     const forged = await signed(paidNotify, snapKeys().kasirPrivatePem);
     t.same([forged.status, forged.json?.responseCode], [401, '4015200'], 'signed by another key: 4015200');
+    // CONFORMANCE S-W4: a correctly signed 06 is authentic (acknowledged), and a paid order stays paid.
+    const six = await signed({ originalReferenceNo: vendorOrderId, latestTransactionStatus: '06', transactionStatusDesc: 'Failed' });
+    t.same([six.status, six.json?.responseCode], [200, '2005200'], 'a signed 06: 2005200, never "Invalid Signature"');
+    t.equal((await getOrder(merchant, ref)).json.data.status, 'PAID', 'the payment stands');
     t.equal(await balanceOf(stack, merchant), 99_300, 'credited once');
     await ledgerAudit(t, stack.env);
   },
 );
+
+// Issue 29 findings 3 and 4: notifies without originalPartnerReferenceNo (the dialect leaves it
+// out, as Finpay may and Netzme does) and with statuses other than 00 are authentic.
+t.test('notifies other than 00 are acknowledged; a canceled, failed, expired or rejected QR expires its PENDING order', async (t) => {
+  const receiver = await startCallbackReceiver();
+  t.teardown(() => receiver.close());
+  const merchant = await makeMerchant(stack.api.ctx, { notifyUrl: receiver.url });
+  const orderOf = async () => {
+    const created = await createOrder(merchant, 40_000);
+    t.equal(created.status, 201, created.text);
+    return created.json.data.ref_code as string;
+  };
+  const answersBefore = (await admin.stats()).notify_answers['2005200'] ?? 0;
+
+  const pending = await orderOf();
+  await admin.close(pending, '03');
+  const canceled = await orderOf();
+  await admin.close(canceled, '05');
+  const failed = await orderOf();
+  await admin.close(failed, '06');
+  await orderReaches(merchant, canceled, 'EXPIRED');
+  await orderReaches(merchant, failed, 'EXPIRED');
+  await eventually(async () => ((await admin.stats()).notify_answers['2005200'] ?? 0) - answersBefore === 3 || undefined, 'three notifies acknowledged 2005200');
+  t.equal((await admin.stats()).notify_answers['4015200'], undefined, 'none answered "Invalid Signature"');
+  t.equal((await getOrder(merchant, pending)).json.data.status, 'PENDING', '03 (pending) changes nothing');
+  const hooks = await receiver.waitFor(2, 10_000);
+  t.same(hooks.map((h) => [h.json.ref_code, h.json.status]).sort(), [[canceled, 'EXPIRED'], [failed, 'EXPIRED']].sort(), 'order.expired webhooks');
+  const detail = await pool.oneFirst(sql.unsafe`select e.detail->>'vendor' from order_events e join orders o on o.id = e.order_id where o.ref_code = ${canceled} and e.event = 'order.expired'`);
+  t.match(detail, /^CANCELLED: latestTransactionStatus 05 Canceled/);
+  await ledgerAudit(t, stack.env);
+});
 
 t.test(
   'QRIS with an HMAC-notify provider: it fetches a token from Kasir, notifies with it, PAID',
