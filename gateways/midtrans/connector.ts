@@ -202,7 +202,9 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
       return failed(`Iris create ${v.kind === 'unknown' ? v.reason : 'answer without a reference_no'}; an unapproved payout is never paid`);
     }
     log.info({ ...logged, referenceNo }, 'Iris payout created');
-    const approved = await client.iris('approver', 'POST', '/payouts/approve', { reference_nos: [referenceNo] });
+    // otp is always sent, as midtrans-go's ApprovePayoutReq does (no omitempty): the approver's
+    // current code, or empty when no two-factor secret is configured.
+    const approved = await client.iris('approver', 'POST', '/payouts/approve', { reference_nos: [referenceNo], otp: creds.iris.approverOtp?.() ?? '' });
     if (approved.kind !== 'ok') return settleApproval(referenceNo, input.reference, `approval unanswered (${approved.reason})`);
     const a = irisVerdict(approved.value);
     if (a.kind === 'success') return ok({ vendorDisbursementId: referenceNo });
@@ -384,6 +386,7 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
         }
       }
       lines.splice(1, 0, 'Iris creator and approver keys accepted');
+      if (!creds.iris.approverOtp) lines.push('no approver TOTP secret: approvals send an empty otp, which Iris refuses where approvers use two-factor codes');
       return ok(lines.join('; '));
     },
 

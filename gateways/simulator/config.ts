@@ -28,6 +28,9 @@ const envSchema = z.object({
   SIMULATOR_IRIS_CREATOR_KEY: z.string().min(8).default('IRIS-creator-kasir-simulator'),
   SIMULATOR_IRIS_APPROVER_KEY: z.string().min(8).default('IRIS-approver-kasir-simulator'),
   SIMULATOR_IRIS_MERCHANT_KEY: z.string().min(8).default('IRIS-merchant-kasir-simulator'),
+  // The approver's two-factor secret (base32, as an authenticator app is given it): approvals
+  // must carry its current TOTP code (RFC 6238: SHA-1, 6 digits, 30 s).
+  SIMULATOR_IRIS_APPROVER_TOTP_SECRET: z.string().regex(/^[A-Z2-7]{16,}=*$/, 'base32, at least 16 characters').default('KASIRSIMIRISAPPROVERTOTP'),
   // Where Xendit and Iris post callbacks: set once per account in their dashboards, never per
   // request (Midtrans payments take X-Override-Notification per charge instead).
   SIMULATOR_XENDIT_CALLBACK_URL: z.url({ protocol: /^https?$/ }).optional(),
@@ -86,7 +89,7 @@ export interface SimulatorConfig {
   dialects: {
     xendit: { secretKey: string; callbackToken: string; callbackUrl: string | null };
     midtrans: { serverKey: string };
-    iris: { creatorKey: string; approverKey: string; merchantKey: string; notifyUrl: string | null };
+    iris: { creatorKey: string; approverKey: string; merchantKey: string; approverTotpSecret: string; notifyUrl: string | null };
     snap: SnapDialectConfig;
   };
 }
@@ -139,6 +142,7 @@ export function loadSimulatorConfig(env: Record<string, string | undefined>): Si
         creatorKey: e.SIMULATOR_IRIS_CREATOR_KEY,
         approverKey: e.SIMULATOR_IRIS_APPROVER_KEY,
         merchantKey: e.SIMULATOR_IRIS_MERCHANT_KEY,
+        approverTotpSecret: e.SIMULATOR_IRIS_APPROVER_TOTP_SECRET,
         notifyUrl: e.SIMULATOR_IRIS_NOTIFY_URL ?? null,
       },
       snap: {

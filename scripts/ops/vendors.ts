@@ -34,6 +34,9 @@ const vendorInput = z.discriminatedUnion('kind', [
       'iris-creator-key': key('iris-creator-key').optional(),
       'iris-approver-key': key('iris-approver-key').optional(),
       'iris-merchant-key': key('iris-merchant-key').optional(),
+      // The Iris approver's two-factor secret (base32, as enrolled in an authenticator app):
+      // approvals carry its current TOTP code.
+      'iris-approver-totp-secret': z.string().regex(/^[A-Z2-7]{16,}=*$/, '--iris-approver-totp-secret: base32 (A-Z, 2-7), at least 16 characters').optional(),
     })
     .refine(
       (v) => {
@@ -41,7 +44,8 @@ const vendorInput = z.discriminatedUnion('kind', [
         return iris.every((x) => x === undefined) || iris.every((x) => x !== undefined);
       },
       'Iris payouts need all four of --iris-base-url, --iris-creator-key, --iris-approver-key and --iris-merchant-key',
-    ),
+    )
+    .refine((v) => v['iris-approver-totp-secret'] === undefined || v['iris-base-url'] !== undefined, '--iris-approver-totp-secret goes with the Iris keys'),
   z.strictObject({
     kind: z.literal('snap'),
     code: vendorCode,
@@ -97,6 +101,7 @@ function credentialsOf(input: VendorInput): Record<string, string> {
             irisCreatorKey: input['iris-creator-key']!,
             irisApproverKey: input['iris-approver-key']!,
             irisMerchantKey: input['iris-merchant-key']!,
+            ...(input['iris-approver-totp-secret'] ? { irisApproverTotpSecret: input['iris-approver-totp-secret'] } : {}),
           }
         : {};
       return { serverKey: input['server-key'], qrisAcquirer: input['qris-acquirer'], ...iris };
@@ -129,20 +134,20 @@ export const vendorAdd = command({
     'vendor:add --code C --kind simulator --base-url URL --secret S [--json]',
     'vendor:add --code C --kind xendit --base-url URL --secret-key K --callback-token T [--json]',
     'vendor:add --code C --kind midtrans --base-url URL --server-key K [--qris-acquirer gopay|airpay-shopee]',
-    '           [--iris-base-url URL --iris-creator-key K --iris-approver-key K --iris-merchant-key K] [--json]',
+    '           [--iris-base-url URL --iris-creator-key K --iris-approver-key K --iris-merchant-key K [--iris-approver-totp-secret BASE32]] [--json]',
     'vendor:add --code C --kind snap --base-url URL --partner-id P --client-key K --client-secret S',
     '           --private-key-file PEM --provider-public-key-file PEM --channel-id CH --merchant-id MID [--terminal-id TID]',
     '           [--notify-signature rsa|hmac] [--qr-query-service-code 47|51] [--json]',
   ].join('\n       '),
   flags: Object.fromEntries(
     ['code', 'kind', 'base-url', 'secret', 'secret-key', 'callback-token', 'server-key', 'qris-acquirer', 'iris-base-url', 'iris-creator-key', 'iris-approver-key', 'iris-merchant-key',
-      'partner-id', 'client-key', 'client-secret', 'private-key-file', 'provider-public-key-file', 'channel-id', 'merchant-id', 'terminal-id',
+      'iris-approver-totp-secret', 'partner-id', 'client-key', 'client-secret', 'private-key-file', 'provider-public-key-file', 'channel-id', 'merchant-id', 'terminal-id',
       'notify-signature', 'qr-query-service-code'].map(
       (name) => [name, { type: 'string' as const }],
     ),
   ),
   // The SNAP client key is an identifier sent in the clear (X-CLIENT-KEY), not a secret.
-  secretFlags: ['secret', 'secret-key', 'callback-token', 'server-key', 'iris-creator-key', 'iris-approver-key', 'iris-merchant-key', 'client-secret'],
+  secretFlags: ['secret', 'secret-key', 'callback-token', 'server-key', 'iris-creator-key', 'iris-approver-key', 'iris-merchant-key', 'iris-approver-totp-secret', 'client-secret'],
   input: z.preprocess((raw) => Object.fromEntries(Object.entries(raw as object).filter(([, v]) => v !== undefined)), vendorInput),
   async run(ctx, input) {
     const baseUrl = input['base-url'].replace(/\/+$/, '');

@@ -4,6 +4,7 @@
 import t from 'tap';
 import type { CreateQrisInput, DisburseInput, Outcome } from '../../gateways/gateway.ts';
 import { createMidtransGateway } from '../../gateways/midtrans/connector.ts';
+import { approverOtp } from '../../gateways/midtrans/client.ts';
 import { validateVendorQris } from '../../gateways/qris.ts';
 import { midtransAdmin, midtransVendor, startMidtransSimulatorInProcess } from '../helpers/midtrans.ts';
 import { clearFaults, setFaults, simulatePay, startCallbackReceiver, type CallbackReceiver } from '../helpers/simulator.ts';
@@ -165,7 +166,26 @@ t.test('Iris payouts', async (t) => {
     const approved = await notification(vendorDisbursementId, 'approved');
     t.match(await gateway.parseCallback(approved.headers, approved.body, ''), { type: 'noted', eventId: `iris:${vendorDisbursementId}:approved` }, 'approved: noted');
     t.match(value(await gateway.queryDisbursement(input.reference, vendorDisbursementId)), { status: 'SUCCESS' });
-    t.match(await gateway.queryDisbursement(input.reference), { kind: 'unknown' }, 'without the reference_no: never NOT_FOUND');
+    t.match(await gateway.queryDisbursement(input.reference), { kind: 'unknown', unresolvable: true }, 'without the reference_no: never NOT_FOUND, an operator settles it');
+  });
+  // CONFORMANCE M-W5: midtrans-go's ApprovePayoutReq always sends otp; Iris approvers use
+  // two-factor codes, and the dialect approves nothing without the approver's current one.
+  t.test('approval carries the approver\'s TOTP code; a wrong secret approves nothing, the payout is rejected and failed', async (t) => {
+    const wrong = createMidtransGateway(midtransVendor(sim.url, { overrides: { irisApproverTotpSecret: 'NOTTHEAPPROVERSSECRETATALL234567' } }, 'midtrans-wrong-otp'), { timeoutMs: 2000 });
+    const input = payout();
+    t.match(await wrong.disburse(input), { kind: 'failed', reason: /approval refused.*Invalid OTP.*rejected/ });
+    const made = (await admin.irisStats()).payouts!.filter((p) => p.notes === input.reference);
+    t.same(made.map((p) => p.status), ['rejected'], 'never approved');
+    const none = createMidtransGateway(midtransVendor(sim.url, { overrides: { irisApproverTotpSecret: '' } }, 'midtrans-no-otp'), { timeoutMs: 2000 });
+    t.match(await none.disburse(payout()), { kind: 'failed', reason: /approval refused/ }, 'no secret: an empty otp, refused');
+    t.match(value(await none.check()), /no approver TOTP secret/);
+    t.match(value(await gateway.disburse(payout())), { vendorDisbursementId: /./ }, 'the right secret: approved');
+  });
+  t.test('the TOTP is RFC 6238 (SHA-1, 6 digits, 30 s): its published SHA-1 vectors', async (t) => {
+    // RFC 6238 Appendix B, the SHA-1 seed "12345678901234567890" (base32 below); 6-digit codes are
+    // the last six digits of the RFC's 8-digit values.
+    const otp = approverOtp('GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ');
+    t.same([59, 1111111109, 1111111111, 1234567890, 2000000000, 20000000000].map((s) => otp(s * 1000)), ['287082', '081804', '050471', '005924', '279037', '353130']);
   });
   t.test('the bank fails it: FAILED with Iris error code', async (t) => {
     const input = payout({ accountNumber: '1234560000' });

@@ -147,12 +147,19 @@ t.test('ops: vendor:add --kind midtrans, vendor:check says OK or why not', async
   const add = (code: string, serverKey: string) =>
     ops(stack.env, 'vendor:add', '--code', code, '--kind', 'midtrans', '--base-url', `${stack.sim.url}/midtrans`, '--server-key', serverKey,
       '--iris-base-url', `${stack.sim.url}/iris`, '--iris-creator-key', MIDTRANS_ACCOUNT.irisCreatorKey, '--iris-approver-key', MIDTRANS_ACCOUNT.irisApproverKey,
-      '--iris-merchant-key', MIDTRANS_ACCOUNT.irisMerchantKey, '--json');
+      '--iris-merchant-key', MIDTRANS_ACCOUNT.irisMerchantKey, '--iris-approver-totp-secret', MIDTRANS_ACCOUNT.irisApproverTotpSecret, '--json');
   t.equal((await add('mt-cli', MIDTRANS_ACCOUNT.serverKey)).code, 0);
   const good = await ops(stack.env, 'vendor:check', '--code', 'mt-cli', '--json');
   t.equal(good.code, 0, good.stdout + good.stderr);
   t.match(JSON.parse(good.stdout), { ok: true, detail: /server key accepted/ });
+  t.notMatch(JSON.parse(good.stdout).detail, /no approver TOTP secret/, 'the approver secret is configured');
   t.notMatch(good.stdout + good.stderr, MIDTRANS_ACCOUNT.serverKey, 'the key is never printed');
+  const stored = JSON.stringify(await pool.oneFirst(sql.unsafe`select row_to_json(v)::text from vendors v where code = 'mt-cli'`));
+  t.notMatch(stored, MIDTRANS_ACCOUNT.irisApproverTotpSecret, 'the TOTP secret is stored sealed with the other credentials');
+  const lowercase = await ops(stack.env, 'vendor:add', '--code', 'mt-cli-otp', '--kind', 'midtrans', '--base-url', `${stack.sim.url}/midtrans`, '--server-key', MIDTRANS_ACCOUNT.serverKey,
+    '--iris-approver-totp-secret', 'not-base32');
+  t.not(lowercase.code, 0, 'a TOTP secret that is not base32 is refused');
+  t.match(lowercase.stderr, /iris-approver-totp-secret: base32/);
   t.equal((await add('mt-cli-bad', 'SB-Mid-server-wrong-key')).code, 0);
   const bad = await ops(stack.env, 'vendor:check', '--code', 'mt-cli-bad');
   t.equal(bad.code, 1);
