@@ -51,6 +51,11 @@ const envSchema = z.object({
   // originalPartnerReferenceNo in notifies: optional at Finpay, absent at Netzme, so left out
   // unless set to `send` (iFortepay, NICEPAY send it).
   SIMULATOR_SNAP_NOTIFY_PARTNER_REFERENCE: z.enum(['omit', 'send']).default('omit'),
+  // Transfers and inquiries as Midtrans takes them: beneficiaryBankCode of 7 digits (3-digit BI
+  // code + 4-digit branch; 3 for providers such as Espay) and a mandatory sourceAccountNo
+  // (0000000000, an aggregator's).
+  SIMULATOR_SNAP_BANK_CODE_DIGITS: z.enum(['3', '7']).default('7'),
+  SIMULATOR_SNAP_SOURCE_ACCOUNT_NO: z.string().regex(/^\d{1,19}$/).default('0000000000'),
 });
 
 /** A PEM given inline or as a file path, checked to be the kind of key it should be. */
@@ -110,6 +115,8 @@ export interface SnapDialectConfig {
   qrQueryServiceCode: '47' | '51';
   /** Whether notifies carry originalPartnerReferenceNo (the harsher default: they do not). */
   notifyPartnerReference: boolean;
+  bankCodeDigits: 3 | 7;
+  sourceAccountNo: string;
 }
 
 /** What createSimulatorApp takes: the configuration less where to listen, and a logger. */
@@ -157,6 +164,8 @@ export function loadSimulatorConfig(env: Record<string, string | undefined>): Si
         notifySignature: e.SIMULATOR_SNAP_NOTIFY_SIGNATURE,
         qrQueryServiceCode: e.SIMULATOR_SNAP_QR_QUERY_SERVICE_CODE,
         notifyPartnerReference: e.SIMULATOR_SNAP_NOTIFY_PARTNER_REFERENCE === 'send',
+        bankCodeDigits: e.SIMULATOR_SNAP_BANK_CODE_DIGITS === '3' ? 3 : 7,
+        sourceAccountNo: e.SIMULATOR_SNAP_SOURCE_ACCOUNT_NO,
       },
     },
   };

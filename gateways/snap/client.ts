@@ -44,6 +44,13 @@ export interface SnapCredentials {
   terminalId: string | null;
   notifySignature: 'rsa' | 'hmac';
   qrQueryServiceCode: '47' | '51';
+  /**
+   * The 4-digit BI branch code appended to the 3-digit bank code, for providers that take the
+   * 7-digit form (Midtrans: "3 digit BI Bank Code + 4 digit BI Branch Code"); null: 3 digits.
+   */
+  bankBranchCode: string | null;
+  /** sourceAccountNo of transfers (Midtrans: mandatory, `0000000000` for aggregators); null: not sent. */
+  sourceAccountNo: string | null;
 }
 
 export function snapCredentials(vendor: VendorRecord): SnapCredentials {
@@ -62,6 +69,8 @@ export function snapCredentials(vendor: VendorRecord): SnapCredentials {
     terminalId: c.terminalId || null,
     notifySignature: c.notifySignature === 'hmac' ? 'hmac' : 'rsa',
     qrQueryServiceCode: c.qrQueryServiceCode === '51' ? '51' : '47',
+    bankBranchCode: /^\d{4}$/.test(c.bankBranchCode ?? '') ? c.bankBranchCode : null,
+    sourceAccountNo: c.sourceAccountNo || null,
   };
 }
 

@@ -59,7 +59,13 @@ const isNotFound = (v: Verdict) => v.kind === 'refused' && v.http === 404 && v.c
 export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: number } = {}): Gateway {
   const creds = snapCredentials(vendor);
   const client = createSnapClient(vendor, creds, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-  const settings = { merchantId: creds.merchantId, terminalId: creds.terminalId, qrQueryServiceCode: creds.qrQueryServiceCode };
+  const settings = {
+    merchantId: creds.merchantId,
+    terminalId: creds.terminalId,
+    qrQueryServiceCode: creds.qrQueryServiceCode,
+    bankBranchCode: creds.bankBranchCode,
+    sourceAccountNo: creds.sourceAccountNo,
+  };
   const createId = (operation: string, key: string) => same(externalIdFor(creds.partnerId, operation, key));
 
   async function ask(path: string, payload: object, externalId: () => string = () => randomExternalId()): Promise<Outcome<Verdict>> {
@@ -104,7 +110,7 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
     if (input.channel !== 'BANK') return failed('e-wallet account inquiries are not offered by this SNAP provider');
     const biCode = input.bankCode ? biCodeOf(input.bankCode) : null;
     if (!biCode) return failed(`bank ${input.bankCode ?? '(none)'} has no BI code known to the SNAP adapter`);
-    const asked = await ask(PATHS.inquiry, toInquiryRequest(biCode, input.accountNumber));
+    const asked = await ask(PATHS.inquiry, toInquiryRequest(biCode, input.accountNumber, settings));
     if (asked.kind !== 'ok') return asked;
     const v = asked.value;
     if (v.kind === 'success') {
@@ -189,7 +195,7 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
       const inquiry = await inquireAccount({ channel: 'BANK', bankCode: input.bankCode, ewalletCode: null, accountNumber: input.accountNumber });
       if (inquiry.kind !== 'ok') return failed(`account inquiry before the transfer: ${inquiry.reason}`);
       if (inquiry.value.status === 'NOT_FOUND') return failed(`account inquiry: ${inquiry.value.reason}`);
-      const request = toTransferRequest({ reference: input.reference, amount: input.amount, accountNumber: input.accountNumber, accountName: inquiry.value.accountName, biCode });
+      const request = toTransferRequest({ reference: input.reference, amount: input.amount, accountNumber: input.accountNumber, accountName: inquiry.value.accountName, biCode }, settings);
       const asked = await ask(PATHS.transferInterbank, request, createId('transfer-interbank', input.reference));
       if (asked.kind !== 'ok') return asked;
       const v = asked.value;

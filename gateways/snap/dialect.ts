@@ -17,6 +17,10 @@
 //   at Finpay, absent at Netzme); statuses other than 00 too (Finpay notifies 00-07, NICEPAY's
 //   example is 05): POST /snap/admin/close {reference, status} cancels, fails, expires or rejects
 //   a QR and notifies that status.
+// - Inquiry and transfer as Midtrans takes them: beneficiaryBankCode of 7 digits (3-digit BI code
+//   and 4-digit branch; SIMULATOR_SNAP_BANK_CODE_DIGITS=3 for providers such as Espay), and the
+//   transfer's sourceAccountNo (SIMULATOR_SNAP_SOURCE_ACCOUNT_NO, 0000000000 for an aggregator),
+//   transactionDate and additionalInfo.remark mandatory.
 // - The query needs originalReferenceNo (Finpay, Qoin, PayCloud, iFortepay mark it mandatory)
 //   and lists no refunds (the standard's answer has no such field).
 // - Faults: the shared rules and X-Sim-Fault (error and reject answer in SNAP's format without
@@ -103,18 +107,22 @@ const refundBody = z.object({
   refundAmount: amountBody,
   reason: z.string().max(256).optional(),
 });
-const inquiryBody = z.object({ beneficiaryBankCode: z.string().regex(/^\d{3}(\d{4})?$/), beneficiaryAccountNo: z.string().regex(/^\d{5,34}$/) });
-const transferBody = z.object({
-  partnerReferenceNo: z.string().min(1).max(64),
-  amount: amountBody,
-  beneficiaryAccountName: z.string().min(1).max(100),
-  beneficiaryAccountNo: z.string().regex(/^\d{5,34}$/),
-  beneficiaryBankCode: z.string().regex(/^\d{3}(\d{4})?$/),
-  beneficiaryEmail: z.string().max(50).optional(),
-  sourceAccountNo: z.string().max(19).optional(),
-  transactionDate: z.iso.datetime({ offset: true }).optional(),
-  additionalInfo: z.record(z.string(), z.unknown()).optional(),
-});
+/** beneficiaryBankCode: 7 digits where the provider takes the 3-digit BI code and a 4-digit branch (Midtrans), else 3. */
+const bankCode = (digits: 3 | 7) => z.string().regex(digits === 7 ? /^\d{7}$/ : /^\d{3}$/);
+const inquiryBody = (digits: 3 | 7) => z.object({ beneficiaryBankCode: bankCode(digits), beneficiaryAccountNo: z.string().regex(/^\d{5,34}$/) });
+/** Midtrans's interbank transfer: sourceAccountNo, transactionDate and additionalInfo.remark are mandatory. */
+const transferBody = (digits: 3 | 7) =>
+  z.object({
+    partnerReferenceNo: z.string().min(1).max(64),
+    amount: amountBody,
+    beneficiaryAccountName: z.string().min(1).max(100),
+    beneficiaryAccountNo: z.string().regex(/^\d{5,34}$/),
+    beneficiaryBankCode: bankCode(digits),
+    beneficiaryEmail: z.string().max(50).optional(),
+    sourceAccountNo: z.string().regex(/^\d{1,19}$/),
+    transactionDate: z.iso.datetime({ offset: true }),
+    additionalInfo: z.object({ remark: z.string().min(1).max(50) }).catchall(z.unknown()),
+  });
 const statusBody = z.object({
   originalPartnerReferenceNo: z.string().min(1).max(64),
   originalReferenceNo: z.string().max(64).optional(),
@@ -382,7 +390,7 @@ export function snapDialect(ctx: DialectContext): Router {
   });
 
   service('/v1.0/account-inquiry-external', 'inquireAccount', '16', (req, res) => {
-    const body = parse(inquiryBody, req, '16');
+    const body = parse(inquiryBody(cfg.bankCodeDigits), req, '16');
     const name = accountHolder(body.beneficiaryAccountNo);
     if (!name) throw new SnapError(404, '16', '11', 'Invalid Account');
     ctx.reply(res, 200, {
@@ -396,7 +404,8 @@ export function snapDialect(ctx: DialectContext): Router {
   });
 
   service('/v1.0/transfer-interbank', 'disburse', '18', (req, res) => {
-    const body = parse(transferBody, req, '18');
+    const body = parse(transferBody(cfg.bankCodeDigits), req, '18');
+    if (body.sourceAccountNo !== cfg.sourceAccountNo) throw new SnapError(404, '18', '11', 'Invalid Account sourceAccountNo');
     const amount = rupiah(body.amount, '18', 'amount.value');
     if (ctx.store.disbursements.has(body.partnerReferenceNo)) throw new SnapError(409, '18', '01', 'Duplicate partnerReferenceNo');
     if (!accountHolder(body.beneficiaryAccountNo)) throw new SnapError(404, '18', '11', 'Invalid Account');

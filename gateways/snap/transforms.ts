@@ -225,7 +225,12 @@ export interface SnapSettings {
   merchantId: string;
   terminalId: string | null;
   qrQueryServiceCode: '47' | '51';
+  bankBranchCode: string | null;
+  sourceAccountNo: string | null;
 }
+
+/** beneficiaryBankCode as the provider takes it: the 3-digit BI code, or it and a 4-digit branch code. */
+export const beneficiaryBankCode = (biCode: string, settings: Pick<SnapSettings, 'bankBranchCode'>) => biCode + (settings.bankBranchCode ?? '');
 
 export function toGenerateRequest(input: { reference: string; amount: number; expiresAt: Date | null }, settings: SnapSettings) {
   return {
@@ -253,17 +258,22 @@ export function toRefundRequest(input: { reference: string; vendorOrderId: strin
   };
 }
 
-export function toInquiryRequest(biCode: string, accountNumber: string) {
-  return { beneficiaryBankCode: biCode, beneficiaryAccountNo: accountNumber };
+export function toInquiryRequest(biCode: string, accountNumber: string, settings: Pick<SnapSettings, 'bankBranchCode'>) {
+  return { beneficiaryBankCode: beneficiaryBankCode(biCode, settings), beneficiaryAccountNo: accountNumber };
 }
 
-export function toTransferRequest(input: { reference: string; amount: number; accountNumber: string; accountName: string; biCode: string }, at: Date = new Date()) {
+export function toTransferRequest(
+  input: { reference: string; amount: number; accountNumber: string; accountName: string; biCode: string },
+  settings: Pick<SnapSettings, 'bankBranchCode' | 'sourceAccountNo'>,
+  at: Date = new Date(),
+) {
   return {
     partnerReferenceNo: input.reference,
     amount: toSnapAmount(input.amount),
     beneficiaryAccountName: input.accountName.slice(0, 100),
     beneficiaryAccountNo: input.accountNumber,
-    beneficiaryBankCode: input.biCode,
+    beneficiaryBankCode: beneficiaryBankCode(input.biCode, settings),
+    ...(settings.sourceAccountNo ? { sourceAccountNo: settings.sourceAccountNo } : {}),
     transactionDate: jakartaTimestamp(at),
     // The standard's extension slot; some providers require a remark (Midtrans: String(50)).
     additionalInfo: { remark: input.reference.slice(0, 50) },

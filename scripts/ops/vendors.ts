@@ -62,6 +62,11 @@ const vendorInput = z.discriminatedUnion('kind', [
     // The serviceCode sent in a QR query body: the standard names the original service (47); some
     // providers want the query's own (51).
     'qr-query-service-code': z.enum(['47', '51']).default('47'),
+    // Transfers and inquiries: providers that take the 7-digit bank code (3-digit BI code and a
+    // 4-digit branch code, Midtrans) say which branch code to send; some require sourceAccountNo
+    // (Midtrans: 0000000000 for aggregators, the registered account id for facilitators).
+    'bank-branch-code': z.string().regex(/^\d{4}$/, '--bank-branch-code: 4 digits').optional(),
+    'source-account-no': z.string().regex(/^\d{1,19}$/, '--source-account-no: up to 19 digits').optional(),
   }),
 ]);
 type VendorInput = z.infer<typeof vendorInput>;
@@ -118,6 +123,8 @@ function credentialsOf(input: VendorInput): Record<string, string> {
         ...(input['terminal-id'] ? { terminalId: input['terminal-id'] } : {}),
         notifySignature: input['notify-signature'],
         qrQueryServiceCode: input['qr-query-service-code'],
+        ...(input['bank-branch-code'] ? { bankBranchCode: input['bank-branch-code'] } : {}),
+        ...(input['source-account-no'] ? { sourceAccountNo: input['source-account-no'] } : {}),
       };
   }
 }
@@ -137,12 +144,12 @@ export const vendorAdd = command({
     '           [--iris-base-url URL --iris-creator-key K --iris-approver-key K --iris-merchant-key K [--iris-approver-totp-secret BASE32]] [--json]',
     'vendor:add --code C --kind snap --base-url URL --partner-id P --client-key K --client-secret S',
     '           --private-key-file PEM --provider-public-key-file PEM --channel-id CH --merchant-id MID [--terminal-id TID]',
-    '           [--notify-signature rsa|hmac] [--qr-query-service-code 47|51] [--json]',
+    '           [--notify-signature rsa|hmac] [--qr-query-service-code 47|51] [--bank-branch-code NNNN] [--source-account-no N] [--json]',
   ].join('\n       '),
   flags: Object.fromEntries(
     ['code', 'kind', 'base-url', 'secret', 'secret-key', 'callback-token', 'server-key', 'qris-acquirer', 'iris-base-url', 'iris-creator-key', 'iris-approver-key', 'iris-merchant-key',
       'iris-approver-totp-secret', 'partner-id', 'client-key', 'client-secret', 'private-key-file', 'provider-public-key-file', 'channel-id', 'merchant-id', 'terminal-id',
-      'notify-signature', 'qr-query-service-code'].map(
+      'notify-signature', 'qr-query-service-code', 'bank-branch-code', 'source-account-no'].map(
       (name) => [name, { type: 'string' as const }],
     ),
   ),

@@ -95,6 +95,9 @@ export function snapVendor(simulatorUrl: string, overrides: Record<string, strin
       merchantId: SNAP_ACCOUNT.merchantId,
       notifySignature: 'rsa',
       qrQueryServiceCode: '47',
+      // What the dialect takes, as Midtrans does: 7-digit bank codes and an aggregator's source account.
+      bankBranchCode: '0000',
+      sourceAccountNo: '0000000000',
       ...overrides,
     },
   };

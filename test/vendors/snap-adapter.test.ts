@@ -224,6 +224,20 @@ t.test('transfer: inquiry then transfer, status PROCESSING then SUCCESS or FAILE
   t.match(await gateway.disburse({ ...bankPayout('1234567890'), bankCode: 'NOSUCHBANK' }), { kind: 'failed', reason: /no BI code/ });
 });
 
+// Issue 29 finding 7: at Midtrans the inquiry and the transfer take the 7-digit bank code and
+// the transfer a sourceAccountNo; without them both are refused and the payout goes elsewhere.
+t.test('transfer and inquiry: the 7-digit bank code and sourceAccountNo the provider needs; without them, refused', async (t) => {
+  const bare = createSnapGateway(snapVendor(sim.url, { bankBranchCode: '', sourceAccountNo: '' }, 'snap-3-digit'));
+  t.match(await bare.inquireAccount({ channel: 'BANK', bankCode: 'BCA', ewalletCode: null, accountNumber: '1234567890' }), { kind: 'failed', reason: /4001601 Invalid Field Format beneficiaryBankCode/ });
+  t.match(await bare.disburse(bankPayout('1234567890')), { kind: 'failed', reason: /account inquiry before the transfer/ }, 'refused before any transfer: failed, the next vendor may pay');
+  const noSource = createSnapGateway(snapVendor(sim.url, { sourceAccountNo: '' }, 'snap-no-source'));
+  t.match(await noSource.disburse(bankPayout('1234567890')), { kind: 'failed', reason: /4001802 Invalid Mandatory Field sourceAccountNo/ });
+  const input = bankPayout('1234567890');
+  value(await gateway.disburse(input));
+  const status = value(await gateway.queryDisbursement(input.reference));
+  t.match(status, { status: /PROCESSING|SUCCESS/ }, 'with both: sent');
+});
+
 t.test('transfer: 5xx does no work and is unknown; the status says NOT_FOUND; a timeout did the work', async (t) => {
   await setFaults(sim.url, { op: 'disburse', mode: 'error', count: 1 });
   const erred = bankPayout('1234567890');
@@ -287,7 +301,21 @@ t.test('the dialect refuses what a provider refuses', async (t) => {
   }
   const stale = `${new Date(Date.now() - 10 * 60_000 + 7 * 3600_000).toISOString().slice(0, 19)}+07:00`;
   t.match(await rawCall('/v1.0/qr/qr-mpm-query', body, token, { 'x-timestamp': stale }), { status: 401 }, 'a timestamp 10 minutes old (the signature is over the sent one)');
-  t.match(await rawCall('/v1.0/transfer-interbank', { partnerReferenceNo: 'DSB-F', amount: { value: '100.50', currency: 'IDR' }, beneficiaryAccountName: 'X', beneficiaryAccountNo: '1234567890', beneficiaryBankCode: '014' }, token), { status: 400, body: { responseCode: '4001801' } }, 'a fractional amount');
+  const transfer = {
+    partnerReferenceNo: 'DSB-F',
+    amount: { value: '100.00', currency: 'IDR' },
+    beneficiaryAccountName: 'X',
+    beneficiaryAccountNo: '1234567890',
+    beneficiaryBankCode: '0140000',
+    sourceAccountNo: '0000000000',
+    transactionDate: '2026-01-01T10:00:00+07:00',
+    additionalInfo: { remark: 'DSB-F' },
+  };
+  t.match(await rawCall('/v1.0/transfer-interbank', { ...transfer, amount: { value: '100.50', currency: 'IDR' } }, token), { status: 400, body: { responseCode: '4001801' } }, 'a fractional amount');
+  // CONFORMANCE §4 rows 26 and 28: Midtrans takes a 7-digit bank code and requires sourceAccountNo.
+  t.match(await rawCall('/v1.0/transfer-interbank', { ...transfer, beneficiaryBankCode: '014' }, token), { status: 400, body: { responseCode: '4001801', responseMessage: /beneficiaryBankCode/ } }, 'a 3-digit bank code');
+  t.match(await rawCall('/v1.0/transfer-interbank', { ...transfer, sourceAccountNo: undefined }, token), { status: 400, body: { responseCode: '4001802', responseMessage: /sourceAccountNo/ } }, 'no sourceAccountNo');
+  t.match(await rawCall('/v1.0/account-inquiry-external', { beneficiaryBankCode: '014', beneficiaryAccountNo: '1234567890' }, token), { status: 400, body: { responseCode: '4001601' } }, 'an inquiry with a 3-digit bank code');
   await admin.expireTokens();
   t.match(await rawCall('/v1.0/qr/qr-mpm-query', body, token), { status: 401, body: { responseCode: '4015101' } }, 'an expired token');
 });

@@ -245,7 +245,8 @@ t.test('ops: vendor:add --kind snap with key files, vendor:check fetches a token
   const add = (code: string, privateKeyFile: string) =>
     ops(stack.env, 'vendor:add', '--code', code, '--kind', 'snap', '--base-url', `${stack.sim.url}/snap`, '--partner-id', SNAP_ACCOUNT.partnerId,
       '--client-key', SNAP_ACCOUNT.clientKey, '--client-secret', SNAP_ACCOUNT.clientSecret, '--private-key-file', privateKeyFile,
-      '--provider-public-key-file', files.providerPublic, '--channel-id', SNAP_ACCOUNT.channelId, '--merchant-id', SNAP_ACCOUNT.merchantId, '--json');
+      '--provider-public-key-file', files.providerPublic, '--channel-id', SNAP_ACCOUNT.channelId, '--merchant-id', SNAP_ACCOUNT.merchantId,
+      '--bank-branch-code', '0000', '--source-account-no', '0000000000', '--json');
   const added = await add('snap-cli', files.kasirPrivate);
   t.equal(added.code, 0, added.stderr);
   const before = (await admin.stats()).token_requests;
