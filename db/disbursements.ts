@@ -50,6 +50,8 @@ export interface DisbursementRequest {
   amount: unknown;
   notifyUrl: string | null;
   beneficiaryId: string | null;
+  /** Pay even when the bank names another holder than account_name (a beneficiary's NAME_MISMATCH, or the vendor's inquiry). */
+  acceptNameMismatch?: boolean;
 }
 
 /** Where the rules look things up: the database per request, or a bulk caller's own answers. */
@@ -170,6 +172,7 @@ export async function createDisbursement(pool: Pool, boss: PgBoss, settings: Mer
         fee,
         notifyUrl: r.notifyUrl,
         status: review ? 'IN_REVIEW' : 'PENDING',
+        acceptNameMismatch: r.acceptNameMismatch ?? false,
       },
       r.api === 'V1' ? 'api' : 'legacy-api',
     );

@@ -23,7 +23,12 @@
 
 export type Outcome<T> =
   | { kind: 'ok'; value: T }
-  | { kind: 'failed'; reason: string }
+  /**
+   * `payoutRefusal`: the payout itself is refused, whichever vendor would be asked (the bank
+   * names another account holder and the request did not accept that): it fails with this code
+   * instead of going to the next vendor.
+   */
+  | { kind: 'failed'; reason: string; payoutRefusal?: 'ACCOUNT_NAME_MISMATCH' }
   /** `unresolvable`: no read at this vendor can tell what became of it; an operator must. */
   | { kind: 'unknown'; reason: string; unresolvable?: true };
 
@@ -90,6 +95,12 @@ export interface DisburseInput {
   accountName: string | null;
   amount: number;
   callbackUrl: string;
+  /**
+   * Pay even if the vendor's account inquiry names another holder than accountName (compared
+   * with db/account-names.ts sameHolder); otherwise a connector that inquires refuses the payout
+   * with payoutRefusal ACCOUNT_NAME_MISMATCH.
+   */
+  acceptNameMismatch?: boolean;
 }
 
 /** A payout the vendor took: its own id for it, which every later read goes by. */

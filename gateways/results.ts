@@ -5,6 +5,8 @@ import type { DisbursementStatus, Outcome, QrisStatus } from './gateway.ts';
 export const ok = <T>(value: T): Outcome<T> => ({ kind: 'ok', value });
 /** The vendor surely did nothing: the caller may try the next vendor. */
 export const failed = (reason: string): Outcome<never> => ({ kind: 'failed', reason });
+/** The bank names another account holder than the payout's, which did not accept that: no vendor may pay it. */
+export const nameMismatch = (reason: string): Outcome<never> => ({ kind: 'failed', reason, payoutRefusal: 'ACCOUNT_NAME_MISMATCH' });
 /** The vendor may have acted: never sent elsewhere, settled by reading this vendor. */
 export const unknown = (reason: string): Outcome<never> => ({ kind: 'unknown', reason });
 /** The vendor may have acted and no read at it can tell: an operator settles it (gateway.ts, the rule). */

@@ -65,7 +65,7 @@ interface PayoutKind<R extends PayoutRow> {
   order(row: R): Omit<DisburseInput, 'callbackUrl'>;
   claim(tx: Db, ctx: WorkerContext, row: R, vendorCode: string): Promise<R>;
   /** No routed vendor is left (or none is routed). */
-  noVendor(tx: Db, ctx: WorkerContext, row: R, reason: 'NO_VENDOR' | 'VENDOR_ERROR'): Promise<unknown>;
+  noVendor(tx: Db, ctx: WorkerContext, row: R, reason: 'NO_VENDOR' | 'VENDOR_ERROR' | 'ACCOUNT_NAME_MISMATCH'): Promise<unknown>;
   complete(tx: Db, ctx: WorkerContext, row: R, outcome: PayoutCompletion, source: string): Promise<unknown>;
 }
 
@@ -88,6 +88,7 @@ const disbursementKind: PayoutKind<disbursements.DisbursementRow> = {
     accountNumber: d.channel === 'BANK' ? d.account_number! : d.ewallet_phone!,
     accountName: d.account_name,
     amount: d.request_amount,
+    acceptNameMismatch: d.accept_name_mismatch,
   }),
   claim: (tx, ctx, d, vendorCode) =>
     moveDisbursement(tx, ctx.boss, d, { status: 'ON_PROCESS', vendorCode, vendorCallPending: true, triedVendor: vendorCode }, {
@@ -176,6 +177,15 @@ async function send<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>
     if (answer.unresolvable) return park(ctx, kind, row, vendor, answer.reason);
     await scheduleReconcile(ctx, kind, row.id, ctx.config.ORDER_RECONCILE_DELAY_SECONDS);
     return { unknown: answer.reason };
+  }
+  if (answer.payoutRefusal) {
+    // The payout itself is refused (another holder's account): no other vendor may pay it.
+    logger.info({ reference: order.reference, vendor: vendor.code, reason: answer.reason }, `${kind.noun} refused: ${answer.payoutRefusal}`);
+    const result = await ctx.pool.transaction(async (tx) => {
+      const locked = await kind.lock(tx, row.id);
+      return locked && locked.status === kind.inFlight ? kind.noVendor(tx, ctx, locked, answer.payoutRefusal!) : 'already moved';
+    });
+    return { refused: answer.payoutRefusal, result };
   }
   // Surely not taken: free the claim so the next routed vendor is tried.
   await kind.noteVendorAnswer(ctx.pool, row.id, { vendorDisbursementId: null, vendorCallPending: false });

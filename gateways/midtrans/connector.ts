@@ -66,7 +66,8 @@ import {
   type CoreVerdict,
 } from './transforms.ts';
 import { validateVendorQris } from '../qris.ts';
-import { failed, headerOf, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND, unknown, unresolvable } from '../results.ts';
+import { sameHolder } from '../../db/account-names.ts';
+import { failed, headerOf, nameMismatch, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND, unknown, unresolvable } from '../results.ts';
 
 /** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
 const DEFAULT_TIMEOUT_MS = 5000;
@@ -180,12 +181,18 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
     if (input.channel !== 'BANK') return failed('e-wallet payouts are not offered through Iris by this adapter');
     const irisBank = irisBankOf(input.bankCode);
     if (!irisBank) return failed(`bank ${input.bankCode ?? '(none)'} has no Iris code known to the Midtrans adapter`);
+    // Iris's account validation names the holder: with no name given, it is the payout's; with
+    // one, the bank's must be the same holder unless the request accepted otherwise. A
+    // validation that cannot answer leaves a given name to Iris.
     let accountName = input.accountName;
+    const inquiry = await inquireAccount({ channel: 'BANK', bankCode: input.bankCode, ewalletCode: null, accountNumber: input.accountNumber });
+    if (inquiry.kind === 'ok' && inquiry.value.status === 'NOT_FOUND') return failed(`account validation: ${inquiry.value.reason}`);
     if (!accountName) {
-      const inquiry = await inquireAccount({ channel: 'BANK', bankCode: input.bankCode, ewalletCode: null, accountNumber: input.accountNumber });
       if (inquiry.kind !== 'ok') return failed(`account validation before the payout: ${inquiry.reason}`);
-      if (inquiry.value.status === 'NOT_FOUND') return failed(`account validation: ${inquiry.value.reason}`);
-      accountName = inquiry.value.accountName;
+      accountName = inquiry.value.status === 'FOUND' ? inquiry.value.accountName : null;
+      if (!accountName) return failed('account validation gave no holder name');
+    } else if (inquiry.kind === 'ok' && inquiry.value.status === 'FOUND' && !input.acceptNameMismatch && !sameHolder(accountName, inquiry.value.accountName)) {
+      return nameMismatch(`ACCOUNT_NAME_MISMATCH: Iris names the holder ${inquiry.value.accountName}, not ${accountName}`);
     }
     const created = await client.iris('creator', 'POST', '/payouts', toPayoutRequest({ reference: input.reference, amount: input.amount, accountNumber: input.accountNumber, accountName, irisBank }));
     const logged = { reference: input.reference, bank: irisBank, account: lastFour(input.accountNumber), amount: input.amount };

@@ -6,6 +6,7 @@ import type { CreateQrisInput, DisburseInput, Outcome } from '../../gateways/gat
 import { createMidtransGateway } from '../../gateways/midtrans/connector.ts';
 import { approverOtp } from '../../gateways/midtrans/client.ts';
 import { validateVendorQris } from '../../gateways/qris.ts';
+import { accountHolder } from '../../gateways/simulator/magic.ts';
 import { midtransAdmin, midtransVendor, startMidtransSimulatorInProcess } from '../helpers/midtrans.ts';
 import { clearFaults, setFaults, simulatePay, startCallbackReceiver, type CallbackReceiver } from '../helpers/simulator.ts';
 
@@ -33,13 +34,14 @@ const qrisInput = (overrides: Partial<CreateQrisInput> = {}): CreateQrisInput =>
   ...overrides,
 });
 
+/** A payout to the holder the bank names for the number (the simulator's), unless overridden. */
 const payout = (overrides: Partial<DisburseInput> = {}): DisburseInput => ({
   reference: newRef('DSB'),
   channel: 'BANK',
   bankCode: 'BCA',
   ewalletCode: null,
   accountNumber: '1234567890',
-  accountName: 'Budi Santoso',
+  accountName: accountHolder(overrides.accountNumber ?? '1234567890'),
   amount: 50_000,
   callbackUrl: 'http://127.0.0.1:9/unused',
   ...overrides,
@@ -181,6 +183,12 @@ t.test('Iris payouts', async (t) => {
     t.match(value(await none.check()), /no approver TOTP secret/);
     t.match(value(await gateway.disburse(payout())), { vendorDisbursementId: /./ }, 'the right secret: approved');
   });
+  t.test('a payout to an account whose bank names another holder is refused for every vendor, unless accepted', async (t) => {
+    const other = payout({ accountName: 'Budi Santoso' }); // Iris says NUR HIDAYAH
+    t.match(await gateway.disburse(other), { kind: 'failed', payoutRefusal: 'ACCOUNT_NAME_MISMATCH', reason: /Iris names the holder NUR HIDAYAH, not Budi Santoso/ });
+    t.same((await admin.irisStats()).payouts!.filter((p) => p.notes === other.reference), [], 'nothing created at Iris');
+    t.match(value(await gateway.disburse({ ...other, acceptNameMismatch: true })), { vendorDisbursementId: /./ }, 'accepted: paid');
+  });
   t.test('the TOTP is RFC 6238 (SHA-1, 6 digits, 30 s): its published SHA-1 vectors', async (t) => {
     // RFC 6238 Appendix B, the SHA-1 seed "12345678901234567890" (base32 below); 6-digit codes are
     // the last six digits of the RFC's 8-digit values.
@@ -204,7 +212,8 @@ t.test('Iris payouts', async (t) => {
     await setFaults(sim.url, { op: 'disburse', mode: 'timeout', count: 1 });
     t.match(await gateway.disburse(held), { kind: 'failed', reason: /unanswered/ });
     const garbled = payout();
-    await admin.irisGarble(1);
+    // The account validation first (unreadable: the given name stands), then the create.
+    await admin.irisGarble(2);
     t.match(await gateway.disburse(garbled), { kind: 'failed', reason: /never paid/ });
     const payouts = (await admin.irisStats()).payouts!;
     t.same(payouts.filter((p) => p.notes === held.reference || p.notes === garbled.reference).map((p) => p.status), ['queued', 'queued'], 'made at Iris, left unapproved');

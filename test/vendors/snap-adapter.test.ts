@@ -10,6 +10,7 @@ import type { CreateQrisInput, Gateway, Outcome } from '../../gateways/gateway.t
 import { parseQris, validateVendorQris } from '../../gateways/qris.ts';
 import { gatewayFor } from '../../gateways/registry.ts';
 import { createSnapGateway } from '../../gateways/snap/connector.ts';
+import { accountHolder } from '../../gateways/simulator/magic.ts';
 import { clearFaults, setFaults, simulatePay, startCallbackReceiver } from '../helpers/simulator.ts';
 import { SNAP_ACCOUNT, snapAdmin, snapKeys, snapVendor, startSnapSimulatorInProcess } from '../helpers/snap.ts';
 
@@ -197,7 +198,7 @@ const bankPayout = (accountNumber: string, amount = 50_000) => ({
   bankCode: 'MANDIRI',
   ewalletCode: null,
   accountNumber,
-  accountName: 'Budi',
+  accountName: accountHolder(accountNumber) ?? 'Nobody',
   amount,
   callbackUrl: 'http://127.0.0.1:9/unused',
 });
@@ -236,6 +237,13 @@ t.test('transfer and inquiry: the 7-digit bank code and sourceAccountNo the prov
   value(await gateway.disburse(input));
   const status = value(await gateway.queryDisbursement(input.reference));
   t.match(status, { status: /PROCESSING|SUCCESS/ }, 'with both: sent');
+});
+
+t.test('a transfer to an account whose bank names another holder is refused for every vendor, unless accepted', async (t) => {
+  const other = { ...bankPayout('1234567890'), accountName: 'Budi Santoso' }; // the bank says NUR HIDAYAH
+  t.match(await gateway.disburse(other), { kind: 'failed', payoutRefusal: 'ACCOUNT_NAME_MISMATCH', reason: /names the holder NUR HIDAYAH, not Budi Santoso/ });
+  t.match(await gateway.disburse({ ...other, accountName: 'Bpk. Nur Hidayah, S.Kom.' }), { kind: 'ok' }, 'titles, case and punctuation are not another holder');
+  t.match(await gateway.disburse({ ...other, reference: newRef('DSB'), acceptNameMismatch: true }), { kind: 'ok' }, 'accepted: sent');
 });
 
 t.test('transfer: 5xx does no work and is unknown; the status says NOT_FOUND; a timeout did the work', async (t) => {

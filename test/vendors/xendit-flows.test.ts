@@ -137,7 +137,7 @@ t.test('payouts: a bank payout SUCCEEDED, an e-wallet payout SUCCEEDED, a failed
 
 t.test('a name check: Xendit has no inquiry, so the next routed vendor answers it', async (t) => {
   const merchant = await makeMerchant(stack.api.ctx);
-  const res = await call(stack.api.url, { path: '/v1/beneficiaries', headers: { 'x-api-key': merchant.api_key }, body: { channel: 'BANK', bank_short_code: 'BCA', account_number: '1234567890', account_name: 'Budi Santoso' } });
+  const res = await call(stack.api.url, { path: '/v1/beneficiaries', headers: { 'x-api-key': merchant.api_key }, body: { channel: 'BANK', bank_short_code: 'BCA', account_number: '1234567890', account_name: accountHolder('1234567890') } });
   t.equal(res.status, 201, res.text);
   const verified = await eventually(async () => {
     const got = await call(stack.api.url, { path: `/v1/beneficiaries/${res.json.data.id}`, headers: { 'x-api-key': merchant.api_key } });
