@@ -137,6 +137,7 @@ async function registerDialect(config: Config, kind: string, simulatorUrl: strin
         irisCreatorKey: sim.iris.creatorKey,
         irisApproverKey: sim.iris.approverKey,
         irisMerchantKey: sim.iris.merchantKey,
+        irisApproverTotpSecret: sim.iris.approverTotpSecret,
       },
     },
   };
