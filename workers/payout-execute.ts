@@ -9,8 +9,8 @@
 // next routed vendor; none left: the kind's no-vendor outcome. Unknown (timeout, 5xx): never
 // re-sent blindly: reconcile asks that same vendor by our reference.
 // reconcile: SUCCESS/FAILED complete it; PROCESSING throws so pg-boss retries with backoff;
-// NOT_FOUND after an unknown send means the vendor never took it: sent again to that vendor
-// (vendors dedupe on our reference). A retried job reloads and locks the row and checks its
+// NOT_FOUND after an unknown send means the vendor proved it never took it: sent again to that
+// vendor, under the same reference (gateways/gateway.ts, the rule on unclear answers). A retried job reloads and locks the row and checks its
 // state first, so duplicates are harmless.
 // stale sweep: chains nobody worked on for an hour (jobs exhausted while a vendor was down,
 // or lost) are restarted: claimable rows executed again, in-flight ones reconciled.
