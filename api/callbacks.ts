@@ -19,15 +19,16 @@ import { ApiError } from '../db/errors.ts';
 import { logger } from '../db/logger.ts';
 import { findOrderById } from '../db/orders.sql.ts';
 import { completePayout } from '../db/payouts.ts';
-import { applyPayment } from '../db/orders.ts';
+import { applyPayment, closeOrderAtVendor } from '../db/orders.ts';
+import { findOrderRefByVendorOrderId } from '../db/orders.sql.ts';
+import type { Db } from '../db/pool.ts';
 import { completeRefund } from '../db/refunds.ts';
-import { findRefundByRef } from '../db/refunds.sql.ts';
+import { findRefundByRef, findRefundByVendorId } from '../db/refunds.sql.ts';
 import { recordConflict, sourceOf, type Speaker } from '../db/vendor-binding.ts';
 import { getVendor, recordCallback, storedEventId, VENDOR_CODE } from '../db/vendors.ts';
 import type { CallbackAnswer, CallbackEvent } from '../gateways/gateway.ts';
 import { gatewayFor } from '../gateways/registry.ts';
 import { sendData } from './http/envelope.ts';
-import type { Db } from '../db/pool.ts';
 import type { PgBoss } from 'pg-boss';
 
 export function callbackRoutes(ctx: AppContext): Router {
@@ -65,19 +66,21 @@ export function callbackRoutes(ctx: AppContext): Router {
       return void res.status(direct.status).json(direct.body);
     }
 
-    const event = await gateway.parseCallback(req.headers, rawBody, path);
-    if (!event) {
+    const parsed = await gateway.parseCallback(req.headers, rawBody, path);
+    if (!parsed) {
       ctx.throttle.failed(req, 'callback', budget);
       if (gateway.answerCallback) return answer('bad_signature', null);
       throw new ApiError('INVALID_SIGNATURE', 'Callback signature is missing or wrong');
     }
-    if (event.type === 'retry_later') {
-      logger.warn({ vendor: vendor.code, reference: event.reference, reason: event.reason }, 'authentic callback not checkable now; answered 503 so the vendor sends it again');
+    if (parsed.type === 'retry_later') {
+      logger.warn({ vendor: vendor.code, reference: parsed.reference, reason: parsed.reason }, 'authentic callback not checkable now; answered 503 so the vendor sends it again');
       throw new ApiError('SERVICE_UNAVAILABLE', 'The callback cannot be checked with the vendor now; send it again later');
     }
 
-    const speaker: Speaker = { vendor: vendor.code, via: 'callback', eventId: storedEventId(event.eventId) };
+    const speaker = { vendor: vendor.code, via: 'callback', eventId: storedEventId(parsed.eventId) } satisfies Speaker;
+    let event: CallbackEvent = parsed;
     const result = await ctx.pool.transaction(async (tx) => {
+      event = await withReference(tx, vendor.code, parsed);
       const fresh = await recordCallback(tx, {
         vendorCode: vendor.code,
         eventId: event.eventId,
@@ -99,7 +102,7 @@ export function callbackRoutes(ctx: AppContext): Router {
 }
 
 /** Applies a fresh, verified event as `speaker`'s word (bound to the records it holds). */
-async function apply(tx: Db, boss: PgBoss, event: CallbackEvent, speaker: Speaker): Promise<string> {
+async function apply(tx: Db, boss: PgBoss, event: CallbackEvent, speaker: Extract<Speaker, { vendor: string }>): Promise<string> {
   if (event.type === 'qris.paid') {
     return applyPayment(tx, boss, { refCode: event.reference, amount: event.amount, paidAt: event.paidAt, rrn: event.rrn, vendorOrderId: event.vendorOrderId }, speaker);
   }
@@ -112,7 +115,8 @@ async function apply(tx: Db, boss: PgBoss, event: CallbackEvent, speaker: Speake
     return completePayout(tx, boss, event.reference, outcome, speaker);
   }
   if (event.type === 'refund.updated') {
-    const refund = await findRefundByRef(tx, event.reference);
+    // Xendit does not echo Kasir's reference: its refund is the one it gave this id.
+    const refund = (event.reference ? await findRefundByRef(tx, event.reference) : null) ?? (await findRefundByVendorId(tx, speaker.vendor, event.vendorRefundId));
     if (!refund) return 'unknown';
     if (event.orderReference !== undefined && 'vendor' in speaker) {
       // The vendor reported the refund under an order: it must be the refund's own order.
@@ -140,7 +144,15 @@ async function apply(tx: Db, boss: PgBoss, event: CallbackEvent, speaker: Speake
         : { status: 'FAILED' as const, vendorRefundId: event.vendorRefundId, reason: event.failureReason ?? 'FAILED' };
     return completeRefund(tx, boss, refund.id, outcome, speaker);
   }
+  if (event.type === 'qris.closed') return closeOrderAtVendor(tx, boss, event.reference, `${event.status}: ${event.what}`, speaker);
   return 'noted';
+}
+
+/** A vendor that names the order by its own id only (SNAP notifies without originalPartnerReferenceNo): the order holding that id. */
+async function withReference(tx: Db, vendorCode: string, event: CallbackEvent): Promise<CallbackEvent> {
+  if (event.reference !== '' || (event.type !== 'qris.paid' && event.type !== 'qris.closed')) return event;
+  const reference = await findOrderRefByVendorOrderId(tx, vendorCode, event.vendorOrderId);
+  return reference ? { ...event, reference } : event;
 }
 
 /** What Kasir made of a callback, in the terms a vendor's prescribed answer is chosen by. */

@@ -2,7 +2,8 @@
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
 
-export const verificationStatus = z.enum(['PENDING', 'VERIFIED', 'FAILED']);
+/** NAME_MISMATCH: the account exists, but the bank names another holder than the one saved (verified_name is the bank's). */
+export const verificationStatus = z.enum(['PENDING', 'VERIFIED', 'NAME_MISMATCH', 'FAILED']);
 
 export const beneficiaryRow = z.object({
   id: z.string(),
@@ -117,7 +118,10 @@ export function softDeleteBeneficiary(db: Db, merchantId: string, id: string) {
     returning id`);
 }
 
-export type Verification = { status: 'VERIFIED'; verifiedName: string } | { status: 'FAILED'; reason: string };
+export type Verification =
+  | { status: 'VERIFIED'; verifiedName: string }
+  | { status: 'NAME_MISMATCH'; verifiedName: string; reason: string }
+  | { status: 'FAILED'; reason: string };
 
 /**
  * Keeps why an attempt got no answer on a PENDING row (not shown, and not a change the merchant
@@ -157,8 +161,8 @@ export function recordVerification(db: Db, id: string, result: Verification) {
   return db.maybeOne(sql.type(beneficiaryRow)`
     update beneficiaries
     set verification_status = ${result.status},
-        verified_name = ${result.status === 'VERIFIED' ? result.verifiedName : null},
-        verification_failure = ${result.status === 'FAILED' ? result.reason : null},
+        verified_name = ${result.status === 'FAILED' ? null : result.verifiedName},
+        verification_failure = ${result.status === 'VERIFIED' ? null : result.reason},
         updated_at = now()
     where id = ${id} and verification_status = 'PENDING'
     returning ${columns}`);

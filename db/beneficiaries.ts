@@ -160,13 +160,18 @@ const FIELDS = [
  * The destination of a disbursement that names a beneficiary (DESIGN 6): the saved fields fill
  * the request, and a field the request gives too must agree with the saved one (400
  * INVALID_BODY naming it). A bank beneficiary saved without account_name takes the request's,
- * else the name the vendor verified. Unknown, deleted or another merchant's: 404.
+ * else the name the vendor verified. One whose bank names another holder (NAME_MISMATCH) is
+ * refused unless the request accepts that (accept_name_mismatch). Unknown, deleted or another
+ * merchant's: 404.
  */
-export async function destinationOf(db: Db, merchantId: string, beneficiaryId: string, given: Destination): Promise<Destination> {
+export async function destinationOf(db: Db, merchantId: string, beneficiaryId: string, given: Destination, acceptNameMismatch = false): Promise<Destination> {
   const b = await findMerchantBeneficiary(db, merchantId, beneficiaryId);
   if (!b) throw new ApiError('BENEFICIARY_NOT_FOUND');
   if (!b.is_enabled) throw new ApiError('INVALID_BODY', 'beneficiary_id: the beneficiary is disabled');
   if (b.verification_status === 'FAILED') throw new ApiError('INVALID_BODY', 'beneficiary_id: the beneficiary failed account verification');
+  if (b.verification_status === 'NAME_MISMATCH' && !acceptNameMismatch) {
+    throw new ApiError('INVALID_BODY', `beneficiary_id: the bank names the account holder ${b.verified_name}, not ${b.account_name}; send accept_name_mismatch: true to pay it anyway`);
+  }
   const bank = b.bank_id ? await findBankById(db, b.bank_id) : null;
   const saved: Destination = {
     channel: b.channel,

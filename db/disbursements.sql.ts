@@ -32,6 +32,10 @@ export const disbursementRow = z.object({
   vendor_call_pending: z.boolean(),
   vendors_tried: z.array(z.string()),
   failure_reason: z.string().nullable(),
+  /** Set when no read at the vendor can settle it: an operator must (gateways/gateway.ts, the rule). */
+  unresolved_at: z.date().nullable(),
+  /** The request accepted paying an account whose bank names another holder (db/account-names.ts). */
+  accept_name_mismatch: z.boolean(),
   requested_at: z.date(),
   completed_at: z.date().nullable(),
   created_at: z.date(),
@@ -43,7 +47,7 @@ const columns = sql.fragment`
   id, merchant_id, ref_code, idempotency_key, api, source, channel, bank_id, bank_short_code, bank_name,
   account_number, account_name, ewallet_provider, ewallet_phone, beneficiary_id, request_amount, fee,
   total_debit, notify_url, status, vendor_code, vendor_disbursement_id, vendor_call_pending, vendors_tried,
-  failure_reason, requested_at, completed_at, created_at, updated_at`;
+  failure_reason, unresolved_at, accept_name_mismatch, requested_at, completed_at, created_at, updated_at`;
 
 export interface NewDisbursement {
   id: string;
@@ -65,6 +69,8 @@ export interface NewDisbursement {
   fee: number;
   notifyUrl: string | null;
   status: 'PENDING' | 'IN_REVIEW';
+  /** The request accepts an account whose bank names another holder; false unless it says so. */
+  acceptNameMismatch?: boolean;
 }
 
 /**
@@ -76,11 +82,11 @@ export function insertDisbursement(db: Db, d: NewDisbursement, source: string) {
     with inserted as (
       insert into disbursements (id, merchant_id, ref_code, idempotency_key, api, source, channel, bank_id, bank_short_code,
                                  bank_name, account_number, account_name, ewallet_provider, ewallet_phone, beneficiary_id,
-                                 request_amount, fee, total_debit, notify_url, status, wib_date)
+                                 request_amount, fee, total_debit, notify_url, status, accept_name_mismatch, wib_date)
       values (${d.id}, ${d.merchantId}, ${d.refCode}, ${d.idempotencyKey}, ${d.api}, ${d.source}, ${d.channel}, ${d.bankId},
               ${d.bankShortCode}, ${d.bankName}, ${d.accountNumber}, ${d.accountName}, ${d.ewalletProvider}, ${d.ewalletPhone},
               ${d.beneficiaryId}, ${d.requestAmount}, ${d.fee}, ${d.requestAmount + d.fee}, ${d.notifyUrl}, ${d.status},
-              (now() at time zone 'Asia/Jakarta')::date)
+              ${d.acceptNameMismatch ?? false}, (now() at time zone 'Asia/Jakarta')::date)
       on conflict (merchant_id, idempotency_key) do nothing
       returning ${columns}
     ), event as (

@@ -18,6 +18,7 @@ import { lockMerchantAccounts, postTransfer } from './ledger.ts';
 import { disbursementFee, walletDecision, withinDisbursementLimit } from './money-rules.ts';
 import { findBankByShortCode, findEwalletByShortCode, type BankRow, type EwalletRow, type MasterDataCache } from './master-data.ts';
 import type { MerchantMoneySettings } from './merchants.ts';
+import type { PayoutCompletion } from './payout-outcome.ts';
 import type { Db, Pool } from './pool.ts';
 import { inTransaction, sendJob } from './queue.ts';
 import { newRefCode } from './ref-codes.ts';
@@ -51,6 +52,8 @@ export interface DisbursementRequest {
   amount: unknown;
   notifyUrl: string | null;
   beneficiaryId: string | null;
+  /** Pay even when the bank names another holder than account_name (a beneficiary's NAME_MISMATCH, or the vendor's inquiry). */
+  acceptNameMismatch?: boolean;
 }
 
 /** Where the rules look things up: the database per request, or a bulk caller's own answers. */
@@ -203,6 +206,7 @@ export async function createDisbursement(pool: Pool, boss: PgBoss, settings: Mer
         fee,
         notifyUrl: r.notifyUrl,
         status: review ? 'IN_REVIEW' : 'PENDING',
+        acceptNameMismatch: r.acceptNameMismatch ?? false,
       },
       r.api === 'V1' ? 'api' : 'legacy-api',
     );
@@ -254,8 +258,6 @@ export async function moveDisbursement(
   return moved;
 }
 
-export type Completion = { status: 'SUCCESS'; vendorDisbursementId: string | null } | { status: 'FAILED'; vendorDisbursementId: string | null; reason: string };
-
 /**
  * The final word on a disbursement: a vendor's (callback or reconciliation), or Kasir's own (no
  * vendor left, an operator). SUCCESS: the money left through the vendor, the fee is revenue.
@@ -268,7 +270,7 @@ export async function completeDisbursement(
   tx: Db,
   boss: PgBoss,
   where: { id: string } | { refCode: string },
-  outcome: Completion,
+  outcome: PayoutCompletion,
   speaker: Speaker,
   /** Added to the status event's detail (an operator's reason and evidence). */
   detail: Record<string, unknown> = {},

@@ -46,8 +46,10 @@ export type StateGaugeRow = z.infer<typeof stateRow>;
 
 /**
  * Rows in the states an operator watches: create attempts not yet resolved, money out at a
- * vendor without a final answer, settlements failed and waiting for an operator. Age is since
- * the row last changed (updated_at), the clock the stale-work sweeps use too.
+ * vendor without a final answer, settlements failed and waiting for an operator, and refunds
+ * and payouts UNRESOLVED (an unclear vendor answer no read can settle: an operator must; they
+ * are also counted in their PENDING / ON_PROCESS / PROCESSING row). Age is since the row last
+ * changed (updated_at), the clock the stale-work sweeps use too.
  */
 export async function readStateGauges(db: Db): Promise<readonly StateGaugeRow[]> {
   const age = sql.fragment`coalesce(extract(epoch from now() - min(updated_at)), 0)::float8 as oldest_age_seconds`;
@@ -62,5 +64,11 @@ export async function readStateGauges(db: Db): Promise<readonly StateGaugeRow[]>
     union all
     select 'settlements', 'PROCESSING', count(*)::int, ${age} from settlements where status = 'PROCESSING'
     union all
-    select 'settlements', 'FAILED', count(*)::int, ${age} from settlements where status = 'FAILED'`);
+    select 'settlements', 'FAILED', count(*)::int, ${age} from settlements where status = 'FAILED'
+    union all
+    select 'refunds', 'UNRESOLVED', count(*)::int, ${age} from refunds where status = 'PENDING' and unresolved_at is not null
+    union all
+    select 'disbursements', 'UNRESOLVED', count(*)::int, ${age} from disbursements where status = 'ON_PROCESS' and unresolved_at is not null
+    union all
+    select 'settlements', 'UNRESOLVED', count(*)::int, ${age} from settlements where status = 'PROCESSING' and unresolved_at is not null`);
 }

@@ -252,7 +252,7 @@ new Gauge({
 
 new Gauge({
   name: 'kasir_rows_in_state',
-  help: 'Rows in a watched state: orders CREATING, disbursements ON_PROCESS, refunds PENDING, settlements PENDING/PROCESSING/FAILED. Same in every process: aggregate with max',
+  help: 'Rows in a watched state: orders CREATING, disbursements ON_PROCESS, refunds PENDING, settlements PENDING/PROCESSING/FAILED, and refunds/disbursements/settlements UNRESOLVED (waiting for an operator: ops unresolved:list). Same in every process: aggregate with max',
   labelNames: ['table', 'status'] as const,
   registers: [registry],
   async collect() {

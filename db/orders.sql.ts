@@ -244,13 +244,27 @@ export function setOrderFailed(db: Db, id: string, failureCode: 'NO_VENDOR' | 'V
     returning ${columns}`);
 }
 
-export function setOrderPaid(db: Db, id: string, p: { paidAt: Date; rrn: string; vendorOrderId: string | null; late: boolean }) {
+export function setOrderPaid(db: Db, id: string, p: { paidAt: Date; rrn: string | null; vendorOrderId: string | null; late: boolean }) {
   return db.one(sql.type(orderRow)`
     update orders
     set status = 'PAID', paid_at = ${p.paidAt.toISOString()}, vendor_rrn = ${p.rrn},
         vendor_order_id = coalesce(vendor_order_id, ${p.vendorOrderId}), is_late_payment = ${p.late},
         pending_vendor = null, updated_at = now()
     where id = ${id}
+    returning ${columns}`);
+}
+
+/** The ref_code of the order holding a vendor's own id for its QR (callbacks that name only that id). */
+export function findOrderRefByVendorOrderId(db: Db, vendorCode: string, vendorOrderId: string) {
+  return db.maybeOneFirst(sql.type(z.object({ ref_code: z.string() }))`
+    select ref_code from orders where vendor_order_id = ${vendorOrderId} and vendor_code = ${vendorCode}
+    order by created_at desc limit 1`);
+}
+
+/** Expires one PENDING order now (its vendor says the QR can no longer be paid); null if not PENDING. */
+export function expireOrderNow(db: Db, id: string) {
+  return db.maybeOne(sql.type(orderRow)`
+    update orders set status = 'EXPIRED', updated_at = now() where id = ${id} and status = 'PENDING'
     returning ${columns}`);
 }
 

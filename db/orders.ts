@@ -22,6 +22,7 @@ import { newQrToken, newRefCode } from './ref-codes.ts';
 import { constantTimeEqual } from './secrets.ts';
 import {
   expireDueOrders,
+  expireOrderNow,
   findIdempotencyKey,
   findOrderById,
   claimKeyAndInsertOrder,
@@ -199,7 +200,8 @@ export interface Payment {
   refCode: string;
   amount: number;
   paidAt: Date;
-  rrn: string;
+  /** The retrieval reference number, or null when the vendor gives none (never ''). */
+  rrn: string | null;
   vendorOrderId: string | null;
 }
 
@@ -254,6 +256,28 @@ export async function applyPayment(tx: Db, boss: PgBoss, payment: Payment, speak
   if (order.status === 'CREATING') await notifyOutcome(tx, order.id);
   afterCommit(tx, () => ordersPaid.inc({ late: late ? 'true' : 'false' }));
   return late ? 'paid_late' : 'paid';
+}
+
+/**
+ * The vendor says an order's QR can no longer be paid (canceled, failed, expired, rejected at
+ * the vendor). A PENDING order expires as the sweep would expire it (event, webhook); any other
+ * state is left as it is: a paid order stays paid, a late payment is still applied if it comes.
+ */
+export async function closeOrderAtVendor(tx: Db, boss: PgBoss, refCode: string, why: string, speaker: Speaker): Promise<'expired' | 'unknown_order' | 'not_pending' | 'not_its_record'> {
+  const order = await lockOrderByRef(tx, refCode);
+  if (!order) return 'unknown_order';
+  // Only the vendor holding the order may close it (db/vendor-binding.ts).
+  const word = { recordId: order.id, reference: order.ref_code, kasirStatus: order.status, vendorStatus: 'CLOSED', detail: { why } };
+  if (!(await boundToHolder(tx, speaker, { type: 'ORDER', ...order }, word))) return 'not_its_record';
+  const source = sourceOf(speaker);
+  const expired = await expireOrderNow(tx, order.id);
+  if (!expired) return 'not_pending';
+  await insertOrderEvent(tx, { orderId: order.id, status: 'EXPIRED', event: 'order.expired', source, detail: { vendor: why } });
+  await enqueueWebhooks(tx, boss, [
+    { merchantId: order.merchant_id, orderId: order.id, event: 'order.expired', url: order.notify_url, body: orderWebhookBody(expired, 'order.expired') },
+  ]);
+  afterCommit(tx, () => ordersExpired.inc());
+  return 'expired';
 }
 
 /** Expires one batch of overdue PENDING orders; returns how many. */

@@ -5,15 +5,12 @@ import type { PgBoss } from 'pg-boss';
 import { z } from 'zod';
 import { completeDisbursement } from './disbursements.ts';
 import { lockDisbursement } from './disbursements.sql.ts';
+import type { PayoutCompletion } from './payout-outcome.ts';
 import { sql, type Db, type Pool } from './pool.ts';
 import { completeSettlement } from './settlements.ts';
 import type { Speaker } from './vendor-binding.ts';
 
 export type PayoutKindName = 'DISBURSEMENT' | 'SETTLEMENT';
-
-export type PayoutCompletion =
-  | { status: 'SUCCESS'; vendorDisbursementId: string | null }
-  | { status: 'FAILED'; vendorDisbursementId: string | null; reason: string };
 
 /** Records the reference a payout goes out under; a re-claim of the same reference is a no-op. */
 export async function recordPayoutReference(db: Db, reference: string, kind: PayoutKindName, payoutId: string): Promise<void> {
@@ -61,6 +58,12 @@ export function payoutStatements(table: 'disbursements' | 'settlements', waiting
             vendor_call_pending = ${answer.vendorCallPending}, updated_at = now()
         where id = ${id}`);
     },
+    /** No read at the vendor can settle this payout: it waits for an operator (ops payouts:settle). */
+    markUnresolved(db: Db, id: string, reason: string) {
+      return db.query(sql.unsafe`
+        update ${t} set unresolved_at = now(), unresolved_reason = ${reason.slice(0, 500)}, updated_at = now()
+        where id = ${id} and status = any(${sql.array([...waiting], 'text')})`);
+    },
     /**
      * Payouts whose job chain has gone quiet (not picked up, or not heard of at the vendor) for
      * longer than a healthy chain ever stays quiet; each is touched so that it is picked again
@@ -70,7 +73,8 @@ export function payoutStatements(table: 'disbursements' | 'settlements', waiting
       return db.any(sql.type(z.object({ id: z.string(), status: z.string() }))`
         with stale as (
           select id from ${t}
-          where status = any(${sql.array([...waiting], 'text')}) and updated_at < now() - make_interval(secs => ${olderThanSeconds})
+          where status = any(${sql.array([...waiting], 'text')}) and unresolved_at is null
+            and updated_at < now() - make_interval(secs => ${olderThanSeconds})
           order by updated_at limit ${limit}
           for update skip locked
         )

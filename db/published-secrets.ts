@@ -21,6 +21,7 @@ export const PUBLISHED_SECRETS: ReadonlySet<string> = new Set([
   'IRIS-creator-kasir-simulator',
   'IRIS-approver-kasir-simulator',
   'IRIS-merchant-kasir-simulator',
+  'KASIRSIMIRISAPPROVERTOTP',
   'kasir-snap-simulator-client-secret',
 ]);
 

@@ -52,8 +52,8 @@ export const queues = {
     options: { retryLimit: 10, retryDelay: 5, retryBackoff: true, retryDelayMax: 600, expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS },
   },
   // Sends a refund to the vendor that took the payment. Unknown outcomes and "pending" answers
-  // throw, so pg-boss retries; a retry re-sends with the same refund reference, which the
-  // vendor dedupes (a refund has no separate status query in the vendor interface).
+  // throw, so pg-boss retries; a retry reads the vendor (queryRefund) and sends again only when
+  // the read proves the vendor never took it (workers/refund-execute.ts).
   'refund-execute': {
     schema: z.object({ refund_id: uuid }),
     options: { retryLimit: 20, retryDelay: 5, retryBackoff: true, retryDelayMax: 1800, expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS },

@@ -16,6 +16,11 @@ export const refundRow = z.object({
   vendor_code: z.string().nullable(),
   vendor_refund_id: z.string().nullable(),
   failure_reason: z.string().nullable(),
+  /** When the vendor was first asked: from then on it is read before it may be asked again. */
+  sent_at: z.date().nullable(),
+  /** Set when no read at the vendor can settle the refund: an operator must (ops refunds:settle). */
+  unresolved_at: z.date().nullable(),
+  unresolved_reason: z.string().nullable(),
   completed_at: z.date().nullable(),
   created_at: z.date(),
   updated_at: z.date(),
@@ -24,7 +29,7 @@ export type RefundRow = z.infer<typeof refundRow>;
 
 const columns = sql.fragment`
   id, merchant_id, order_id, ref_code, amount, reason, status, vendor_code, vendor_refund_id, failure_reason,
-  completed_at, created_at, updated_at`;
+  sent_at, unresolved_at, unresolved_reason, completed_at, created_at, updated_at`;
 
 /** A refund with its order's ref_code, as the merchant's lists and reads show it. */
 export const merchantRefundRow = refundRow.extend({ order_ref_code: z.string() });
@@ -32,7 +37,8 @@ export type MerchantRefundRow = z.infer<typeof merchantRefundRow>;
 
 const merchantColumns = sql.fragment`
   r.id, r.merchant_id, r.order_id, r.ref_code, r.amount, r.reason, r.status, r.vendor_code, r.vendor_refund_id,
-  r.failure_reason, r.completed_at, r.created_at, r.updated_at, o.ref_code as order_ref_code`;
+  r.failure_reason, r.sent_at, r.unresolved_at, r.unresolved_reason, r.completed_at, r.created_at, r.updated_at,
+  o.ref_code as order_ref_code`;
 
 export interface RefundFilter {
   orderId?: string;
@@ -109,6 +115,35 @@ export function finishRefund(db: Db, id: string, f: { status: 'SUCCEEDED' | 'FAI
     returning ${columns}`);
 }
 
+/** A refund by the id its vendor gave it (callbacks that do not carry Kasir's reference). */
+export function findRefundByVendorId(db: Db, vendorCode: string, vendorRefundId: string) {
+  return db.maybeOne(sql.type(refundRow)`
+    select ${columns} from refunds where vendor_code = ${vendorCode} and vendor_refund_id = ${vendorRefundId}`);
+}
+
+/**
+ * Records, committed before the call, that the vendor is about to be asked: whatever the answer,
+ * a later attempt reads the vendor first (gateways/gateway.ts, the rule on unclear answers).
+ */
+export function markRefundSent(db: Db, id: string) {
+  return db.query(sql.unsafe`update refunds set sent_at = coalesce(sent_at, now()), updated_at = now() where id = ${id}`);
+}
+
+/** No read at the vendor can settle this refund: it waits for an operator. */
+export function markRefundUnresolved(db: Db, id: string, reason: string) {
+  return db.query(sql.unsafe`
+    update refunds set unresolved_at = now(), unresolved_reason = ${reason.slice(0, 500)}, updated_at = now()
+    where id = ${id} and status = 'PENDING'`);
+}
+
+/** An operator proved the vendor has no such refund: it may be sent again (ops refunds:resend). */
+export function clearRefundSend(db: Db, id: string) {
+  return db.maybeOne(sql.type(refundRow)`
+    update refunds set sent_at = null, unresolved_at = null, unresolved_reason = null, updated_at = now()
+    where id = ${id} and status = 'PENDING' and unresolved_at is not null
+    returning ${columns}`);
+}
+
 /** The vendor answered "still pending": remember its id and that the refund is alive. */
 export function noteRefundPending(db: Db, id: string, vendorRefundId: string | null) {
   return db.query(sql.unsafe`
@@ -120,7 +155,7 @@ export function claimStaleRefunds(db: Db, olderThanSeconds: number, limit: numbe
   return db.anyFirst(sql.type(z.object({ id: z.string() }))`
     with stale as (
       select id from refunds
-      where status = 'PENDING' and updated_at < now() - make_interval(secs => ${olderThanSeconds})
+      where status = 'PENDING' and unresolved_at is null and updated_at < now() - make_interval(secs => ${olderThanSeconds})
       order by updated_at limit ${limit}
       for update skip locked
     )

@@ -34,6 +34,8 @@ export const settlementRow = z.object({
   vendors_tried: z.array(z.string()),
   payout_attempt: z.number(),
   failure_reason: z.string().nullable(),
+  /** Set when no read at the vendor can settle the payout: an operator must (gateways/gateway.ts, the rule). */
+  unresolved_at: z.date().nullable(),
   completed_at: z.date().nullable(),
   created_at: z.date(),
   updated_at: z.date(),
@@ -45,7 +47,7 @@ const columns = sql.fragment`
   s.refund_total, s.disbursement_fee, s.platform_fee, s.aggregator_fee, s.net_payout, s.order_count, s.bank_id,
   (select b.short_code from banks b where b.id = s.bank_id) as bank_short_code, s.account_number, s.account_name,
   s.status, s.vendor_code, s.vendor_disbursement_id, s.vendor_call_pending, s.vendors_tried, s.payout_attempt,
-  s.failure_reason, s.completed_at, s.created_at, s.updated_at`;
+  s.failure_reason, s.unresolved_at, s.completed_at, s.created_at, s.updated_at`;
 
 /**
  * A build or cancel writes one row per order of the merchant's day (~25-40 µs each, measured in

@@ -23,6 +23,7 @@ import { lockMerchantAccounts, postTransfer } from './ledger.ts';
 import { disbursementFee, settlementNet } from './money-rules.ts';
 import { logger } from './logger.ts';
 import { getMerchant, getMoneySettings, getSettlementAccount } from './merchants.ts';
+import type { PayoutCompletion } from './payout-outcome.ts';
 import type { Db, Pool } from './pool.ts';
 import { inTransaction, sendJob } from './queue.ts';
 import {
@@ -236,8 +237,6 @@ export async function moveSettlement(tx: Db, boss: PgBoss, s: SettlementRow, cha
   return moved;
 }
 
-export type Completion = { status: 'SUCCESS'; vendorDisbursementId: string | null } | { status: 'FAILED'; vendorDisbursementId: string | null; reason: string };
-
 /**
  * The final word on the current payout attempt: a vendor's (callback, or reconciliation by
  * id) or an operator's. SUCCESS: PAID, net_payout leaves through the vendor and the fee is
@@ -251,7 +250,7 @@ export async function completeSettlement(
   tx: Db,
   boss: PgBoss,
   where: { id: string } | { reference: string },
-  outcome: Completion,
+  outcome: PayoutCompletion,
   speaker: Speaker,
 ): Promise<'completed' | 'already_final' | 'contradicted' | 'not_its_record' | 'unknown'> {
   const key = 'id' in where ? where : parsePayoutReference(where.reference);

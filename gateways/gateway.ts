@@ -6,11 +6,31 @@
 //             rejection). Safe to try the next vendor.
 //   unknown — the request may have been acted on (timeout after sending, 5xx, garbled answer).
 //             Never retried elsewhere: the caller reconciles by querying this same vendor.
+//
+// THE RULE ON UNCLEAR ANSWERS: an unclear answer never becomes a second payment.
+// - A payout or refund whose send has an unknown outcome is never sent to another vendor, and
+//   never sent again to the same one, until a read at that vendor proves it does not have it
+//   (queryDisbursement or queryRefund answering NOT_FOUND). Nothing else proves absence: not a
+//   refusal of the second send, not a list that cannot show Kasir's reference.
+// - Each connector keeps the vendor's own id from the first answer (vendorDisbursementId,
+//   vendorRefundId; the workers store it) and reads by it. A read by an id the vendor gave
+//   never answers NOT_FOUND: the vendor made it.
+// - Where the vendor offers no read that can prove either way, the connector answers unknown
+//   with `unresolvable`: the worker stops, the record waits in a state operators see
+//   (unresolved_at; kasir_rows_in_state{status="UNRESOLVED"} and its alert) and an operator
+//   settles it with the vendor's evidence (ops unresolved:list, refunds:settle, refunds:resend,
+//   payouts:settle). docs/vendors/*.md say, per vendor, which reads prove what.
 
 export type Outcome<T> =
   | { kind: 'ok'; value: T }
-  | { kind: 'failed'; reason: string }
-  | { kind: 'unknown'; reason: string };
+  /**
+   * `payoutRefusal`: the payout itself is refused, whichever vendor would be asked (the bank
+   * names another account holder and the request did not accept that): it fails with this code
+   * instead of going to the next vendor.
+   */
+  | { kind: 'failed'; reason: string; payoutRefusal?: 'ACCOUNT_NAME_MISMATCH' }
+  /** `unresolvable`: no read at this vendor can tell what became of it; an operator must. */
+  | { kind: 'unknown'; reason: string; unresolvable?: true };
 
 export type { VendorRecord } from '../db/vendors.ts';
 
@@ -51,6 +71,21 @@ export interface RefundResult {
   status: 'SUCCEEDED' | 'PENDING' | 'FAILED';
 }
 
+/** A refund Kasir sent before: what it knows of that send. */
+export interface RefundQuery extends RefundInput {
+  /** The vendor's id from an earlier answer; null when no answer was ever read. */
+  vendorRefundId: string | null;
+  /** When Kasir first sent it. */
+  firstSentAt: Date;
+}
+
+export interface RefundStatus {
+  /** NOT_FOUND: the vendor proves it never took this refund, so it may be sent again. */
+  status: 'SUCCEEDED' | 'PENDING' | 'FAILED' | 'NOT_FOUND';
+  vendorRefundId: string | null;
+  failureReason: string | null;
+}
+
 export interface DisburseInput {
   reference: string;
   channel: 'BANK' | 'EWALLET';
@@ -60,6 +95,17 @@ export interface DisburseInput {
   accountName: string | null;
   amount: number;
   callbackUrl: string;
+  /**
+   * Pay even if the vendor's account inquiry names another holder than accountName (compared
+   * with db/account-names.ts sameHolder); otherwise a connector that inquires refuses the payout
+   * with payoutRefusal ACCOUNT_NAME_MISMATCH.
+   */
+  acceptNameMismatch?: boolean;
+}
+
+/** A payout the vendor took: its own id for it, which every later read goes by. */
+export interface PayoutAccepted {
+  vendorDisbursementId: string;
 }
 
 export interface DisbursementStatus {
@@ -138,14 +184,25 @@ export class ReportUnavailable extends Error {
   override name = 'ReportUnavailable';
 }
 
-/** A verified vendor callback, translated into Kasir's terms. */
+/**
+ * A verified vendor callback, translated into Kasir's terms. `reference` is Kasir's ref_code, or
+ * '' when the vendor names the order by its own id only (`vendorOrderId`; SNAP notifies without
+ * originalPartnerReferenceNo): the order is then the one holding that id.
+ */
 export type CallbackEvent =
-  | { type: 'qris.paid'; eventId: string; reference: string; vendorOrderId: string; amount: number; paidAt: Date; rrn: string }
+  /** `rrn`: the payment's retrieval reference number, null when the vendor gives none. */
+  | { type: 'qris.paid'; eventId: string; reference: string; vendorOrderId: string; amount: number; paidAt: Date; rrn: string | null }
+  /**
+   * The vendor says an order's QR can no longer be paid (SNAP notifies 05 canceled, 06 failed,
+   * 08 expired, 09 rejected): a PENDING order expires; any other state is left as it is.
+   */
+  | { type: 'qris.closed'; eventId: string; reference: string; vendorOrderId: string; status: 'CANCELLED' | 'FAILED' | 'EXPIRED' | 'REJECTED'; what: string }
   | { type: 'disbursement.updated'; eventId: string; reference: string; vendorDisbursementId: string; status: 'SUCCESS' | 'FAILED'; failureReason: string | null }
   /**
-   * A refund's final word; `reference` is Kasir's refund ref_code (RFD-…). `orderReference`: the
-   * order the vendor reports it under, when it names one (Midtrans): a refund of another order
-   * is not applied.
+   * A refund's final word; `reference` is Kasir's refund ref_code (RFD-…), or '' when the vendor
+   * does not echo it (Xendit): then the refund is the one its vendor gave `vendorRefundId`.
+   * `orderReference`: the order the vendor reports it under, when it names one (Midtrans): a
+   * refund of another order is not applied.
    */
   | { type: 'refund.updated'; eventId: string; reference: string; vendorRefundId: string; status: 'SUCCEEDED' | 'FAILED'; failureReason: string | null; orderReference?: string }
   /**
@@ -171,8 +228,11 @@ export interface Gateway {
    * stated rule (docs/vendors/).
    */
   queryQris(reference: string, vendorOrderId?: string | null): Promise<Outcome<QrisStatus>>;
+  /** Sends a refund. Called once per refund, and again only after queryRefund said NOT_FOUND. */
   refund(input: RefundInput): Promise<Outcome<RefundResult>>;
-  disburse(input: DisburseInput): Promise<Outcome<{ vendorDisbursementId: string }>>;
+  /** What became of a refund sent before (the rule above: the only way to a second send). */
+  queryRefund(input: RefundQuery): Promise<Outcome<RefundStatus>>;
+  disburse(input: DisburseInput): Promise<Outcome<PayoutAccepted>>;
   /** `vendorDisbursementId`: the vendor's id when Kasir has one (Iris finds payouts by it only). */
   queryDisbursement(reference: string, vendorDisbursementId?: string | null): Promise<Outcome<DisbursementStatus>>;
   inquireAccount(input: AccountInquiryInput): Promise<Outcome<AccountInquiry>>;

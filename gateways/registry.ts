@@ -45,6 +45,7 @@ function measured(vendor: string, gateway: Gateway): Gateway {
     createQris: timed('create_qris', (input) => gateway.createQris(input)),
     queryQris: (reference, vendorOrderId) => timed('query_qris', (ref: string) => gateway.queryQris(ref, vendorOrderId))(reference),
     refund: timed('refund', (input) => gateway.refund(input)),
+    queryRefund: timed('query_refund', (input) => gateway.queryRefund(input)),
     disburse: timed('disburse', (input) => gateway.disburse(input)),
     queryDisbursement: (reference, vendorDisbursementId) => timed('query_disbursement', (ref: string) => gateway.queryDisbursement(ref, vendorDisbursementId))(reference),
     inquireAccount: timed('inquire_account', (input) => gateway.inquireAccount(input)),

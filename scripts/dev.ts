@@ -13,6 +13,7 @@ import { PUBLISHED_SECRETS } from '../db/published-secrets.ts';
 import { getVendor, setRoute, updateVendorConnection, upsertVendor } from '../db/vendors.ts';
 import { clearRunning, localState, recordRunning, ROOT, startLocalCluster } from './lib/local.ts';
 import { isSimulator, readProcfile, servesMetrics, simulatorEnv } from './lib/procfile.ts';
+import { Secret } from 'otpauth';
 import { ensureSimulatorVendor, newSimulatorSecret } from './lib/simulator-vendor.ts';
 
 const started = Date.now();
@@ -167,6 +168,7 @@ async function registerDialect(config: Config, kind: 'xendit' | 'midtrans', simu
         irisCreatorKey: 'SIMULATOR_IRIS_CREATOR_KEY',
         irisApproverKey: 'SIMULATOR_IRIS_APPROVER_KEY',
         irisMerchantKey: 'SIMULATOR_IRIS_MERCHANT_KEY',
+        irisApproverTotpSecret: 'SIMULATOR_IRIS_APPROVER_TOTP_SECRET',
       },
     },
   };
@@ -182,7 +184,9 @@ async function registerDialect(config: Config, kind: 'xendit' | 'midtrans', simu
     let changed = !existing;
     for (const [name, setting] of Object.entries(dialect.keys)) {
       const stored = existing?.credentials[name];
-      const key = env[setting] || (stored && !PUBLISHED_SECRETS.has(stored) ? stored : newSimulatorSecret());
+      // An authenticator secret is base32 (RFC 4648), as Iris's approver apps take it.
+      const fresh = name === 'irisApproverTotpSecret' ? new Secret({ size: 20 }).base32 : newSimulatorSecret();
+      const key = env[setting] || (stored && !PUBLISHED_SECRETS.has(stored) ? stored : fresh);
       if (key !== stored) changed = true;
       credentials[name] = key;
       env[setting] = key;

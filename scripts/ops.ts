@@ -28,6 +28,7 @@ import { ledgerAdjust, ledgerAudit, merchantSetFees } from './ops/ledger.ts';
 import { disbursementsApprove, disbursementsReject } from './ops/disbursements.ts';
 import { payoutsSettle } from './ops/payouts.ts';
 import { reconExport, reconResolve, reconRun, reconSetCost, reconShow } from './ops/recon.ts';
+import { refundsResend, refundsSettle, unresolvedList } from './ops/unresolved.ts';
 import { merchantSetSettlementAccount, settlementsCancel, settlementsList, settlementsRetry, settlementsRun } from './ops/settlements.ts';
 import { resolveDatabase } from './lib/local.ts';
 import { routeList, routeSet, vendorAdd, vendorCheck, vendorConflicts, vendorDisable, vendorList, vendorRemove } from './ops/vendors.ts';
@@ -57,6 +58,9 @@ const commands: Command[] = [
   reconResolve,
   reconSetCost,
   reconExport,
+  unresolvedList,
+  refundsSettle,
+  refundsResend,
   settlementsRun,
   settlementsList,
   settlementsRetry,

@@ -1,5 +1,8 @@
 // beneficiary-verify: asks a vendor who holds a beneficiary's account. PENDING → VERIFIED with
-// the holder's name, or FAILED when the vendor says no such account can receive money.
+// the holder's name; NAME_MISMATCH when a name was saved and the bank's is another holder's
+// (compared after normalising case, punctuation and titles: db/account-names.ts), so a
+// disbursement to it is refused unless its request accepts the mismatch; FAILED when the
+// vendor says no such account can receive money.
 //
 // An inquiry moves no money, so any routed vendor may be asked and asking twice is harmless:
 // the routed vendors for the channel are tried best first until one answers. No definite answer
@@ -11,6 +14,7 @@
 // written only onto a PENDING row, so a duplicate or retried job, or one racing another or the
 // sweep, changes nothing once one has written.
 import type { Job } from 'pg-boss';
+import { sameHolder } from '../db/account-names.ts';
 import { findBankById } from '../db/master-data.ts';
 import { findBeneficiary, recordAttemptFailure, recordVerification, type Verification } from '../db/beneficiaries.sql.ts';
 import { queues } from '../db/queue.ts';
@@ -59,9 +63,11 @@ async function inquire(ctx: WorkerContext, b: NonNullable<Awaited<ReturnType<typ
       continue;
     }
     const result: Verification =
-      answer.value.status === 'FOUND'
-        ? { status: 'VERIFIED', verifiedName: answer.value.accountName }
-        : { status: 'FAILED', reason: answer.value.reason };
+      answer.value.status === 'NOT_FOUND'
+        ? { status: 'FAILED', reason: answer.value.reason }
+        : b.account_name === null || sameHolder(b.account_name, answer.value.accountName)
+          ? { status: 'VERIFIED', verifiedName: answer.value.accountName }
+          : { status: 'NAME_MISMATCH', verifiedName: answer.value.accountName, reason: `ACCOUNT_NAME_MISMATCH: ${vendor.code} names the holder ${answer.value.accountName}` };
     const recorded = await recordVerification(ctx.pool, b.id, result);
     return { status: recorded?.verification_status ?? 'already_done', vendor: vendor.code };
   }

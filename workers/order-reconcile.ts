@@ -38,7 +38,7 @@ async function reconcilePayment(ctx: WorkerContext, order: OrderRow) {
     applyPayment(
       tx,
       ctx.boss,
-      { refCode: order.ref_code, amount: order.amount, paidAt: status.paidAt!, rrn: status.rrn ?? '', vendorOrderId: status.vendorOrderId },
+      { refCode: order.ref_code, amount: order.amount, paidAt: status.paidAt!, rrn: status.rrn, vendorOrderId: status.vendorOrderId },
       { vendor: vendor.code, via: 'reconcile' },
     ),
   );

@@ -9,16 +9,20 @@
 // next routed vendor; none left: the kind's no-vendor outcome. Unknown (timeout, 5xx): never
 // re-sent blindly: reconcile asks that same vendor by our reference.
 // reconcile: SUCCESS/FAILED complete it; PROCESSING throws so pg-boss retries with backoff;
-// NOT_FOUND after an unknown send means the vendor never took it: sent again to that vendor
-// (vendors dedupe on our reference). A retried job reloads and locks the row and checks its
+// NOT_FOUND after an unknown send means the vendor proved it never took it: sent again to that
+// vendor, under the same reference (gateways/gateway.ts, the rule on unclear answers). A retried job reloads and locks the row and checks its
 // state first, so duplicates are harmless.
 // stale sweep: chains nobody worked on for an hour (jobs exhausted while a vendor was down,
 // or lost) are restarted: claimable rows executed again, in-flight ones reconciled.
+// unresolved: a vendor whose answer no read can settle (gateways/gateway.ts, the rule) stops the
+// chain; the row stays in flight with unresolved_at, never claimed, reconciled or swept again,
+// until an operator settles it (ops payouts:settle) or the vendor's callback does.
 import { publicBaseUrl } from '../db/config.ts';
 import { completeDisbursement, moveDisbursement } from '../db/disbursements.ts';
 import * as disbursements from '../db/disbursements.sql.ts';
 import type { DisburseInput } from '../gateways/gateway.ts';
 import { logger } from '../db/logger.ts';
+import type { PayoutCompletion } from '../db/payout-outcome.ts';
 import { payoutStatements, recordPayoutReference, type PayoutKindName } from '../db/payouts.ts';
 import type { Db } from '../db/pool.ts';
 import { sendJob } from '../db/queue.ts';
@@ -39,9 +43,8 @@ interface PayoutRow {
   vendor_call_pending: boolean;
   vendor_disbursement_id: string | null;
   vendors_tried: string[];
+  unresolved_at: Date | null;
 }
-
-type Final = { status: 'SUCCESS'; vendorDisbursementId: string | null } | { status: 'FAILED'; vendorDisbursementId: string | null; reason: string };
 
 interface PayoutKind<R extends PayoutRow> {
   /** For logs and results. */
@@ -56,14 +59,15 @@ interface PayoutKind<R extends PayoutRow> {
   find(db: Db, id: string): Promise<R | null>;
   lock(tx: Db, id: string): Promise<R | null>;
   noteVendorAnswer(db: Db, id: string, answer: { vendorDisbursementId: string | null; vendorCallPending: boolean }): Promise<unknown>;
+  markUnresolved(db: Db, id: string, reason: string): Promise<unknown>;
   claimStale(db: Db, olderThanSeconds: number, limit: number): Promise<readonly { id: string; status: string }[]>;
   method(row: R): RouteMethod;
   /** What the vendor is asked to pay, under which of our references. */
   order(row: R): Omit<DisburseInput, 'callbackUrl'>;
   claim(tx: Db, ctx: WorkerContext, row: R, vendorCode: string): Promise<R>;
   /** No routed vendor is left (or none is routed). */
-  noVendor(tx: Db, ctx: WorkerContext, row: R, reason: 'NO_VENDOR' | 'VENDOR_ERROR'): Promise<unknown>;
-  complete(tx: Db, ctx: WorkerContext, row: R, outcome: Final, speaker: Speaker): Promise<unknown>;
+  noVendor(tx: Db, ctx: WorkerContext, row: R, reason: 'NO_VENDOR' | 'VENDOR_ERROR' | 'ACCOUNT_NAME_MISMATCH'): Promise<unknown>;
+  complete(tx: Db, ctx: WorkerContext, row: R, outcome: PayoutCompletion, speaker: Speaker): Promise<unknown>;
 }
 
 const disbursementKind: PayoutKind<disbursements.DisbursementRow> = {
@@ -85,6 +89,7 @@ const disbursementKind: PayoutKind<disbursements.DisbursementRow> = {
     accountNumber: d.channel === 'BANK' ? d.account_number! : d.ewallet_phone!,
     accountName: d.account_name,
     amount: d.request_amount,
+    acceptNameMismatch: d.accept_name_mismatch,
   }),
   claim: (tx, ctx, d, vendorCode) =>
     moveDisbursement(tx, ctx.boss, d, { status: 'ON_PROCESS', vendorCode, vendorCallPending: true, triedVendor: vendorCode }, {
@@ -126,7 +131,15 @@ const settlementKind: PayoutKind<settlements.SettlementRow> = {
 
 /** A row a vendor may be claimed for: new, or in flight after a definite refusal freed it. */
 function claimable<R extends PayoutRow>(kind: PayoutKind<R>, row: R): boolean {
+  if (row.unresolved_at) return false;
   return row.status === 'PENDING' || (row.status === kind.inFlight && !row.vendor_call_pending && !row.vendor_disbursement_id);
+}
+
+/** Stops the chain of a payout no read at its vendor can settle: it waits for an operator. */
+async function park<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>, row: R, vendor: VendorRecord, reason: string) {
+  await kind.markUnresolved(ctx.pool, row.id, reason);
+  logger.error({ reference: kind.order(row).reference, vendor: vendor.code, reason }, `${kind.noun} unresolved: waiting for an operator (ops unresolved:list)`);
+  return { unresolved: reason };
 }
 
 async function scheduleReconcile<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>, id: string, delaySeconds: number) {
@@ -162,8 +175,18 @@ async function send<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>
     return { sent: vendor.code };
   }
   if (answer.kind === 'unknown') {
+    if (answer.unresolvable) return park(ctx, kind, row, vendor, answer.reason);
     await scheduleReconcile(ctx, kind, row.id, ctx.config.ORDER_RECONCILE_DELAY_SECONDS);
     return { unknown: answer.reason };
+  }
+  if (answer.payoutRefusal) {
+    // The payout itself is refused (another holder's account): no other vendor may pay it.
+    logger.info({ reference: order.reference, vendor: vendor.code, reason: answer.reason }, `${kind.noun} refused: ${answer.payoutRefusal}`);
+    const result = await ctx.pool.transaction(async (tx) => {
+      const locked = await kind.lock(tx, row.id);
+      return locked && locked.status === kind.inFlight ? kind.noVendor(tx, ctx, locked, answer.payoutRefusal!) : 'already moved';
+    });
+    return { refused: answer.payoutRefusal, result };
   }
   // Surely not taken: free the claim so the next routed vendor is tried.
   await kind.noteVendorAnswer(ctx.pool, row.id, { vendorDisbursementId: null, vendorCallPending: false });
@@ -174,6 +197,7 @@ async function send<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>
 async function execute<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>, id: string): Promise<Record<string, unknown>> {
   const current = await kind.find(ctx.pool, id);
   if (!current) return { skipped: 'missing' };
+  if (current.unresolved_at) return { skipped: 'unresolved: waiting for an operator' };
   // A previous run died after claiming a vendor: ask it, never send blindly.
   if (current.status === kind.inFlight && current.vendor_call_pending) return reconcile(ctx, kind, id);
   for (;;) {
@@ -187,10 +211,12 @@ async function execute<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind
 async function reconcile<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>, id: string): Promise<Record<string, unknown>> {
   const row = await kind.find(ctx.pool, id);
   if (!row || row.status !== kind.inFlight || !row.vendor_code) return { skipped: row?.status ?? 'missing' };
+  if (row.unresolved_at) return { skipped: 'unresolved: waiting for an operator' };
   const vendor = await getVendor(ctx.pool, ctx.sealer, row.vendor_code);
   if (!vendor) throw new Error(`vendor ${row.vendor_code} of ${row.ref_code} is not configured`);
   const { reference } = kind.order(row);
   const answer = await gatewayOf(ctx, vendor).queryDisbursement(reference, row.vendor_disbursement_id);
+  if (answer.kind === 'unknown' && answer.unresolvable) return park(ctx, kind, row, vendor, answer.reason);
   if (answer.kind !== 'ok') throw new Error(`query at ${vendor.code} failed: ${answer.reason}`);
   const status = answer.value;
   if (status.status === 'NOT_FOUND') {
@@ -202,7 +228,7 @@ async function reconcile<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKi
     await kind.noteVendorAnswer(ctx.pool, row.id, { vendorDisbursementId: status.vendorDisbursementId, vendorCallPending: false });
     throw new Error(`${reference} still processing at ${vendor.code}`);
   }
-  const outcome: Final =
+  const outcome: PayoutCompletion =
     status.status === 'SUCCESS'
       ? { status: 'SUCCESS', vendorDisbursementId: status.vendorDisbursementId }
       : { status: 'FAILED', vendorDisbursementId: status.vendorDisbursementId, reason: status.failureReason ?? 'FAILED' };

@@ -37,6 +37,12 @@ export const createBody = z.strictObject({
   amount: z.unknown(),
   notify_url: z.string().max(2048).nullish(),
   beneficiary_id: z.uuid().nullish(),
+  // Pay even when the bank names another account holder than account_name (a beneficiary's
+  // NAME_MISMATCH, or the vendor's inquiry before the transfer); refused otherwise.
+  accept_name_mismatch: z
+    .boolean()
+    .optional()
+    .describe('Pay even when the bank names another account holder than account_name (a NAME_MISMATCH beneficiary, or the inquiry before the transfer); refused otherwise'),
 });
 
 /**
@@ -79,7 +85,8 @@ export function disbursementRoutes(ctx: AppContext): Router {
       ewalletPhone: phone,
     };
     const beneficiaryId = body.beneficiary_id?.toLowerCase() ?? null;
-    const to = beneficiaryId ? await destinationOf(ctx.pool, req.merchant.id, beneficiaryId, given) : given;
+    const acceptNameMismatch = body.accept_name_mismatch === true;
+    const to = beneficiaryId ? await destinationOf(ctx.pool, req.merchant.id, beneficiaryId, given, acceptNameMismatch) : given;
     if (!to.channel) throw new ApiError('INVALID_BODY', 'channel: is required without beneficiary_id (BANK or EWALLET)');
     const settings = req.moneySettings;
     const disbursement = await createDisbursement(ctx.pool, ctx.boss, settings, {
@@ -96,6 +103,7 @@ export function disbursementRoutes(ctx: AppContext): Router {
       amount: body.amount,
       notifyUrl: body.notify_url ?? null,
       beneficiaryId,
+      acceptNameMismatch,
     }, ctx.masterData);
     sendData(res, presentDisbursement(disbursement), 201);
   });

@@ -230,7 +230,7 @@ export interface paths {
         put?: never;
         /**
          * Pay out from the wallet
-         * @description WALLET merchants only. Checked in this order: idempotency_key unused, destination fields, bank or e-wallet, amount, per-transaction limit; then, holding the wallet, the daily limit and the balance against amount + fee. A beneficiary_id fills the destination from the saved beneficiary (channel then optional; a field that disagrees is INVALID_BODY). Answers PENDING (IN_REVIEW above the merchant's review threshold); the worker sends it.
+         * @description WALLET merchants only. Checked in this order: idempotency_key unused, destination fields, bank or e-wallet, amount, per-transaction limit; then, holding the wallet, the daily limit and the balance against amount + fee. A beneficiary_id fills the destination from the saved beneficiary (channel then optional; a field that disagrees is INVALID_BODY; a NAME_MISMATCH beneficiary is INVALID_BODY unless accept_name_mismatch is true). Answers PENDING (IN_REVIEW above the merchant's review threshold); the worker sends it, and one whose vendor's account inquiry names another holder ends FAILED with failure_reason ACCOUNT_NAME_MISMATCH unless accept_name_mismatch is true.
          *
          *     Roles: owner, finance (the merchant's own key acts as owner).
          */
@@ -1841,7 +1841,7 @@ export interface components {
             ewallet_provider: string | null;
             ewallet_phone: string | null;
             /** @enum {string} */
-            verification_status: "PENDING" | "VERIFIED" | "FAILED";
+            verification_status: "PENDING" | "VERIFIED" | "NAME_MISMATCH" | "FAILED";
             verified_name: string | null;
             is_default: boolean;
             is_enabled: boolean;
@@ -3576,6 +3576,8 @@ export interface operations {
                     amount: number;
                     notify_url?: string | null;
                     beneficiary_id?: components["schemas"]["Uuid"] | null;
+                    /** @description Pay even when the bank names another account holder than account_name (a NAME_MISMATCH beneficiary, or the inquiry before the transfer); refused otherwise */
+                    accept_name_mismatch?: boolean;
                 } | {
                     channel: string;
                 } | {

@@ -6,6 +6,7 @@ import { logger } from '../../db/logger.ts';
 import { observeVendorRateLimited } from '../../db/metrics.ts';
 import type { Outcome, VendorRecord } from '../gateway.ts';
 import { vendorCall } from '../http.ts';
+import { Secret, TOTP } from 'otpauth';
 
 export interface MidtransAnswer {
   status: number;
@@ -16,7 +17,7 @@ export interface MidtransAnswer {
 export interface MidtransCredentials {
   serverKey: string;
   qrisAcquirer: string | undefined;
-  iris: { baseUrl: string; creatorKey: string; approverKey: string; merchantKey: string } | null;
+  iris: { baseUrl: string; creatorKey: string; approverKey: string; merchantKey: string; approverOtp: (() => string) | null } | null;
 }
 
 export function midtransCredentials(vendor: VendorRecord): MidtransCredentials {
@@ -30,9 +31,20 @@ export function midtransCredentials(vendor: VendorRecord): MidtransCredentials {
           creatorKey: c.irisCreatorKey,
           approverKey: c.irisApproverKey,
           merchantKey: c.irisMerchantKey,
+          approverOtp: c.irisApproverTotpSecret ? approverOtp(c.irisApproverTotpSecret) : null,
         }
       : null;
   return { serverKey: c.serverKey, qrisAcquirer: c.qrisAcquirer, iris };
+}
+
+/**
+ * The Iris approver's current two-factor code: TOTP (RFC 6238; SHA-1, 6 digits, 30 s, as
+ * authenticator apps make them) of the secret the approver enrolled, stored sealed with the
+ * vendor's other credentials.
+ */
+export function approverOtp(base32Secret: string): (at?: number) => string {
+  const totp = new TOTP({ secret: Secret.fromBase32(base32Secret), algorithm: 'SHA1', digits: 6, period: 30 });
+  return (at = Date.now()) => totp.generate({ timestamp: at });
 }
 
 const basic = (key: string) => `Basic ${Buffer.from(`${key}:`).toString('base64')}`;

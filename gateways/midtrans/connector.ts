@@ -9,8 +9,10 @@
 //   unknown on 5xx, timeouts after sending and garbled answers (a fractional amount included).
 // Unknown outcomes, per operation:
 // - charge: the status of our order_id answers it (404: never created → the attempt fails).
-// - refund: refund_key is Kasir's refund reference, so refund-execute's re-send with the same
-//   key is the same refund at Midtrans, never a second one.
+// - refund: refund_key is Kasir's refund reference, and the same refund_key is the same refund
+//   at Midtrans (its refund reference). queryRefund reads the order's status, whose refunds[]
+//   carry their refund_key: listed is done; not listed is NOT_FOUND, and the re-send with the
+//   same key could only ever be that one refund.
 // - payout: Iris moves money only once a payout is approved, and Kasir approves only a payout
 //   whose reference_no it holds. So a create without a readable answer is `failed` (if Iris made
 //   it, it waits unapproved and is never paid; another vendor may pay); once created, disburse
@@ -30,9 +32,11 @@ import type {
   DisbursementStatus,
   Gateway,
   Outcome,
+  PayoutAccepted,
   QrisCreated,
   QrisStatus,
   RefundResult,
+  RefundStatus,
   VendorRecord,
 } from '../gateway.ts';
 import { IRIS_BANKS, irisBankOf } from './iris-banks.ts';
@@ -64,20 +68,14 @@ import {
 } from './transforms.ts';
 import { validateVendorQris } from '../qris.ts';
 import { midtransReport } from './report.ts';
+import { sameHolder } from '../../db/account-names.ts';
+import { failed, headerOf, nameMismatch, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND, unknown, unresolvable } from '../results.ts';
 
 /** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
 const DEFAULT_TIMEOUT_MS = 5000;
 
-const ok = <T>(value: T): Outcome<T> => ({ kind: 'ok', value });
-const failed = (reason: string) => ({ kind: 'failed' as const, reason });
-const unknown = (reason: string) => ({ kind: 'unknown' as const, reason });
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
-function header(headers: Record<string, string | string[] | undefined>, name: string): string | null {
-  for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === name) return typeof value === 'string' ? value : null;
-  return null;
-}
 
 
 /** The Gateway, with the payout query taking Iris's reference_no when Kasir has it. */
@@ -103,7 +101,7 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
     const asked = await core('GET', statusPath(reference));
     if (asked.kind !== 'ok') return asked;
     const v = asked.value;
-    if (v.kind === 'not_found') return ok({ status: { status: 'NOT_FOUND', vendorOrderId: null, qrisString: null, paidAt: null, rrn: null }, body: null });
+    if (v.kind === 'not_found') return ok({ status: QR_NOT_FOUND, body: null });
     if (v.kind === 'success') {
       const status = fromStatus(v.body, reference);
       return status ? ok({ status, body: v.body }) : unknown(`unreadable status answer for ${reference}`);
@@ -127,7 +125,7 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
     const answer = await client.iris('creator', 'GET', `/payouts/${encodeURIComponent(referenceNo)}`);
     if (answer.kind !== 'ok') return answer;
     const v = irisVerdict(answer.value);
-    if (v.kind === 'refused' && v.http === 404) return ok({ status: 'NOT_FOUND', vendorDisbursementId: null, failureReason: null, body: null });
+    if (v.kind === 'refused' && v.http === 404) return ok({ ...PAYOUT_NOT_FOUND, body: null });
     if (v.kind === 'refused') return failed(v.reason);
     if (v.kind === 'unknown') return unknown(v.reason);
     const body = v.body;
@@ -163,7 +161,7 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
    * After a create, when the approval was refused or not answered: the payout's own status
    * decides. Never unknown: the payout is known by its reference_no from here on.
    */
-  async function settleApproval(referenceNo: string, reference: string, why: string): Promise<Outcome<{ vendorDisbursementId: string }>> {
+  async function settleApproval(referenceNo: string, reference: string, why: string): Promise<Outcome<PayoutAccepted>> {
     const read = await readPayout(referenceNo, reference);
     if (read.kind !== 'ok') {
       log.warn({ reference, referenceNo, why, read: read.reason }, 'Iris approval unsettled; waiting for its notification');
@@ -180,17 +178,23 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
     return ok({ vendorDisbursementId: referenceNo });
   }
 
-  async function disburse(input: DisburseInput): Promise<Outcome<{ vendorDisbursementId: string }>> {
+  async function disburse(input: DisburseInput): Promise<Outcome<PayoutAccepted>> {
     if (!creds.iris) return failed('Iris payouts are not configured for this Midtrans vendor (no Iris keys)');
     if (input.channel !== 'BANK') return failed('e-wallet payouts are not offered through Iris by this adapter');
     const irisBank = irisBankOf(input.bankCode);
     if (!irisBank) return failed(`bank ${input.bankCode ?? '(none)'} has no Iris code known to the Midtrans adapter`);
+    // Iris's account validation names the holder: with no name given, it is the payout's; with
+    // one, the bank's must be the same holder unless the request accepted otherwise. A
+    // validation that cannot answer leaves a given name to Iris.
     let accountName = input.accountName;
+    const inquiry = await inquireAccount({ channel: 'BANK', bankCode: input.bankCode, ewalletCode: null, accountNumber: input.accountNumber });
+    if (inquiry.kind === 'ok' && inquiry.value.status === 'NOT_FOUND') return failed(`account validation: ${inquiry.value.reason}`);
     if (!accountName) {
-      const inquiry = await inquireAccount({ channel: 'BANK', bankCode: input.bankCode, ewalletCode: null, accountNumber: input.accountNumber });
       if (inquiry.kind !== 'ok') return failed(`account validation before the payout: ${inquiry.reason}`);
-      if (inquiry.value.status === 'NOT_FOUND') return failed(`account validation: ${inquiry.value.reason}`);
-      accountName = inquiry.value.accountName;
+      accountName = inquiry.value.status === 'FOUND' ? inquiry.value.accountName : null;
+      if (!accountName) return failed('account validation gave no holder name');
+    } else if (inquiry.kind === 'ok' && inquiry.value.status === 'FOUND' && !input.acceptNameMismatch && !sameHolder(accountName, inquiry.value.accountName)) {
+      return nameMismatch(`ACCOUNT_NAME_MISMATCH: Iris names the holder ${inquiry.value.accountName}, not ${accountName}`);
     }
     const created = await client.iris('creator', 'POST', '/payouts', toPayoutRequest({ reference: input.reference, amount: input.amount, accountNumber: input.accountNumber, accountName, irisBank }));
     const logged = { reference: input.reference, bank: irisBank, account: lastFour(input.accountNumber), amount: input.amount };
@@ -207,7 +211,9 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
       return failed(`Iris create ${v.kind === 'unknown' ? v.reason : 'answer without a reference_no'}; an unapproved payout is never paid`);
     }
     log.info({ ...logged, referenceNo }, 'Iris payout created');
-    const approved = await client.iris('approver', 'POST', '/payouts/approve', { reference_nos: [referenceNo] });
+    // otp is always sent, as midtrans-go's ApprovePayoutReq does (no omitempty): the approver's
+    // current code, or empty when no two-factor secret is configured.
+    const approved = await client.iris('approver', 'POST', '/payouts/approve', { reference_nos: [referenceNo], otp: creds.iris.approverOtp?.() ?? '' });
     if (approved.kind !== 'ok') return settleApproval(referenceNo, input.reference, `approval unanswered (${approved.reason})`);
     const a = irisVerdict(approved.value);
     if (a.kind === 'success') return ok({ vendorDisbursementId: referenceNo });
@@ -248,7 +254,7 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
         vendorOrderId: transactionId,
         amount,
         paidAt: parseJakartaTime(body.settlement_time) ?? parseJakartaTime(body.transaction_time) ?? new Date(),
-        rrn: text(body.rrn) ?? text(body.reference_id) ?? '',
+        rrn: text(body.rrn) ?? text(body.reference_id),
       };
     }
     if (status === 'refund' || status === 'partial_refund') {
@@ -274,7 +280,7 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
 
   async function payoutEvent(headers: Record<string, string | string[] | undefined>, raw: Buffer): Promise<CallbackEvent | null> {
     if (!creds.iris) return null;
-    if (!sameHex(irisSignature(raw, creds.iris.merchantKey), header(headers, 'iris-signature'))) return null;
+    if (!sameHex(irisSignature(raw, creds.iris.merchantKey), headerOf(headers, 'iris-signature'))) return null;
     let body: unknown;
     try {
       body = JSON.parse(raw.toString('utf8'));
@@ -367,14 +373,24 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
       return unknown(v.reason);
     },
 
+    async queryRefund(query): Promise<Outcome<RefundStatus>> {
+      const read = await readStatus(query.reference);
+      if (read.kind !== 'ok') return read;
+      const listed = read.value.body ? refundsOf(read.value.body).find((r) => r.refundKey === query.refundReference) : undefined;
+      if (!listed) return ok({ status: 'NOT_FOUND', vendorRefundId: null, failureReason: null });
+      if (listed.amount !== null && listed.amount !== query.amount) return unknown(`refund_key ${query.refundReference} is listed with another amount: ${listed.amount}`);
+      return ok({ status: 'SUCCEEDED', vendorRefundId: listed.vendorRefundId, failureReason: null });
+    },
+
     disburse,
 
     async queryDisbursement(reference: string, vendorDisbursementId?: string | null): Promise<Outcome<DisbursementStatus>> {
       if (!creds.iris) return failed('Iris payouts are not configured for this Midtrans vendor (no Iris keys)');
-      // Iris finds payouts by its reference_no only. Without it Kasir cannot tell "never made"
-      // from "made and approved", so it never answers NOT_FOUND (which would send again):
-      // Iris's notification, traced back through the payout's notes, completes it.
-      if (!vendorDisbursementId) return unknown(`Iris looks payouts up by reference_no only, and none is known for ${reference}`);
+      // Iris finds payouts by its reference_no only. Without it (a worker stopped between the
+      // approval and storing its answer) Kasir cannot tell "never made" from "made and
+      // approved": never NOT_FOUND (which would send again), but unresolvable, for an operator;
+      // Iris's notification, traced back through the payout's notes, still completes it.
+      if (!vendorDisbursementId) return unresolvable(`Iris looks payouts up by reference_no only, and none is known for ${reference}: whether it was created and approved only the Iris dashboard can tell`);
       const read = await readPayout(vendorDisbursementId, reference);
       if (read.kind !== 'ok') return read;
       const { status, failureReason } = read.value;
@@ -404,6 +420,7 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
         }
       }
       lines.splice(1, 0, 'Iris creator and approver keys accepted');
+      if (!creds.iris.approverOtp) lines.push('no approver TOTP secret: approvals send an empty otp, which Iris refuses where approvers use two-factor codes');
       return ok(lines.join('; '));
     },
 
@@ -411,7 +428,7 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
 
     async parseCallback(headers, rawBody, path = '') {
       if (path !== '') return null;
-      return header(headers, 'iris-signature') !== null ? payoutEvent(headers, rawBody) : paymentEvent(rawBody);
+      return headerOf(headers, 'iris-signature') !== null ? payoutEvent(headers, rawBody) : paymentEvent(rawBody);
     },
   };
 }

@@ -21,7 +21,7 @@ import { z } from 'zod';
 import { buildDynamicQris, QRIS_MAX_AMOUNT } from '../qris.ts';
 import { readBody, type DialectContext } from '../simulator/dialect.ts';
 import { loopbackOnly } from '../simulator/loopback.ts';
-import { applies, isCallbackMode, parseFaultHeader, type Fault, type RequestOp } from '../simulator/faults.ts';
+import type { Fault, FaultAnswers, RequestOp } from '../simulator/faults.ts';
 import { newRrn, qrStatus, refundSchema, type QrRecord, type RefundRecord } from '../simulator/store.ts';
 
 class MidtransError extends Error {
@@ -116,43 +116,14 @@ export function midtransDialect(ctx: DialectContext): Router {
     next();
   };
 
-  /** The request's fault: error and reject answer here in Midtrans's format; the rest ride along. */
-  const fault =
-    (op: RequestOp): RequestHandler =>
-    async (req, res, next) => {
-      let f: Fault | null;
-      const header = req.get('x-sim-fault');
-      if (header !== undefined) {
-        const parsed = parseFaultHeader(header);
-        if (!parsed.ok) throw new MidtransError(400, '400', parsed.error);
-        f = parsed.fault;
-        if (isCallbackMode(f.mode)) {
-          res.locals.callbackFault = f;
-          return next();
-        }
-        if (!applies(f.mode, op)) throw new MidtransError(400, '400', `X-Sim-Fault: ${f.mode} does not apply to ${op}`);
-      } else {
-        f = ctx.faults.take(op);
-      }
-      if (!f) return next();
-      log.info({ op, fault: f }, 'fault injected');
-      switch (f.mode) {
-        case 'latency':
-          await ctx.timers.sleep(f.latencyMs ?? 1000);
-          return next();
-        case 'error': {
-          const status = f.status ?? 500;
-          return void res.status(status).json({ status_code: String(status), status_message: 'Sorry. Our system is recovering from unexpected issues. Please retry.' });
-        }
-        case 'reject': {
-          const status = f.status ?? 400;
-          return void res.status(status).json({ status_code: String(status), status_message: status === 429 ? 'Too many requests' : 'Simulated refusal' });
-        }
-        default:
-          res.locals.fault = f;
-          return next();
-      }
-    };
+  /** The request's fault, answered in Midtrans's format (the shared middleware, simulator/faults.ts). */
+  const faultAnswers: FaultAnswers = {
+    invalid: (message) => new MidtransError(400, '400', message),
+    error: (status) => ({ status_code: String(status), status_message: 'Sorry. Our system is recovering from unexpected issues. Please retry.' }),
+    reject: (status) => ({ status_code: String(status), status_message: status === 429 ? 'Too many requests' : 'Simulated refusal' }),
+    rejectStatus: 400,
+  };
+  const fault = (op: RequestOp, causesCallback = false) => ctx.inject(op, faultAnswers, causesCallback);
 
   const findQr = (id: string): QrRecord | null => {
     const byOrder = ctx.store.qrs.get(id);
@@ -197,7 +168,7 @@ export function midtransDialect(ctx: DialectContext): Router {
 
   // ---------------------------------------------------------------- Core API
 
-  router.post('/v2/charge', authenticate, fault('createQris'), (req, res) => {
+  router.post('/v2/charge', authenticate, fault('createQris', true), (req, res) => {
     const body = parse(chargeBody, req);
     const { order_id: orderId, gross_amount: amount } = body.transaction_details;
     if (ctx.store.qrs.has(orderId)) throw new MidtransError(200, '406', 'The request could not be completed due to a conflict with the current state of the target resource, please try again');
@@ -264,7 +235,7 @@ export function midtransDialect(ctx: DialectContext): Router {
     send(res, 200, transactionJson(qr, charges.get(qr.reference)!));
   });
 
-  router.post('/v2/:id/refund', authenticate, fault('refund'), (req, res) => {
+  router.post('/v2/:id/refund', authenticate, fault('refund', true), (req, res) => {
     const body = parse(refundBody, req);
     const qr = findQr(String(req.params.id));
     if (!qr) throw new MidtransError(404, '404', "Transaction doesn't exist.");

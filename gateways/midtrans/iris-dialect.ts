@@ -6,7 +6,11 @@
 //   SIMULATOR_IRIS_APPROVER_KEY approves or rejects them; either reads. An unknown key is 401, a
 //   key of the other role 403.
 // - POST /payouts makes `queued` payouts with a reference_no of Iris's own (Kasir's reference
-//   rides in notes); nothing moves until POST /payouts/approve, after which the shared store
+//   rides in notes); nothing moves until POST /payouts/approve {reference_nos, otp} with the
+//   approver's current two-factor code (midtrans-go iris/request.go ApprovePayoutReq sends otp
+//   always; the dashboard requires approver 2FA): a TOTP (RFC 6238, SHA-1, 6 digits, 30 s, one
+//   step either side) of SIMULATOR_IRIS_APPROVER_TOTP_SECRET, computed here from the RFC on its
+//   own. A missing or wrong code approves nothing. Then the shared store
 //   settles it after SIMULATOR_DISBURSE_DELAY_MS by the account-number magic (gateways/simulator/
 //   magic.ts): completed, failed (error_code 002) or stuck in processing.
 // - Notifications ({reference_no, amount, status, updated_at, error_code?, error_message?},
@@ -17,7 +21,7 @@
 //   account validation); POST /iris/admin/approve-fault {mode: error|reject|timeout, count}
 //   (error and reject do not approve, timeout approves and never answers); POST
 //   /iris/admin/garble {count}: the next answers are cut-off JSON after doing the work.
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import { QRIS_MAX_AMOUNT } from '../qris.ts';
@@ -98,7 +102,41 @@ const payoutsBody = z.object({
     .min(1)
     .max(100),
 });
-const approveBody = z.object({ reference_nos: z.array(z.string().min(1)).min(1), otp: z.string().optional() });
+const approveBody = z.object({ reference_nos: z.array(z.string().min(1)).min(1), otp: z.string() });
+
+/** RFC 4648 base32 → bytes (the form an authenticator app is given a secret in). */
+function base32(text: string): Buffer {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  let bits = 0;
+  let value = 0;
+  const out: number[] = [];
+  for (const c of text.replace(/=+$/, '')) {
+    value = (value << 5) | alphabet.indexOf(c);
+    bits += 5;
+    if (bits >= 8) {
+      out.push((value >>> (bits - 8)) & 0xff);
+      bits -= 8;
+    }
+  }
+  return Buffer.from(out);
+}
+
+/** RFC 4226 HOTP with RFC 6238's time step as the counter: 6 digits, HMAC-SHA-1. */
+function totpAt(secret: Buffer, step: number): string {
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(step));
+  const mac = createHmac('sha1', secret).update(counter).digest();
+  const offset = mac[mac.length - 1] & 0x0f;
+  const code = (mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000;
+  return String(code).padStart(6, '0');
+}
+
+/** A code of the current 30-second step, or one step either side (clock drift, RFC 6238 §5.2). */
+function validOtp(secret: Buffer, otp: string, now = Date.now()): boolean {
+  if (!/^\d{6}$/.test(otp)) return false;
+  const step = Math.floor(now / 30_000);
+  return [step - 1, step, step + 1].some((s) => timingSafeEqual(Buffer.from(totpAt(secret, s)), Buffer.from(otp)));
+}
 const rejectBody = z.object({ reference_nos: z.array(z.string().min(1)).min(1), reject_reason: z.string().min(1).max(100) });
 
 
@@ -151,25 +189,18 @@ export function irisDialect(ctx: DialectContext): Router {
       next();
     };
 
-  const fault =
-    (op: RequestOp): RequestHandler =>
-    async (req, res, next) => {
-      const f = ctx.faults.take(op);
-      if (!f) return next();
-      log.info({ op, fault: f }, 'fault injected');
-      switch (f.mode) {
-        case 'latency':
-          await ctx.timers.sleep(f.latencyMs ?? 1000);
-          return next();
-        case 'error':
-          return void res.status(f.status ?? 500).json({ error_message: 'Internal server error' });
-        case 'reject':
-          return void res.status(f.status ?? 400).json({ error_message: f.status === 429 ? 'Too many requests' : 'Simulated refusal' });
-        default:
-          res.locals.fault = f;
-          return next();
-      }
-    };
+  /** The request's fault, answered in Iris's error shape (the shared middleware, simulator/faults.ts). */
+  const fault = (op: RequestOp, causesCallback = false) =>
+    ctx.inject(
+      op,
+      {
+        invalid: (message) => new IrisError(400, message),
+        error: () => ({ error_message: 'Internal server error' }),
+        reject: (status) => ({ error_message: status === 429 ? 'Too many requests' : 'Simulated refusal' }),
+        rejectStatus: 400,
+      },
+      causesCallback,
+    );
 
   const statusOf = (p: Payout): IrisStatus => {
     if (p.state !== 'approved') return p.state;
@@ -242,8 +273,10 @@ export function irisDialect(ctx: DialectContext): Router {
     return mode;
   }
 
+  const approverSecret = base32(cfg.approverTotpSecret);
   router.post('/api/v1/payouts/approve', as('approver'), (req, res) => {
     const body = parse(approveBody, req);
+    if (!validOtp(approverSecret, body.otp)) throw new IrisError(401, 'Invalid OTP', ['otp is not the approver\'s current code']);
     const mode = takeApproveFault();
     if (mode === 'error') return void res.status(500).json({ error_message: 'Internal server error' });
     if (mode === 'reject') return void res.status(400).json({ error_message: 'Simulated refusal', errors: ['approval refused'] });

@@ -17,7 +17,7 @@ import { buildDynamicQris, parseQris, QRIS_MAX_AMOUNT, sanitizeQrisText } from '
 import { isLoopback } from './loopback.ts';
 import { createCallbackSender, type CallbackPayload } from './callbacks.ts';
 import type { SimulatorOptions } from './config.ts';
-import { createFaults, faultRuleSchema, isCallbackMode, applies, parseFaultHeader, type Fault, type RequestOp } from './faults.ts';
+import { applies, createFaults, faultMiddleware, faultRuleSchema, parseFaultHeader, type Fault, type FaultAnswers, type RequestOp } from './faults.ts';
 import { irisDialect } from '../midtrans/iris-dialect.ts';
 import { midtransDialect } from '../midtrans/dialect.ts';
 import { snapDialect } from '../snap/dialect.ts';
@@ -134,43 +134,16 @@ export function createSimulatorApp(options: SimulatorOptions) {
     requireSignature(req, res, next);
   };
 
+  /** The native API's fault answers, in its own error shape. */
+  const nativeAnswers = (op: RequestOp): FaultAnswers => ({
+    invalid: (message) => new SimError(400, 'INVALID_FAULT', message),
+    error: () => errorBody('SIMULATED_ERROR', `injected error fault on ${op}`),
+    reject: () => errorBody('SIMULATED_REJECTION', `injected reject fault on ${op}`),
+    rejectStatus: 422,
+  });
   /** Applies the request's X-Sim-Fault header, or else the first matching rule, to an operation. */
-  const inject =
-    (op: RequestOp, causesCallback = false, dialectError?: (status: number, mode: 'error' | 'reject') => Record<string, unknown>): RequestHandler =>
-    async (req, res, next) => {
-      let fault: Fault | null;
-      const header = req.get('x-sim-fault');
-      if (header !== undefined) {
-        const parsed = parseFaultHeader(header);
-        if (!parsed.ok) throw new SimError(400, 'INVALID_FAULT', parsed.error);
-        fault = parsed.fault;
-        if (causesCallback && isCallbackMode(fault.mode)) {
-          res.locals.callbackFault = fault;
-          return next();
-        }
-        if (!applies(fault.mode, op)) throw new SimError(400, 'INVALID_FAULT', `X-Sim-Fault: ${fault.mode} does not apply to ${op}`);
-      } else {
-        fault = faults.take(op);
-      }
-      if (!fault) return next();
-      logger.info({ op, fault }, 'fault injected');
-      switch (fault.mode) {
-        case 'latency':
-          await timers.sleep(fault.latencyMs ?? 1000);
-          return next();
-        case 'error': {
-          const status = fault.status ?? 500;
-          return void res.status(status).json(dialectError?.(status, 'error') ?? errorBody('SIMULATED_ERROR', `injected error fault on ${op}`));
-        }
-        case 'reject': {
-          const status = fault.status ?? 422;
-          return void res.status(status).json(dialectError?.(status, 'reject') ?? errorBody('SIMULATED_REJECTION', `injected reject fault on ${op}`));
-        }
-        default:
-          res.locals.fault = fault;
-          return next();
-      }
-    };
+  const inject = (op: RequestOp, answers: FaultAnswers = nativeAnswers(op), causesCallback = false): RequestHandler =>
+    faultMiddleware({ faults, sleep: (ms) => timers.sleep(ms), logger }, op, answers, causesCallback);
 
   function markPaid(qr: QrRecord, callbackFault: Fault | null): void {
     qr.paidAt = new Date();
@@ -317,7 +290,13 @@ export function createSimulatorApp(options: SimulatorOptions) {
     reply(res, 201, refundJson(refund));
   });
 
-  v1.post('/disbursements', inject('disburse', true), (req, res) => {
+  v1.get('/qris/:reference/refunds/:refundReference', inject('queryRefund'), (req, res) => {
+    const refund = store.refunds.get(String(req.params.refundReference));
+    if (!refund || refund.reference !== String(req.params.reference)) throw new SimError(404, 'REFUND_NOT_FOUND', `no refund ${req.params.refundReference} of ${req.params.reference}`);
+    reply(res, 200, refundJson(refund));
+  });
+
+  v1.post('/disbursements', inject('disburse', undefined, true), (req, res) => {
     const body = parseBody(disburseBody, req);
     const existing = store.disbursements.get(body.reference);
     if (existing) {

@@ -28,6 +28,9 @@ const envSchema = z.object({
   SIMULATOR_IRIS_CREATOR_KEY: z.string().min(8).default('IRIS-creator-kasir-simulator'),
   SIMULATOR_IRIS_APPROVER_KEY: z.string().min(8).default('IRIS-approver-kasir-simulator'),
   SIMULATOR_IRIS_MERCHANT_KEY: z.string().min(8).default('IRIS-merchant-kasir-simulator'),
+  // The approver's two-factor secret (base32, as an authenticator app is given it): approvals
+  // must carry its current TOTP code (RFC 6238: SHA-1, 6 digits, 30 s).
+  SIMULATOR_IRIS_APPROVER_TOTP_SECRET: z.string().regex(/^[A-Z2-7]{16,}=*$/, 'base32, at least 16 characters').default('KASIRSIMIRISAPPROVERTOTP'),
   // Where Xendit and Iris post callbacks: set once per account in their dashboards, never per
   // request (Midtrans payments take X-Override-Notification per charge instead).
   SIMULATOR_XENDIT_CALLBACK_URL: z.url({ protocol: /^https?$/ }).optional(),
@@ -45,6 +48,14 @@ const envSchema = z.object({
   SIMULATOR_SNAP_NOTIFY_URL: z.url({ protocol: /^https?$/ }).optional(),
   SIMULATOR_SNAP_NOTIFY_SIGNATURE: z.enum(['rsa', 'hmac']).default('rsa'),
   SIMULATOR_SNAP_QR_QUERY_SERVICE_CODE: z.enum(['47', '51']).default('47'),
+  // originalPartnerReferenceNo in notifies: optional at Finpay, absent at Netzme, so left out
+  // unless set to `send` (iFortepay, NICEPAY send it).
+  SIMULATOR_SNAP_NOTIFY_PARTNER_REFERENCE: z.enum(['omit', 'send']).default('omit'),
+  // Transfers and inquiries as Midtrans takes them: beneficiaryBankCode of 7 digits (3-digit BI
+  // code + 4-digit branch; 3 for providers such as Espay) and a mandatory sourceAccountNo
+  // (0000000000, an aggregator's).
+  SIMULATOR_SNAP_BANK_CODE_DIGITS: z.enum(['3', '7']).default('7'),
+  SIMULATOR_SNAP_SOURCE_ACCOUNT_NO: z.string().regex(/^\d{1,19}$/).default('0000000000'),
 });
 
 /** A PEM given inline or as a file path, checked to be the kind of key it should be. */
@@ -83,7 +94,7 @@ export interface SimulatorConfig {
   dialects: {
     xendit: { secretKey: string; callbackToken: string; callbackUrl: string | null };
     midtrans: { serverKey: string };
-    iris: { creatorKey: string; approverKey: string; merchantKey: string; notifyUrl: string | null };
+    iris: { creatorKey: string; approverKey: string; merchantKey: string; approverTotpSecret: string; notifyUrl: string | null };
     snap: SnapDialectConfig;
   };
 }
@@ -102,6 +113,10 @@ export interface SnapDialectConfig {
   notifyUrl: string | null;
   notifySignature: 'rsa' | 'hmac';
   qrQueryServiceCode: '47' | '51';
+  /** Whether notifies carry originalPartnerReferenceNo (the harsher default: they do not). */
+  notifyPartnerReference: boolean;
+  bankCodeDigits: 3 | 7;
+  sourceAccountNo: string;
 }
 
 /** What createSimulatorApp takes: the configuration less where to listen, and a logger. */
@@ -134,6 +149,7 @@ export function loadSimulatorConfig(env: Record<string, string | undefined>): Si
         creatorKey: e.SIMULATOR_IRIS_CREATOR_KEY,
         approverKey: e.SIMULATOR_IRIS_APPROVER_KEY,
         merchantKey: e.SIMULATOR_IRIS_MERCHANT_KEY,
+        approverTotpSecret: e.SIMULATOR_IRIS_APPROVER_TOTP_SECRET,
         notifyUrl: e.SIMULATOR_IRIS_NOTIFY_URL ?? null,
       },
       snap: {
@@ -147,6 +163,9 @@ export function loadSimulatorConfig(env: Record<string, string | undefined>): Si
         notifyUrl: e.SIMULATOR_SNAP_NOTIFY_URL ?? null,
         notifySignature: e.SIMULATOR_SNAP_NOTIFY_SIGNATURE,
         qrQueryServiceCode: e.SIMULATOR_SNAP_QR_QUERY_SERVICE_CODE,
+        notifyPartnerReference: e.SIMULATOR_SNAP_NOTIFY_PARTNER_REFERENCE === 'send',
+        bankCodeDigits: e.SIMULATOR_SNAP_BANK_CODE_DIGITS === '3' ? 3 : 7,
+        sourceAccountNo: e.SIMULATOR_SNAP_SOURCE_ACCOUNT_NO,
       },
     },
   };

@@ -26,14 +26,13 @@ import type {
 import { interpretAnswer, vendorCall, type HttpAnswer } from '../http.ts';
 import { parseQris, validateVendorQris } from '../qris.ts';
 import { simulatorReport } from './connector-report.ts';
+import { failed, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND } from '../results.ts';
 
 /** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
 const DEFAULT_TIMEOUT_MS = 5000;
 /** Callbacks signed further from now than this are refused (replays of captured callbacks). */
 const MAX_SKEW_SECONDS = 300;
 
-const ok = <T>(value: T): Outcome<T> => ({ kind: 'ok', value });
-const failed = (reason: string) => ({ kind: 'failed' as const, reason });
 
 // ---------------------------------------------------------------- client
 
@@ -242,7 +241,7 @@ export function createSimulatorGateway(vendor: VendorRecord, opts: { timeoutMs?:
       const answer = await request('GET', path('/v1/qris/:ref', reference));
       if (answer.kind !== 'ok') return answer;
       if (answer.value.status === 404 && vendorErrorCode(answer.value.body) === 'QR_NOT_FOUND') {
-        return ok({ status: 'NOT_FOUND', vendorOrderId: null, qrisString: null, paidAt: null, rrn: null });
+        return ok(QR_NOT_FOUND);
       }
       return interpret(answer.value, (body) => fromQrisStatus(body, reference));
     },
@@ -259,6 +258,20 @@ export function createSimulatorGateway(vendor: VendorRecord, opts: { timeoutMs?:
       });
     },
 
+    async queryRefund(query) {
+      const answer = await request('GET', `${path('/v1/qris/:ref/refunds', query.reference)}/${encodeURIComponent(query.refundReference)}`);
+      if (answer.kind !== 'ok') return answer;
+      if (answer.value.status === 404 && vendorErrorCode(answer.value.body) === 'REFUND_NOT_FOUND') {
+        return ok({ status: 'NOT_FOUND' as const, vendorRefundId: null, failureReason: null });
+      }
+      return interpret(answer.value, (body) => {
+        const parsed = refundBody.safeParse(body);
+        if (!parsed.success) return null;
+        const status = toRefundStatus(parsed.data.status);
+        return { status, vendorRefundId: parsed.data.id, failureReason: status === 'FAILED' ? 'FAILED' : null };
+      });
+    },
+
     async disburse(input) {
       const answer = await request('POST', '/v1/disbursements', toDisburseRequest(input));
       if (answer.kind !== 'ok') return answer;
@@ -272,7 +285,7 @@ export function createSimulatorGateway(vendor: VendorRecord, opts: { timeoutMs?:
       const answer = await request('GET', path('/v1/disbursements/:ref', reference));
       if (answer.kind !== 'ok') return answer;
       if (answer.value.status === 404 && vendorErrorCode(answer.value.body) === 'DISBURSEMENT_NOT_FOUND') {
-        return ok({ status: 'NOT_FOUND', vendorDisbursementId: null, failureReason: null });
+        return ok(PAYOUT_NOT_FOUND);
       }
       return interpret(answer.value, (body) => fromDisbursementStatus(body, reference));
     },

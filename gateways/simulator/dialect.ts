@@ -6,7 +6,7 @@ import type { z } from 'zod';
 import type { Logger } from 'pino';
 import type { SimulatorOptions } from './config.ts';
 import type { Channel } from './callbacks.ts';
-import type { Fault, Faults, RequestOp } from './faults.ts';
+import type { Fault, FaultAnswers, Faults, RequestOp } from './faults.ts';
 import type { Journal } from './journal.ts';
 import type { DialectName, DisbursementRecord, QrRecord, Store } from './store.ts';
 import type { Deadlines, Timers } from './timers.ts';
@@ -38,10 +38,10 @@ export interface DialectContext {
   /** Aborted when the simulator stops: outgoing callbacks pass it to got. */
   signal: AbortSignal;
   /**
-   * The fault middleware of an operation (X-Sim-Fault header or a matching admin rule). Error
-   * and reject faults answer with `errorBody` (the dialect's own error shape) when given.
+   * The fault middleware of an operation (X-Sim-Fault header or a matching admin rule), answering
+   * in the dialect's own error shapes (faults.ts faultMiddleware).
    */
-  inject(op: RequestOp, causesCallback?: boolean, errorBody?: (status: number, mode: 'error' | 'reject') => Record<string, unknown>): RequestHandler;
+  inject(op: RequestOp, answers: FaultAnswers, causesCallback?: boolean): RequestHandler;
   /** Registers the dialect's hooks; called once, when the dialect is made. */
   register(name: DialectName, hooks: DialectHooks): void;
   /**

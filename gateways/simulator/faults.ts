@@ -1,9 +1,13 @@
 // Fault injection: rules set through /admin/faults, or one fault per request in X-Sim-Fault.
 // A rule matches by operation and mode; the first matching rule whose `rate` roll passes is
 // applied, and a rule with `count` is removed once it has been applied that many times.
+// The middleware that applies them is here too, once for the native API and every dialect:
+// each API only says how its own error bodies look.
+import type { RequestHandler } from 'express';
+import type { Logger } from 'pino';
 import { z } from 'zod';
 
-export const REQUEST_OPS = ['createQris', 'queryQris', 'refund', 'disburse', 'queryDisbursement', 'inquireAccount'] as const;
+export const REQUEST_OPS = ['createQris', 'queryQris', 'refund', 'queryRefund', 'disburse', 'queryDisbursement', 'inquireAccount'] as const;
 export type RequestOp = (typeof REQUEST_OPS)[number];
 export type Op = RequestOp | 'callback';
 
@@ -108,3 +112,65 @@ export function createFaults() {
 }
 
 export type Faults = ReturnType<typeof createFaults>;
+
+/** How one API words a fault's answers, in its own error shapes. */
+export interface FaultAnswers {
+  /** The refusal of a malformed or misplaced X-Sim-Fault header: thrown, so the API's error handler answers it. */
+  invalid(message: string): Error;
+  /** The body of an error fault (5xx: the vendor may have acted). */
+  error(status: number): Record<string, unknown>;
+  /** The body of a reject fault (4xx: the vendor surely did nothing). */
+  reject(status: number): Record<string, unknown>;
+  /** The status of a reject fault that names none. */
+  rejectStatus: number;
+}
+
+export interface FaultDeps {
+  faults: Faults;
+  sleep(ms: number): Promise<void>;
+  logger: Logger;
+}
+
+/**
+ * The fault middleware of one operation: the request's X-Sim-Fault header, else the first
+ * matching rule. Latency waits, then the request goes on; error and reject answer at once;
+ * timeout and bad_qris ride along in res.locals.fault for the reply to act on. A callback mode
+ * in the header rides along in res.locals.callbackFault, on an operation that causes a
+ * callback only (`causesCallback`); elsewhere the header is refused.
+ */
+export function faultMiddleware(deps: FaultDeps, op: RequestOp, answers: FaultAnswers, causesCallback = false): RequestHandler {
+  return async (req, res, next) => {
+    let fault: Fault | null;
+    const header = req.get('x-sim-fault');
+    if (header !== undefined) {
+      const parsed = parseFaultHeader(header);
+      if (!parsed.ok) throw answers.invalid(parsed.error);
+      fault = parsed.fault;
+      if (causesCallback && isCallbackMode(fault.mode)) {
+        res.locals.callbackFault = fault;
+        return next();
+      }
+      if (!applies(fault.mode, op)) throw answers.invalid(`X-Sim-Fault: ${fault.mode} does not apply to ${op}`);
+    } else {
+      fault = deps.faults.take(op);
+    }
+    if (!fault) return next();
+    deps.logger.info({ op, fault }, 'fault injected');
+    switch (fault.mode) {
+      case 'latency':
+        await deps.sleep(fault.latencyMs ?? 1000);
+        return next();
+      case 'error': {
+        const status = fault.status ?? 500;
+        return void res.status(status).json(answers.error(status));
+      }
+      case 'reject': {
+        const status = fault.status ?? answers.rejectStatus;
+        return void res.status(status).json(answers.reject(status));
+      }
+      default:
+        res.locals.fault = fault;
+        return next();
+    }
+  };
+}

@@ -16,6 +16,7 @@ import type { Logger } from 'pino';
 import { logger } from '../../db/logger.ts';
 import type { Outcome, VendorRecord } from '../gateway.ts';
 import { vendorCall } from '../http.ts';
+import { failed, headerOf, ok, unknown } from '../results.ts';
 import { jakartaDay, jakartaTimestamp, minifyJson, notifyStringToSign, parseTimestamp, PATHS, serviceStringToSign, tokenStringToSign } from './transforms.ts';
 
 /** Requests and notifies signed further from now than this are refused (replays). */
@@ -27,9 +28,6 @@ const RENEW_BEFORE_MS = 60_000;
 /** Lifetime of the tokens Kasir issues to providers that sign notifies with HMAC. */
 export const ISSUED_TOKEN_SECONDS = 900;
 
-const ok = <T>(value: T): Outcome<T> => ({ kind: 'ok', value });
-const failed = (reason: string) => ({ kind: 'failed' as const, reason });
-const unknown = (reason: string) => ({ kind: 'unknown' as const, reason });
 
 export const sha256Hex = (text: string | Buffer) => createHash('sha256').update(text).digest('hex');
 
@@ -46,6 +44,13 @@ export interface SnapCredentials {
   terminalId: string | null;
   notifySignature: 'rsa' | 'hmac';
   qrQueryServiceCode: '47' | '51';
+  /**
+   * The 4-digit BI branch code appended to the 3-digit bank code, for providers that take the
+   * 7-digit form (Midtrans: "3 digit BI Bank Code + 4 digit BI Branch Code"); null: 3 digits.
+   */
+  bankBranchCode: string | null;
+  /** sourceAccountNo of transfers (Midtrans: mandatory, `0000000000` for aggregators); null: not sent. */
+  sourceAccountNo: string | null;
 }
 
 export function snapCredentials(vendor: VendorRecord): SnapCredentials {
@@ -64,6 +69,8 @@ export function snapCredentials(vendor: VendorRecord): SnapCredentials {
     terminalId: c.terminalId || null,
     notifySignature: c.notifySignature === 'hmac' ? 'hmac' : 'rsa',
     qrQueryServiceCode: c.qrQueryServiceCode === '51' ? '51' : '47',
+    bankBranchCode: /^\d{4}$/.test(c.bankBranchCode ?? '') ? c.bankBranchCode : null,
+    sourceAccountNo: c.sourceAccountNo || null,
   };
 }
 
@@ -257,12 +264,6 @@ export type SnapClient = ReturnType<typeof createSnapClient>;
 
 export type Headers = Record<string, string | string[] | undefined>;
 
-function header(headers: Headers, name: string): string | null {
-  for (const [key, value] of Object.entries(headers)) {
-    if (key.toLowerCase() === name) return typeof value === 'string' ? value : null;
-  }
-  return null;
-}
 
 function freshTimestamp(value: string | null): string | null {
   const at = parseTimestamp(value);
@@ -300,14 +301,14 @@ export function isIssuedToken(creds: SnapCredentials, token: string, now = Date.
  * Midtrans) or the full path of Kasir's URL (DOKU); both are accepted.
  */
 export function verifyNotify(creds: SnapCredentials, headers: Headers, rawBody: Buffer, paths: string[]): boolean {
-  const timestamp = freshTimestamp(header(headers, 'x-timestamp'));
-  const signature = header(headers, 'x-signature');
+  const timestamp = freshTimestamp(headerOf(headers, 'x-timestamp'));
+  const signature = headerOf(headers, 'x-signature');
   if (!timestamp || !signature) return false;
   const bodyHash = sha256Hex(minifyJson(rawBody.toString('utf8')));
   if (creds.notifySignature === 'rsa') {
     return paths.some((path) => rsaVerify(creds.providerPublicKey, notifyStringToSign(path, bodyHash, timestamp), signature));
   }
-  const token = /^Bearer (\S+)$/.exec(header(headers, 'authorization') ?? '')?.[1];
+  const token = /^Bearer (\S+)$/.exec(headerOf(headers, 'authorization') ?? '')?.[1];
   if (!token || !isIssuedToken(creds, token)) return false;
   return paths.some((path) => sameBase64(hmacSign(creds.clientSecret, serviceStringToSign('POST', path, token, bodyHash, timestamp)), signature));
 }
@@ -318,9 +319,9 @@ export function verifyNotify(creds: SnapCredentials, headers: Headers, rawBody: 
  */
 export function answerTokenRequest(creds: SnapCredentials, headers: Headers, rawBody: Buffer): { status: number; body: Record<string, string> } {
   const refuse = (status: number, caseCode: string, message: string) => ({ status, body: { responseCode: `${status}73${caseCode}`, responseMessage: message } });
-  const timestamp = freshTimestamp(header(headers, 'x-timestamp'));
-  const clientKey = header(headers, 'x-client-key');
-  const signature = header(headers, 'x-signature');
+  const timestamp = freshTimestamp(headerOf(headers, 'x-timestamp'));
+  const clientKey = headerOf(headers, 'x-client-key');
+  const signature = headerOf(headers, 'x-signature');
   if (!timestamp) return refuse(400, '01', 'Invalid Field Format X-TIMESTAMP');
   if (!clientKey || !signature) return refuse(400, '02', 'Invalid Mandatory Field X-CLIENT-KEY/X-SIGNATURE');
   if (clientKey !== creds.clientKey && clientKey !== creds.partnerId) return refuse(401, '00', 'Unauthorized. Unknown Client');

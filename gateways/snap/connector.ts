@@ -12,13 +12,22 @@
 //   included), never retried elsewhere;
 // - 409 (the provider already has this X-EXTERNAL-ID or partnerReferenceNo) is "already
 //   received": resolved by asking the provider about our reference, never by sending again.
-import type { AccountInquiry, AccountInquiryInput, CallbackEvent, Gateway, Outcome, QrisCreated, QrisStatus, RefundResult, VendorRecord } from '../gateway.ts';
+// The rule on unclear answers (gateway.ts), per service:
+// - transfer: the status inquiry by partnerReferenceNo proves a transfer absent (404xx01); a
+//   409 the inquiry cannot show is unresolvable.
+// - refund: QR MPM has no refund query. The payment's query settles a refund only when the
+//   provider lists refunds in it (additionalInfo.refundHistory, not in the standard) or the
+//   whole payment is refunded by this one refund; otherwise the refund is unresolvable.
+import type { AccountInquiry, AccountInquiryInput, CallbackEvent, Gateway, Outcome, QrisCreated, QrisStatus, RefundResult, RefundStatus, VendorRecord } from '../gateway.ts';
 import { validateVendorQris } from '../qris.ts';
+import { sameHolder } from '../../db/account-names.ts';
+import { failed, nameMismatch, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND, unknown, unresolvable } from '../results.ts';
 import { biCodeOf } from './banks.ts';
 import { snapReport } from './report.ts';
 import { answerTokenRequest, createSnapClient, externalIdFor, randomExternalId, snapCredentials, verifyNotify, type SnapAnswer } from './client.ts';
 import {
   accountRefusal,
+  CLOSING_STATUS,
   fromGenerated,
   fromNotify,
   fromQueried,
@@ -42,9 +51,6 @@ import {
 /** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
 const DEFAULT_TIMEOUT_MS = 5000;
 
-const ok = <T>(value: T): Outcome<T> => ({ kind: 'ok', value });
-const failed = (reason: string) => ({ kind: 'failed' as const, reason });
-const unknown = (reason: string) => ({ kind: 'unknown' as const, reason });
 
 const text = (value: unknown): string | null => (typeof value === 'string' && value.length > 0 ? value : null);
 const same = (id: string) => () => id;
@@ -55,7 +61,13 @@ const isNotFound = (v: Verdict) => v.kind === 'refused' && v.http === 404 && v.c
 export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: number } = {}): Gateway {
   const creds = snapCredentials(vendor);
   const client = createSnapClient(vendor, creds, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-  const settings = { merchantId: creds.merchantId, terminalId: creds.terminalId, qrQueryServiceCode: creds.qrQueryServiceCode };
+  const settings = {
+    merchantId: creds.merchantId,
+    terminalId: creds.terminalId,
+    qrQueryServiceCode: creds.qrQueryServiceCode,
+    bankBranchCode: creds.bankBranchCode,
+    sourceAccountNo: creds.sourceAccountNo,
+  };
   const createId = (operation: string, key: string) => same(externalIdFor(creds.partnerId, operation, key));
 
   async function ask(path: string, payload: object, externalId: () => string = () => randomExternalId()): Promise<Outcome<Verdict>> {
@@ -63,11 +75,18 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
     return answer.kind === 'ok' ? ok(verdictOf(answer.value.status, answer.value.body)) : answer;
   }
 
-  async function queryQris(reference: string): Promise<Outcome<{ status: QrisStatus; body: Record<string, unknown> | null }>> {
-    const asked = await ask(PATHS.qrQuery, toQueryRequest(reference, settings));
+  /**
+   * The query of a QR by the provider's referenceNo (originalReferenceNo: mandatory at Finpay,
+   * Qoin, PayCloud, iFortepay; sent by the Midtrans SDK example) and Kasir's reference. Without
+   * the provider's id Kasir never got the generate answer, so it never showed that QR to anyone:
+   * NOT_FOUND without asking, as for Xendit.
+   */
+  async function queryQris(reference: string, vendorOrderId: string | null | undefined): Promise<Outcome<{ status: QrisStatus; body: Record<string, unknown> | null }>> {
+    if (!vendorOrderId) return ok({ status: QR_NOT_FOUND, body: null });
+    const asked = await ask(PATHS.qrQuery, toQueryRequest(reference, vendorOrderId, settings));
     if (asked.kind !== 'ok') return asked;
     const v = asked.value;
-    if (isNotFound(v)) return ok({ status: { status: 'NOT_FOUND', vendorOrderId: null, qrisString: null, paidAt: null, rrn: null }, body: null });
+    if (isNotFound(v)) return ok({ status: QR_NOT_FOUND, body: null });
     if (v.kind === 'success') {
       const status = fromQueried(v.body, reference);
       return status ? ok({ status, body: v.body }) : unknown(`unreadable query answer for ${reference}`);
@@ -80,7 +99,7 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
     const asked = await ask(PATHS.transferStatus, toTransferStatusRequest(reference));
     if (asked.kind !== 'ok') return asked;
     const v = asked.value;
-    if (isNotFound(v)) return ok({ status: 'NOT_FOUND' as const, vendorDisbursementId: null, failureReason: null });
+    if (isNotFound(v)) return ok(PAYOUT_NOT_FOUND);
     if (v.kind === 'success') {
       const status = fromTransferStatus(v.body, reference);
       return status ? ok(status) : unknown(`unreadable transfer status for ${reference}`);
@@ -93,7 +112,7 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
     if (input.channel !== 'BANK') return failed('e-wallet account inquiries are not offered by this SNAP provider');
     const biCode = input.bankCode ? biCodeOf(input.bankCode) : null;
     if (!biCode) return failed(`bank ${input.bankCode ?? '(none)'} has no BI code known to the SNAP adapter`);
-    const asked = await ask(PATHS.inquiry, toInquiryRequest(biCode, input.accountNumber));
+    const asked = await ask(PATHS.inquiry, toInquiryRequest(biCode, input.accountNumber, settings));
     if (asked.kind !== 'ok') return asked;
     const v = asked.value;
     if (v.kind === 'success') {
@@ -117,18 +136,10 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
         created = fromGenerated(v.body, input.reference);
         if (!created) return unknown(`unreadable generate answer for ${input.reference}`);
       } else if (v.kind === 'duplicate') {
-        // Already received: what the provider holds decides, a second generate would not.
-        const queried = await queryQris(input.reference);
-        if (queried.kind !== 'ok') return unknown(`${v.reason}; the query after it: ${queried.reason}`);
-        const { status } = queried.value;
-        if (status.status === 'NOT_FOUND') return unknown(`${v.reason}, yet the query finds no ${input.reference}`);
-        if (status.status === 'EXPIRED') return failed(`${v.reason}; the provider's QR for ${input.reference} is no longer payable`);
-        if (!status.qrisString) {
-          // Nobody was shown that QR, so nobody can pay it: another vendor may serve the order.
-          if (status.status === 'PENDING') return failed(`${v.reason}; the provider holds ${input.reference} but its query does not return the QR`);
-          return unknown(`${v.reason}; ${input.reference} is ${status.status} at the provider`);
-        }
-        created = { vendorOrderId: status.vendorOrderId ?? input.reference, qrisString: status.qrisString };
+        // Already received, and its answer (the provider's referenceNo, the only key the query
+        // takes) was lost: Kasir never showed that QR, so nobody can pay it, and a second
+        // generate would not be answered either. Another vendor may serve the order.
+        return failed(`${v.reason}; the provider holds ${input.reference}, whose QR Kasir never received or showed`);
       } else {
         return v.kind === 'refused' ? failed(v.reason) : unknown(v.reason);
       }
@@ -137,8 +148,8 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
       return problem ? failed(`provider returned an unusable QRIS: ${problem}`) : ok(created);
     },
 
-    async queryQris(reference) {
-      const queried = await queryQris(reference);
+    async queryQris(reference, vendorOrderId) {
+      const queried = await queryQris(reference, vendorOrderId);
       return queried.kind === 'ok' ? ok(queried.value.status) : queried;
     },
 
@@ -154,7 +165,7 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
       if (v.kind === 'duplicate') {
         // There is no refund query in QR MPM: the payment's query tells, when it lists refunds,
         // or when the whole payment is refunded and this refund was all of it.
-        const queried = await queryQris(input.reference);
+        const queried = await queryQris(input.reference, input.vendorOrderId);
         if (queried.kind !== 'ok') return unknown(`${v.reason}; the query after it: ${queried.reason}`);
         const { body } = queried.value;
         const listed = body ? refundInHistory(body, input.refundReference) : null;
@@ -165,6 +176,19 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
       return v.kind === 'refused' ? failed(v.reason) : unknown(v.reason);
     },
 
+    async queryRefund(query): Promise<Outcome<RefundStatus>> {
+      const queried = await queryQris(query.reference, query.vendorOrderId);
+      if (queried.kind !== 'ok') return queried;
+      const { body } = queried.value;
+      if (!body) return unknown(`the provider does not find payment ${query.reference}, refunded by ${query.refundReference}`);
+      const listed = refundInHistory(body, query.refundReference);
+      if (listed) return ok({ status: listed.status, vendorRefundId: listed.vendorRefundId, failureReason: listed.status === 'FAILED' ? 'REFUSED_BY_PROVIDER' : null });
+      // A provider that lists refunds and not this one proves it never took it.
+      if (Array.isArray((body.additionalInfo as { refundHistory?: unknown } | undefined)?.refundHistory)) return ok({ status: 'NOT_FOUND', vendorRefundId: null, failureReason: null });
+      if (body.latestTransactionStatus === '04' && fromSnapAmount(body.amount) === query.amount) return ok({ status: 'SUCCEEDED', vendorRefundId: query.vendorRefundId, failureReason: null });
+      return unresolvable(`the provider's query does not list refunds, so what became of ${query.refundReference} only the provider can tell`);
+    },
+
     async disburse(input) {
       if (input.channel !== 'BANK') return failed('e-wallet payouts are not offered by this SNAP provider');
       const biCode = input.bankCode ? biCodeOf(input.bankCode) : null;
@@ -173,7 +197,12 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
       const inquiry = await inquireAccount({ channel: 'BANK', bankCode: input.bankCode, ewalletCode: null, accountNumber: input.accountNumber });
       if (inquiry.kind !== 'ok') return failed(`account inquiry before the transfer: ${inquiry.reason}`);
       if (inquiry.value.status === 'NOT_FOUND') return failed(`account inquiry: ${inquiry.value.reason}`);
-      const request = toTransferRequest({ reference: input.reference, amount: input.amount, accountNumber: input.accountNumber, accountName: inquiry.value.accountName, biCode });
+      // The bank's name goes into the transfer: one that is not the payout's holder is refused
+      // unless the request accepted it.
+      if (input.accountName && !input.acceptNameMismatch && !sameHolder(input.accountName, inquiry.value.accountName)) {
+        return nameMismatch(`ACCOUNT_NAME_MISMATCH: the bank names the holder ${inquiry.value.accountName}, not ${input.accountName}`);
+      }
+      const request = toTransferRequest({ reference: input.reference, amount: input.amount, accountNumber: input.accountNumber, accountName: inquiry.value.accountName, biCode }, settings);
       const asked = await ask(PATHS.transferInterbank, request, createId('transfer-interbank', input.reference));
       if (asked.kind !== 'ok') return asked;
       const v = asked.value;
@@ -184,7 +213,7 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
       if (v.kind === 'duplicate') {
         const status = await queryTransfer(input.reference);
         if (status.kind !== 'ok') return unknown(`${v.reason}; the status inquiry after it: ${status.reason}`);
-        if (status.value.status === 'NOT_FOUND') return unknown(`${v.reason}, yet the status inquiry finds no ${input.reference}`);
+        if (status.value.status === 'NOT_FOUND') return unresolvable(`${v.reason}, yet the status inquiry finds no ${input.reference}`);
         return ok({ vendorDisbursementId: status.value.vendorDisbursementId ?? input.reference });
       }
       return v.kind === 'refused' ? failed(v.reason) : unknown(v.reason);
@@ -210,19 +239,22 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
         return null;
       }
       const notify = fromNotify(body);
-      // Only a payment is an event Kasir acts on; other statuses are not callbacks it accepts.
-      if (!notify || notify.status !== '00') return null;
-      const event: CallbackEvent = {
-        type: 'qris.paid',
-        // One payment, one event, however often the provider repeats the notify.
-        eventId: `snap:${notify.vendorOrderId}:${notify.status}`,
-        reference: notify.reference,
-        vendorOrderId: notify.vendorOrderId,
-        amount: notify.amount,
-        paidAt: notify.paidAt,
-        rrn: notify.rrn,
-      };
-      return event;
+      // Not a QR notify Kasir can read (no originalReferenceNo, a payment without a whole amount):
+      // refused, so the provider keeps it in its retries and alerts, never acknowledged unread.
+      if (!notify) return null;
+      // One event per QR and status, however often the provider repeats the notify.
+      const eventId = `snap:${notify.vendorOrderId}:${notify.status}`;
+      // Without originalPartnerReferenceNo the order is the one holding the provider's id.
+      const reference = notify.reference ?? '';
+      if ('amount' in notify) {
+        return { type: 'qris.paid', eventId, reference, vendorOrderId: notify.vendorOrderId, amount: notify.amount, paidAt: notify.paidAt, rrn: notify.rrn };
+      }
+      const closing = CLOSING_STATUS[notify.status];
+      const what = `latestTransactionStatus ${notify.status}${notify.description ? ` ${notify.description}` : ''}`;
+      // Canceled, failed, expired, rejected: final, the QR can no longer be paid.
+      if (closing) return { type: 'qris.closed', eventId, reference, vendorOrderId: notify.vendorOrderId, status: closing, what };
+      // Initiated, paying, pending, refunded (Kasir's own), not found, or a status yet unknown.
+      return { type: 'noted', eventId, reference, what };
     },
 
     reportDay: (day) => snapReport(ask, settings, day),

@@ -12,6 +12,17 @@
 // - QR MPM generate/query/refund, account inquiry, interbank transfer and transfer status run
 //   over the shared store: `simulate:pay` pays a SNAP QR, and its payment notify is sent signed
 //   (RSA with the provider key, or HMAC with a token fetched from Kasir) to the notify URL.
+// - Notifies as the providers' pages show them, harshest first: originalReferenceNo always,
+//   originalPartnerReferenceNo only with SIMULATOR_SNAP_NOTIFY_PARTNER_REFERENCE=send (optional
+//   at Finpay, absent at Netzme); statuses other than 00 too (Finpay notifies 00-07, NICEPAY's
+//   example is 05): POST /snap/admin/close {reference, status} cancels, fails, expires or rejects
+//   a QR and notifies that status.
+// - Inquiry and transfer as Midtrans takes them: beneficiaryBankCode of 7 digits (3-digit BI code
+//   and 4-digit branch; SIMULATOR_SNAP_BANK_CODE_DIGITS=3 for providers such as Espay), and the
+//   transfer's sourceAccountNo (SIMULATOR_SNAP_SOURCE_ACCOUNT_NO, 0000000000 for an aggregator),
+//   transactionDate and additionalInfo.remark mandatory.
+// - The query needs originalReferenceNo (Finpay, Qoin, PayCloud, iFortepay mark it mandatory)
+//   and lists no refunds (the standard's answer has no such field).
 // - Faults: the shared rules and X-Sim-Fault (error and reject answer in SNAP's format without
 //   doing the work, timeout does the work and never answers, bad_qris corrupts qrContent);
 //   callback modes apply to notifies; POST /snap/admin/expire-tokens expires every token at once.
@@ -23,7 +34,7 @@ import { z } from 'zod';
 import { buildDynamicQris, QRIS_MAX_AMOUNT } from '../qris.ts';
 import { readBody, type DialectContext } from '../simulator/dialect.ts';
 import { loopbackOnly } from '../simulator/loopback.ts';
-import { applies, isCallbackMode, parseFaultHeader, type Fault, type RequestOp } from '../simulator/faults.ts';
+import type { Fault, RequestOp } from '../simulator/faults.ts';
 import { accountHolder } from '../simulator/magic.ts';
 import { newRrn, qrStatus, type DisbursementRecord, type QrRecord, type RefundRecord } from '../simulator/store.ts';
 import { historyList } from './report-dialect.ts';
@@ -81,15 +92,14 @@ const generateBody = z.object({
   validityPeriod: z.iso.datetime({ offset: true }).optional(),
   additionalInfo: z.record(z.string(), z.unknown()).optional(),
 });
-const queryBody = z
-  .object({
-    originalReferenceNo: z.string().min(1).max(64).optional(),
-    originalPartnerReferenceNo: z.string().min(1).max(64).optional(),
-    originalExternalId: z.string().max(36).optional(),
-    serviceCode: z.string().regex(/^\d{2}$/),
-    merchantId: z.string().min(1).max(64).optional(),
-  })
-  .refine((b) => b.originalReferenceNo !== undefined || b.originalPartnerReferenceNo !== undefined, { path: ['originalPartnerReferenceNo'] });
+/** originalReferenceNo is mandatory, as Finpay, Qoin, PayCloud and iFortepay mark it (docs/vendors/snap.md). */
+const queryBody = z.object({
+  originalReferenceNo: z.string().min(1).max(64),
+  originalPartnerReferenceNo: z.string().min(1).max(64).optional(),
+  originalExternalId: z.string().max(36).optional(),
+  serviceCode: z.string().regex(/^\d{2}$/),
+  merchantId: z.string().min(1).max(64).optional(),
+});
 const refundBody = z.object({
   merchantId: z.string().min(1).max(64),
   originalPartnerReferenceNo: z.string().min(1).max(64),
@@ -98,18 +108,22 @@ const refundBody = z.object({
   refundAmount: amountBody,
   reason: z.string().max(256).optional(),
 });
-const inquiryBody = z.object({ beneficiaryBankCode: z.string().regex(/^\d{3}(\d{4})?$/), beneficiaryAccountNo: z.string().regex(/^\d{5,34}$/) });
-const transferBody = z.object({
-  partnerReferenceNo: z.string().min(1).max(64),
-  amount: amountBody,
-  beneficiaryAccountName: z.string().min(1).max(100),
-  beneficiaryAccountNo: z.string().regex(/^\d{5,34}$/),
-  beneficiaryBankCode: z.string().regex(/^\d{3}(\d{4})?$/),
-  beneficiaryEmail: z.string().max(50).optional(),
-  sourceAccountNo: z.string().max(19).optional(),
-  transactionDate: z.iso.datetime({ offset: true }).optional(),
-  additionalInfo: z.record(z.string(), z.unknown()).optional(),
-});
+/** beneficiaryBankCode: 7 digits where the provider takes the 3-digit BI code and a 4-digit branch (Midtrans), else 3. */
+const bankCode = (digits: 3 | 7) => z.string().regex(digits === 7 ? /^\d{7}$/ : /^\d{3}$/);
+const inquiryBody = (digits: 3 | 7) => z.object({ beneficiaryBankCode: bankCode(digits), beneficiaryAccountNo: z.string().regex(/^\d{5,34}$/) });
+/** Midtrans's interbank transfer: sourceAccountNo, transactionDate and additionalInfo.remark are mandatory. */
+const transferBody = (digits: 3 | 7) =>
+  z.object({
+    partnerReferenceNo: z.string().min(1).max(64),
+    amount: amountBody,
+    beneficiaryAccountName: z.string().min(1).max(100),
+    beneficiaryAccountNo: z.string().regex(/^\d{5,34}$/),
+    beneficiaryBankCode: bankCode(digits),
+    beneficiaryEmail: z.string().max(50).optional(),
+    sourceAccountNo: z.string().regex(/^\d{1,19}$/),
+    transactionDate: z.iso.datetime({ offset: true }),
+    additionalInfo: z.object({ remark: z.string().min(1).max(50) }).catchall(z.unknown()),
+  });
 const statusBody = z.object({
   originalPartnerReferenceNo: z.string().min(1).max(64),
   originalReferenceNo: z.string().max(64).optional(),
@@ -253,40 +267,14 @@ export function snapDialect(ctx: DialectContext): Router {
       next();
     };
 
-  /** The fault for this request (X-Sim-Fault or a rule): error and reject answer here, in SNAP's format. */
-  const fault =
-    (op: RequestOp, service: string): RequestHandler =>
-    async (req, res, next) => {
-      let f: Fault | null;
-      const header = req.get('x-sim-fault');
-      if (header !== undefined) {
-        const parsed = parseFaultHeader(header);
-        if (!parsed.ok) throw new SnapError(400, service, '00', parsed.error);
-        f = parsed.fault;
-        if (isCallbackMode(f.mode)) return next();
-        if (!applies(f.mode, op)) throw new SnapError(400, service, '00', `X-Sim-Fault: ${f.mode} does not apply to ${op}`);
-      } else {
-        f = ctx.faults.take(op);
-      }
-      if (!f) return next();
-      log.info({ op, fault: f }, 'fault injected');
-      switch (f.mode) {
-        case 'latency':
-          await ctx.timers.sleep(f.latencyMs ?? 1000);
-          return next();
-        case 'error': {
-          const status = f.status ?? 500;
-          return void res.status(status).json({ responseCode: `${status}${service}${status === 500 ? '01' : '00'}`, responseMessage: status === 504 ? 'Timeout' : status === 500 ? 'Internal Server Error' : 'General Error' });
-        }
-        case 'reject': {
-          const status = f.status ?? 400;
-          return void res.status(status).json({ responseCode: `${status}${service}00`, responseMessage: 'Simulated refusal' });
-        }
-        default:
-          res.locals.fault = f;
-          return next();
-      }
-    };
+  /** The fault for this request (X-Sim-Fault or a rule), answered in SNAP's format with the service's code. */
+  const fault = (op: RequestOp, service: string) =>
+    ctx.inject(op, {
+      invalid: (message) => new SnapError(400, service, '00', message),
+      error: (status) => ({ responseCode: `${status}${service}${status === 500 ? '01' : '00'}`, responseMessage: status === 504 ? 'Timeout' : status === 500 ? 'Internal Server Error' : 'General Error' }),
+      reject: (status) => ({ responseCode: `${status}${service}00`, responseMessage: 'Simulated refusal' }),
+      rejectStatus: 400,
+    });
 
   /** Takes the request's X-EXTERNAL-ID for today: a second use the same day is 409xx00. */
   function takeExternalId(res: Response, service: string): void {
@@ -310,7 +298,6 @@ export function snapDialect(ctx: DialectContext): Router {
     return qr;
   };
 
-  const refundsOf = (qr: QrRecord) => [...ctx.store.refunds.values()].filter((r) => r.reference === qr.reference);
 
   service('/v1.0/qr/qr-mpm-generate', 'createQris', '47', (req, res) => {
     const body = parse(generateBody, req, '47');
@@ -372,10 +359,8 @@ export function snapDialect(ctx: DialectContext): Router {
       transactionStatusDesc: desc,
       ...(qr.paidAt ? { paidTime: jakarta(qr.paidAt) } : {}),
       amount: amountOf(qr.amount),
-      additionalInfo: {
-        ...(qr.rrn ? { rrn: qr.rrn } : {}),
-        refundHistory: refundsOf(qr).map((r) => ({ refundNo: r.id, partnerRefundNo: r.refundReference, refundAmount: amountOf(r.amount), refundStatus: '00', refundDate: jakarta(r.createdAt) })),
-      },
+      // No refund list: the standard's query answer has none (a provider's additionalInfo may).
+      ...(qr.rrn ? { additionalInfo: { rrn: qr.rrn } } : {}),
     });
   });
 
@@ -406,7 +391,7 @@ export function snapDialect(ctx: DialectContext): Router {
   });
 
   service('/v1.0/account-inquiry-external', 'inquireAccount', '16', (req, res) => {
-    const body = parse(inquiryBody, req, '16');
+    const body = parse(inquiryBody(cfg.bankCodeDigits), req, '16');
     const name = accountHolder(body.beneficiaryAccountNo);
     if (!name) throw new SnapError(404, '16', '11', 'Invalid Account');
     ctx.reply(res, 200, {
@@ -420,7 +405,8 @@ export function snapDialect(ctx: DialectContext): Router {
   });
 
   service('/v1.0/transfer-interbank', 'disburse', '18', (req, res) => {
-    const body = parse(transferBody, req, '18');
+    const body = parse(transferBody(cfg.bankCodeDigits), req, '18');
+    if (body.sourceAccountNo !== cfg.sourceAccountNo) throw new SnapError(404, '18', '11', 'Invalid Account sourceAccountNo');
     const amount = rupiah(body.amount, '18', 'amount.value');
     if (ctx.store.disbursements.has(body.partnerReferenceNo)) throw new SnapError(409, '18', '01', 'Duplicate partnerReferenceNo');
     if (!accountHolder(body.beneficiaryAccountNo)) throw new SnapError(404, '18', '11', 'Invalid Account');
@@ -548,16 +534,18 @@ export function snapDialect(ctx: DialectContext): Router {
     stats.notifyAnswers[answered] = (stats.notifyAnswers[answered] ?? 0) + 1;
   }
 
-  function sendNotify(qr: QrRecord, override: Fault | null): void {
+  const STATUS_DESC: Record<string, string> = { '00': 'Success', '01': 'Initiated', '02': 'Paying', '03': 'Pending', '04': 'Refunded', '05': 'Canceled', '06': 'Failed', '07': 'Not found', '08': 'Expired', '09': 'Rejected' };
+
+  function sendNotify(qr: QrRecord, override: Fault | null, status = '00'): void {
     const url = notifyUrl;
-    if (!url) return void log.warn({ reference: qr.reference }, 'no SNAP notify URL set: payment not notified');
+    if (!url) return void log.warn({ reference: qr.reference }, 'no SNAP notify URL set: not notified');
     const body = JSON.stringify({
       originalReferenceNo: qr.id,
-      originalPartnerReferenceNo: qr.reference,
-      latestTransactionStatus: '00',
-      transactionStatusDesc: 'Success',
+      ...(cfg.notifyPartnerReference ? { originalPartnerReferenceNo: qr.reference } : {}),
+      latestTransactionStatus: status,
+      transactionStatusDesc: STATUS_DESC[status],
       amount: amountOf(qr.amount),
-      additionalInfo: { rrn: qr.rrn ?? newRrn(), paidTime: jakarta(qr.paidAt ?? new Date()) },
+      ...(status === '00' ? { additionalInfo: { rrn: qr.rrn ?? newRrn(), paidTime: jakarta(qr.paidAt ?? new Date()) } } : {}),
     });
     // Re-signed on every attempt (a fresh timestamp); the body stays byte for byte the same.
     ctx.sendCallback('snap', url, body, { dialect: 'snap', reference: qr.reference }, override);
@@ -592,6 +580,21 @@ export function snapDialect(ctx: DialectContext): Router {
       notify_answers: stats.notifyAnswers,
       live_tokens: [...tokens.values()].filter((t) => t > Date.now()).length,
     });
+  });
+  // What a provider's dashboard or the payer's side does to an unpaid QR: it can no longer be
+  // paid, and the provider notifies that status.
+  admin.post('/close', (req, res) => {
+    const parsed = z.object({ reference: z.string().min(1), status: z.enum(['01', '02', '03', '05', '06', '07', '08', '09']) }).safeParse(JSON.parse((req.body as Buffer).toString('utf8') || '{}'));
+    if (!parsed.success) return void res.status(400).json({ error: { code: 'VALIDATION_ERROR', message: 'reference, and status 01-03 or 05-09' } });
+    const qr = ctx.store.qrs.get(parsed.data.reference);
+    if (!qr || qr.dialect !== 'snap') return void res.status(404).json({ error: { code: 'QR_NOT_FOUND', message: 'no SNAP QR with that reference' } });
+    if (qr.paidAt) return void res.status(409).json({ error: { code: 'ALREADY_PAID', message: 'a paid QR is not closed' } });
+    if (['05', '06', '08', '09'].includes(parsed.data.status)) {
+      qr.expiresAt = new Date();
+      ctx.store.saveQr(qr);
+    }
+    sendNotify(qr, null, parsed.data.status);
+    res.json({ reference: qr.reference, status: parsed.data.status });
   });
   admin.post('/expire-tokens', (req, res) => {
     let expired = 0;

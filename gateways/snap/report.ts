@@ -70,8 +70,8 @@ async function inBatches<T>(items: readonly T[], work: (item: T) => Promise<Vend
 }
 
 /** An order's lines from its QR MPM query: the payment and the refunds its history lists. */
-async function readOrder(ask: Ask, settings: SnapSettings, reference: string): Promise<VendorLine[]> {
-  const asked = await ask(PATHS.qrQuery, toQueryRequest(reference, settings));
+async function readOrder(ask: Ask, settings: SnapSettings, reference: string, vendorOrderId: string): Promise<VendorLine[]> {
+  const asked = await ask(PATHS.qrQuery, toQueryRequest(reference, vendorOrderId, settings));
   if (asked.kind !== 'ok') unreadable(`query of ${reference}`, asked.reason);
   const v = asked.value;
   if (v.kind === 'refused' && v.http === 404 && v.case === '01') return [];
@@ -116,9 +116,18 @@ async function readTransfer(ask: Ask, reference: string): Promise<VendorLine[]> 
 }
 
 async function readRecords(ask: Ask, settings: SnapSettings, sent: readonly SentRecord[]): Promise<VendorLine[]> {
-  const orders = [...new Set(sent.flatMap((r) => (r.kind === 'PAYMENT' ? [r.reference] : r.kind === 'REFUND' && r.orderReference ? [r.orderReference] : [])))];
+  // The QR query names the order by the provider's id (originalReferenceNo, mandatory): an order
+  // the provider never gave an id for was never shown to a payer through it.
+  const orders = new Map<string, string>();
+  for (const r of sent) {
+    if (r.kind === 'PAYMENT' && r.vendorId) orders.set(r.reference, r.vendorId);
+    if (r.kind === 'REFUND' && r.orderReference && r.orderVendorId) orders.set(r.orderReference, r.orderVendorId);
+  }
   const payouts = sent.filter((r) => r.kind === 'PAYOUT').map((r) => r.reference);
-  return [...(await inBatches(orders, (reference) => readOrder(ask, settings, reference))), ...(await inBatches(payouts, (reference) => readTransfer(ask, reference)))];
+  return [
+    ...(await inBatches([...orders], ([reference, vendorOrderId]) => readOrder(ask, settings, reference, vendorOrderId))),
+    ...(await inBatches(payouts, (reference) => readTransfer(ask, reference))),
+  ];
 }
 
 export async function snapReport(ask: Ask, settings: SnapSettings, day: ReportDay): Promise<VendorReport> {

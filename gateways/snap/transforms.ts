@@ -225,7 +225,12 @@ export interface SnapSettings {
   merchantId: string;
   terminalId: string | null;
   qrQueryServiceCode: '47' | '51';
+  bankBranchCode: string | null;
+  sourceAccountNo: string | null;
 }
+
+/** beneficiaryBankCode as the provider takes it: the 3-digit BI code, or it and a 4-digit branch code. */
+export const beneficiaryBankCode = (biCode: string, settings: Pick<SnapSettings, 'bankBranchCode'>) => biCode + (settings.bankBranchCode ?? '');
 
 export function toGenerateRequest(input: { reference: string; amount: number; expiresAt: Date | null }, settings: SnapSettings) {
   return {
@@ -237,8 +242,9 @@ export function toGenerateRequest(input: { reference: string; amount: number; ex
   };
 }
 
-export function toQueryRequest(reference: string, settings: SnapSettings) {
-  return { originalPartnerReferenceNo: reference, serviceCode: settings.qrQueryServiceCode, merchantId: settings.merchantId };
+/** originalReferenceNo is the provider's referenceNo from the generate answer (Kasir's vendor_order_id). */
+export function toQueryRequest(reference: string, vendorOrderId: string, settings: SnapSettings) {
+  return { originalReferenceNo: vendorOrderId, originalPartnerReferenceNo: reference, serviceCode: settings.qrQueryServiceCode, merchantId: settings.merchantId };
 }
 
 export function toRefundRequest(input: { reference: string; vendorOrderId: string; refundReference: string; amount: number }, settings: SnapSettings) {
@@ -252,17 +258,22 @@ export function toRefundRequest(input: { reference: string; vendorOrderId: strin
   };
 }
 
-export function toInquiryRequest(biCode: string, accountNumber: string) {
-  return { beneficiaryBankCode: biCode, beneficiaryAccountNo: accountNumber };
+export function toInquiryRequest(biCode: string, accountNumber: string, settings: Pick<SnapSettings, 'bankBranchCode'>) {
+  return { beneficiaryBankCode: beneficiaryBankCode(biCode, settings), beneficiaryAccountNo: accountNumber };
 }
 
-export function toTransferRequest(input: { reference: string; amount: number; accountNumber: string; accountName: string; biCode: string }, at: Date = new Date()) {
+export function toTransferRequest(
+  input: { reference: string; amount: number; accountNumber: string; accountName: string; biCode: string },
+  settings: Pick<SnapSettings, 'bankBranchCode' | 'sourceAccountNo'>,
+  at: Date = new Date(),
+) {
   return {
     partnerReferenceNo: input.reference,
     amount: toSnapAmount(input.amount),
     beneficiaryAccountName: input.accountName.slice(0, 100),
     beneficiaryAccountNo: input.accountNumber,
-    beneficiaryBankCode: input.biCode,
+    beneficiaryBankCode: beneficiaryBankCode(input.biCode, settings),
+    ...(settings.sourceAccountNo ? { sourceAccountNo: settings.sourceAccountNo } : {}),
     transactionDate: jakartaTimestamp(at),
     // The standard's extension slot; some providers require a remark (Midtrans: String(50)).
     additionalInfo: { remark: input.reference.slice(0, 50) },
@@ -340,24 +351,29 @@ export function fromTransferStatus(body: Record<string, unknown>, reference: str
 
 // ---------------------------------------------------------------- notify
 
-export interface NotifyPayment {
-  vendorOrderId: string;
-  reference: string;
-  status: string;
-  amount: number;
-  paidAt: Date;
-  rrn: string;
-}
+/**
+ * A QR MPM notify, whatever its status. originalReferenceNo (the provider's id, Kasir's
+ * vendor_order_id) is the mandatory key; originalPartnerReferenceNo is optional at Finpay and
+ * absent at Netzme (null here). A payment (00) must carry a whole-rupiah amount.
+ */
+export type Notify =
+  | { status: '00'; vendorOrderId: string; reference: string | null; amount: number; paidAt: Date; rrn: string | null }
+  | { status: string; vendorOrderId: string; reference: string | null; description: string | null };
 
-/** A QR MPM notify body; null when it is not one (missing fields, a fractional amount). */
-export function fromNotify(body: unknown, now: Date = new Date()): NotifyPayment | null {
+/** Statuses after which the QR can no longer be paid (the order's state machine may close it). */
+export const CLOSING_STATUS: Readonly<Record<string, 'CANCELLED' | 'FAILED' | 'EXPIRED' | 'REJECTED'>> = { '05': 'CANCELLED', '06': 'FAILED', '08': 'EXPIRED', '09': 'REJECTED' };
+
+/** A QR MPM notify body; null when it is not one (no originalReferenceNo or status, a payment without a whole amount). */
+export function fromNotify(body: unknown, now: Date = new Date()): Notify | null {
   if (!isRecord(body)) return null;
   const vendorOrderId = text(body.originalReferenceNo);
   const reference = text(body.originalPartnerReferenceNo);
   const status = text(body.latestTransactionStatus);
+  if (!vendorOrderId || !status) return null;
+  if (status !== '00') return { status, vendorOrderId, reference, description: text(body.transactionStatusDesc) };
   const amount = fromSnapAmount(body.amount);
-  if (!vendorOrderId || !reference || !status || amount === null) return null;
-  return { vendorOrderId, reference, status, amount, paidAt: paidTimeOf(body) ?? now, rrn: rrnOf(body) ?? '' };
+  if (amount === null) return null;
+  return { status: '00', vendorOrderId, reference, amount, paidAt: paidTimeOf(body) ?? now, rrn: rrnOf(body) };
 }
 
 const ANSWERS: Record<CallbackAnswer, { status: number; case: string; message: string }> = {

@@ -8,23 +8,30 @@
 //   create whose answer was lost is taken as not made (queryQris without Xendit's QR id
 //   answers NOT_FOUND): Kasir never handed its QR string to anyone, so no payer can pay it,
 //   and it expires at Xendit unused. The attempt fails and the merchant's retry makes a new one.
-// - Payout: the disbursement's reference is the Idempotency-key; Xendit refuses a second use
-//   with DUPLICATE_TRANSACTION_ERROR, which is resolved by reading the payout by reference_id,
-//   never by sending again.
-// - Refund: sent with the refund's reference as Idempotency-key and in metadata; before any
-//   send, the payment's refunds are listed and one carrying the reference is answered instead.
+// - Payout: the disbursement's reference is the Idempotency-key (required, xendit-node
+//   payout/apis/Payout.ts); a reused key is refused with 400 DUPLICATE_TRANSACTION_ERROR or, as
+//   Xendit's SDK answers a reused key elsewhere, 409 DUPLICATE_ERROR. Either is "already
+//   received": resolved by reading the payout by reference_id (getPayouts), never by sending
+//   again, and never failed over. A duplicate the read cannot show is unresolvable.
+// - Refund: POST /qr_codes/payments/{id}/refunds documents only `amount`: no idempotency key,
+//   no metadata echoed, no lookup by Kasir's reference. So a refund is POSTed once; its id from
+//   that answer is the only way back to it (queryRefund reads by it, the qr.refund callback is
+//   matched by it), and a refund whose POST went unanswered has no id and no read that could
+//   prove it absent: unresolvable, an operator settles it (gateway.ts, the rule).
 //
 // Classification: 2xx is read (unreadable → unknown); 429 RATE_LIMIT_EXCEEDED and every other
 // 4xx are failed (Xendit did nothing); 5xx and lost answers are unknown.
 import { timingSafeEqual } from 'node:crypto';
 import { logger } from '../../db/logger.ts';
 import { observeVendorRateLimited } from '../../db/metrics.ts';
-import type { AccountInquiry, Gateway, Outcome, QrisStatus, RefundResult, VendorRecord } from '../gateway.ts';
+import type { AccountInquiry, Gateway, Outcome, QrisStatus, RefundStatus, VendorRecord } from '../gateway.ts';
 import { interpretAnswer, vendorCall, type HttpAnswer } from '../http.ts';
+import { failed, headerOf, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND, unknown, unresolvable } from '../results.ts';
 import { validateVendorQris } from '../qris.ts';
 import { xenditReport } from './report.ts';
 import {
   channelCodeOf,
+  DUPLICATE_PAYOUT,
   isPaid,
   errorBody,
   fromPayments,
@@ -33,7 +40,6 @@ import {
   fromQrCode,
   fromQrCreated,
   fromRefund,
-  fromRefunds,
   PATHS,
   QR_API_VERSION,
   toCallbackEvent,
@@ -48,9 +54,6 @@ import {
 /** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
 const DEFAULT_TIMEOUT_MS = 5000;
 
-const ok = <T>(value: T): Outcome<T> => ({ kind: 'ok', value });
-const failed = (reason: string) => ({ kind: 'failed' as const, reason });
-const unknown = (reason: string) => ({ kind: 'unknown' as const, reason });
 
 export interface XenditCredentials {
   secretKey: string;
@@ -99,13 +102,8 @@ function interpret<T>(answer: HttpAnswer, parse: (body: unknown) => T | null): O
   });
 }
 
-const header = (headers: Record<string, string | string[] | undefined>, name: string) => {
-  const value = headers[name];
-  return typeof value === 'string' ? value : undefined;
-};
-
-function sameToken(expected: string, given: string | undefined): boolean {
-  if (given === undefined) return false;
+function sameToken(expected: string, given: string | null): boolean {
+  if (given === null) return false;
   const a = Buffer.from(expected);
   const b = Buffer.from(given);
   return a.length === b.length && timingSafeEqual(a, b);
@@ -123,15 +121,6 @@ export function createXenditGateway(vendor: VendorRecord, opts: { timeoutMs?: nu
     return payments.kind === 'ok' ? ok(payments.value.find((p) => isPaid(p.status))?.id ?? null) : payments;
   }
 
-  /** The refund made under Kasir's reference, if any. */
-  async function refundByReference(paymentId: string, refundReference: string): Promise<Outcome<RefundResult | null>> {
-    const answer = await request('GET', PATHS.qrRefunds(paymentId));
-    if (answer.kind !== 'ok') return answer;
-    const refunds = interpret(answer.value, fromRefunds);
-    if (refunds.kind !== 'ok') return refunds;
-    const mine = refunds.value.find((r) => r.metadata?.kasir_refund_reference === refundReference);
-    return ok(mine ? { vendorRefundId: mine.id, status: toRefundStatus(mine.status) } : null);
-  }
 
   async function payoutByReference(reference: string): Promise<Outcome<ReturnType<typeof toDisbursementStatus>>> {
     const answer = await request('GET', PATHS.payoutsByReference(reference));
@@ -141,7 +130,7 @@ export function createXenditGateway(vendor: VendorRecord, opts: { timeoutMs?: nu
       if (!payouts) return null;
       // One reference, one payout (the Idempotency-key); the latest wins if Xendit ever lists more.
       const latest = payouts.at(-1);
-      return latest ? toDisbursementStatus(latest) : { status: 'NOT_FOUND' as const, vendorDisbursementId: null, failureReason: null };
+      return latest ? toDisbursementStatus(latest) : PAYOUT_NOT_FOUND;
     });
   }
 
@@ -157,11 +146,11 @@ export function createXenditGateway(vendor: VendorRecord, opts: { timeoutMs?: nu
 
     async queryQris(reference, vendorOrderId): Promise<Outcome<QrisStatus>> {
       // No lookup by reference_id: without Xendit's id the QR was never handed out (see top).
-      if (!vendorOrderId) return ok({ status: 'NOT_FOUND', vendorOrderId: null, qrisString: null, paidAt: null, rrn: null });
+      if (!vendorOrderId) return ok(QR_NOT_FOUND);
       const qrAnswer = await request('GET', PATHS.qrCode(vendorOrderId));
       if (qrAnswer.kind !== 'ok') return qrAnswer;
       if (qrAnswer.value.status === 404 && errorCodeOf(qrAnswer.value.body) === 'DATA_NOT_FOUND') {
-        return ok({ status: 'NOT_FOUND', vendorOrderId: null, qrisString: null, paidAt: null, rrn: null });
+        return ok(QR_NOT_FOUND);
       }
       const qr = interpret(qrAnswer.value, (body) => fromQrCode(body, reference));
       if (qr.kind !== 'ok') return qr;
@@ -176,15 +165,32 @@ export function createXenditGateway(vendor: VendorRecord, opts: { timeoutMs?: nu
       const payment = await paymentOf(input.vendorOrderId);
       if (payment.kind !== 'ok') return payment;
       if (!payment.value) return failed(`no succeeded payment on Xendit QR ${input.vendorOrderId}`);
-      // Asked before every send: a refund already made under this reference is answered, not repeated.
-      const existing = await refundByReference(payment.value, input.refundReference);
-      if (existing.kind !== 'ok') return existing;
-      if (existing.value) return ok(existing.value);
-      const answer = await request('POST', PATHS.qrRefunds(payment.value), toRefundRequest(input.refundReference, input.amount), { 'idempotency-key': input.refundReference });
+      // Sent once: a second POST would be a second refund (see top).
+      const answer = await request('POST', PATHS.qrRefunds(payment.value), toRefundRequest(input.amount));
       if (answer.kind !== 'ok') return answer;
       return interpret(answer.value, (body) => {
         const refund = fromRefund(body);
-        return refund ? { vendorRefundId: refund.id, status: toRefundStatus(refund.status) } : null;
+        if (!refund || (refund.refund_amount != null && refund.refund_amount !== input.amount)) return null;
+        return { vendorRefundId: refund.id, status: toRefundStatus(refund.status) };
+      });
+    },
+
+    async queryRefund(query): Promise<Outcome<RefundStatus>> {
+      if (!query.vendorRefundId) {
+        return unresolvable(`Xendit never answered refund ${query.refundReference}'s POST, shows QR refunds only by its own id, and dedupes nothing: whether it exists only Xendit's dashboard can tell`);
+      }
+      const payment = await paymentOf(query.vendorOrderId);
+      if (payment.kind !== 'ok') return payment;
+      if (!payment.value) return unknown(`Xendit QR ${query.vendorOrderId} shows no succeeded payment, yet refund ${query.vendorRefundId} was made against it`);
+      const answer = await request('GET', PATHS.qrRefund(payment.value, query.vendorRefundId));
+      if (answer.kind !== 'ok') return answer;
+      // An id Xendit gave is never "not found": a 404 is a read that did not work.
+      if (answer.value.status === 404) return unknown(`Xendit does not show refund ${query.vendorRefundId} it made`);
+      return interpret(answer.value, (body) => {
+        const refund = fromRefund(body);
+        if (!refund || refund.id !== query.vendorRefundId) return null;
+        const status = toRefundStatus(refund.status);
+        return { status, vendorRefundId: refund.id, failureReason: status === 'FAILED' ? (refund.failure_code ?? refund.status) : null };
       });
     },
 
@@ -195,11 +201,12 @@ export function createXenditGateway(vendor: VendorRecord, opts: { timeoutMs?: nu
       if (!input.accountName) return failed('Xendit payouts need the account holder name');
       const answer = await request('POST', PATHS.payouts, toPayoutRequest(input, channelCode, input.accountName), { 'idempotency-key': input.reference });
       if (answer.kind !== 'ok') return answer;
-      if (answer.value.status === 400 && errorCodeOf(answer.value.body) === 'DUPLICATE_TRANSACTION_ERROR') {
-        // Already received under this reference: read it, never send again.
+      if (DUPLICATE_PAYOUT(answer.value.status, errorCodeOf(answer.value.body))) {
+        // Already received under this reference: read it, never send again, never fail over.
         const known = await payoutByReference(input.reference);
         if (known.kind !== 'ok') return unknown(`duplicate reference, and reading it back failed: ${known.reason}`);
-        return known.value.vendorDisbursementId ? ok({ vendorDisbursementId: known.value.vendorDisbursementId }) : unknown('duplicate reference that Xendit cannot show');
+        if (known.value.vendorDisbursementId) return ok({ vendorDisbursementId: known.value.vendorDisbursementId });
+        return unresolvable(`Xendit calls ${input.reference} a duplicate (HTTP ${answer.value.status}) yet lists no payout under it`);
       }
       return interpret(answer.value, (body) => {
         const payout = fromPayout(body);
@@ -223,7 +230,7 @@ export function createXenditGateway(vendor: VendorRecord, opts: { timeoutMs?: nu
     reportDay: (day) => xenditReport(request, day),
 
     async parseCallback(headers, rawBody) {
-      if (!sameToken(creds.callbackToken, header(headers, 'x-callback-token'))) return null;
+      if (!sameToken(creds.callbackToken, headerOf(headers, 'x-callback-token'))) return null;
       let body: unknown;
       try {
         body = JSON.parse(rawBody.toString('utf8'));

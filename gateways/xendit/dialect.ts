@@ -7,9 +7,16 @@
 // - QR Codes (api-version 2022-07-31 required): create DYNAMIC IDR QRs, read one and its
 //   payments, refund a payment (PENDING, then a qr.refund callback); the test-mode magic
 //   amounts of Xendit's docs (create 10100/10101/10102; refund 20300 fails by callback).
-// - Payouts v2: Idempotency-key required and single-use (DUPLICATE_TRANSACTION_ERROR), channel
-//   codes checked, holder name required; ACCEPTED, then SUCCEEDED or FAILED by the shared
-//   account-number outcomes (docs/simulator.md), with payout.succeeded / payout.failed.
+// - QR refunds as strict as Xendit's documentation (help centre article 17209624920345): the body
+//   is `amount` (optional: the rest of the payment); nothing else is kept or echoed (no metadata)
+//   and no idempotency key is honoured, so every POST is a new refund. A refund is read by its
+//   own id (and listed per payment): reads of the xendit-client gem, not Xendit's own pages
+//   (docs/vendors/xendit.md, go-live checklist).
+// - Payouts v2: Idempotency-key required (xendit-node payout/apis/Payout.ts) and single-use: a
+//   reused key is 409 DUPLICATE_ERROR, as Xendit's SDK answers a reused key (xendit-node
+//   refund/models/CreateRefund409Response.ts; v2 documents no status). Channel codes checked,
+//   holder name required; ACCEPTED, then SUCCEEDED or FAILED by the shared account-number
+//   outcomes (docs/simulator.md), with payout.succeeded / payout.failed.
 // - Callbacks carry x-callback-token (SIMULATOR_XENDIT_CALLBACK_TOKEN) and go to the account's
 //   one callback URL (SIMULATOR_XENDIT_CALLBACK_URL), as set in Xendit's dashboard.
 // - Faults: the shared rules and X-Sim-Fault, answered in Xendit's error shape (error → 5xx
@@ -20,7 +27,7 @@ import { z } from 'zod';
 import { buildDynamicQris, QRIS_MAX_AMOUNT } from '../qris.ts';
 import { readBody, type DialectContext } from '../simulator/dialect.ts';
 import { loopbackOnly } from '../simulator/loopback.ts';
-import type { Fault } from '../simulator/faults.ts';
+import type { Fault, FaultAnswers, RequestOp } from '../simulator/faults.ts';
 import { qrStatus, type DisbursementRecord, type QrRecord } from '../simulator/store.ts';
 import { CHANGED_AMOUNT_DELTA, moneyFault, twinRefund, xenditTransactions } from './report-dialect.ts';
 
@@ -40,9 +47,11 @@ class XenditError extends Error {
 const errorOf = (status: number, code: string, message: string) => ({ error_code: code, message, status });
 
 /** Fault answers in Xendit's shape. */
-const faultError = (status: number, mode: 'error' | 'reject') => {
-  if (status === 429) return { error_code: 'RATE_LIMIT_EXCEEDED', message: 'Rate limit exceeded' };
-  return mode === 'error' ? { error_code: 'SERVER_ERROR', message: 'Simulated server error' } : { error_code: 'API_VALIDATION_ERROR', message: 'Simulated refusal' };
+const faultAnswers: FaultAnswers = {
+  invalid: (message) => new XenditError(400, 'API_VALIDATION_ERROR', message),
+  error: () => ({ error_code: 'SERVER_ERROR', message: 'Simulated server error' }),
+  reject: (status) => (status === 429 ? { error_code: 'RATE_LIMIT_EXCEEDED', message: 'Rate limit exceeded' } : { error_code: 'API_VALIDATION_ERROR', message: 'Simulated refusal' }),
+  rejectStatus: 400,
 };
 
 const BANKS = ['ID_BCA', 'ID_MANDIRI', 'ID_BNI', 'ID_BRI', 'ID_CIMB', 'ID_PERMATA', 'ID_BTN', 'ID_DANAMON', 'ID_PANIN', 'ID_MAYBANK', 'ID_BSI', 'ID_OCBC', 'ID_MEGA', 'ID_BTPN', 'ID_SINARMAS', 'ID_UOB', 'ID_MUAMALAT', 'ID_JAGO', 'ID_SEABANK', 'ID_BJB', 'ID_DKI', 'ID_HSBC', 'ID_CITIBANK', 'ID_DBS'];
@@ -61,11 +70,8 @@ const createQrBody = z.object({
   metadata: z.record(z.string(), z.unknown()).nullish(),
 });
 
-const refundBody = z.object({
-  amount: z.number().int().min(1),
-  reason: z.string().min(1).optional(),
-  metadata: z.record(z.string(), z.unknown()).nullish(),
-});
+/** Only `amount` is documented; other fields are neither kept nor echoed. */
+const refundBody = z.object({ amount: z.number().int().min(1).optional() });
 
 const payoutBody = z.object({
   reference_id: z.string().min(1).max(255),
@@ -83,12 +89,9 @@ interface XenditRefund {
   /** The refunded QR's reference (the shared store's key). */
   reference: string;
   paymentAmount: number;
-  /** The Idempotency-key it was made with: a repeat answers it again. */
-  idempotencyKey: string | null;
   amount: number;
   status: 'PENDING' | 'SUCCEEDED' | 'FAILED';
   failureCode: string | null;
-  metadata: Record<string, unknown> | null;
   created: Date;
   updated: Date;
 }
@@ -98,11 +101,9 @@ const refundRecord = z.object({
   paymentId: z.string(),
   reference: z.string(),
   paymentAmount: z.number(),
-  idempotencyKey: z.string().nullable(),
   amount: z.number(),
   status: z.enum(['PENDING', 'SUCCEEDED', 'FAILED']),
   failureCode: z.string().nullable(),
-  metadata: z.record(z.string(), z.unknown()).nullable(),
   created: z.coerce.date(),
   updated: z.coerce.date(),
 });
@@ -123,9 +124,7 @@ export function xenditDialect(ctx: DialectContext): Router {
   const router = Router();
   // Journaled as xendit.refund (by id) and xendit.payout-key, so a restart keeps them.
   const refunds = new Map<string, XenditRefund>(ctx.journal.loaded('xendit.refund', refundRecord));
-  /** Refunds by Idempotency-key: a repeat answers the same refund. */
-  const refundKeys = new Map<string, string>([...refunds.values()].flatMap((r) => (r.idempotencyKey ? [[r.idempotencyKey, r.id] as [string, string]] : [])));
-  /** Payout idempotency keys taken: a second use is DUPLICATE_TRANSACTION_ERROR. */
+  /** Payout idempotency keys taken: a second use is 409 DUPLICATE_ERROR. */
   const payoutKeys = new Set<string>(ctx.journal.loaded('xendit.payout-key', z.literal(true)).map(([key]) => key));
   const stats = { calls: {} as Record<string, number>, callbacksAnswered: {} as Record<string, number> };
 
@@ -142,7 +141,7 @@ export function xenditDialect(ctx: DialectContext): Router {
     if (req.get('api-version') !== API_VERSION) throw new XenditError(400, 'API_VALIDATION_ERROR', `api-version header must be ${API_VERSION}`);
     next();
   };
-  const fault = (op: Parameters<DialectContext['inject']>[0], causesCallback = false) => ctx.inject(op, causesCallback, faultError);
+  const fault = (op: RequestOp, causesCallback = false) => ctx.inject(op, faultAnswers, causesCallback);
 
   const findQr = (id: string) => [...ctx.store.qrs.values()].find((qr) => qr.id === id && qr.id.startsWith('qr_'));
   const findPaid = (paymentId: string) => [...ctx.store.qrs.values()].find((qr) => qr.id.startsWith('qr_') && qr.paidAt && paymentIdOf(qr) === paymentId);
@@ -194,7 +193,6 @@ export function xenditDialect(ctx: DialectContext): Router {
     refund_amount: r.amount,
     channel_code: 'ID_DANA',
     failure_code: r.failureCode,
-    metadata: r.metadata,
     created: r.created.toISOString(),
     updated: r.updated.toISOString(),
   });
@@ -300,34 +298,36 @@ export function xenditDialect(ctx: DialectContext): Router {
     ctx.reply(res, 200, { data: [...refunds.values()].filter((r) => r.paymentId === paymentId).map(refundJson), has_more: false });
   });
 
+  router.get('/qr_codes/payments/:paymentId/refunds/:refundId', authenticate, qrVersion, fault('queryRefund'), (req, res) => {
+    const refund = refunds.get(String(req.params.refundId));
+    if (!refund || refund.paymentId !== String(req.params.paymentId)) throw new XenditError(404, 'DATA_NOT_FOUND', 'Refund not found');
+    ctx.reply(res, 200, refundJson(refund));
+  });
+
+  // Every POST is a new refund: Xendit documents no key or reference to dedupe it by.
   router.post('/qr_codes/payments/:paymentId/refunds', authenticate, qrVersion, fault('refund', true), (req, res) => {
     const paymentId = String(req.params.paymentId);
-    const key = req.get('idempotency-key');
-    const repeat = key ? refunds.get(refundKeys.get(key) ?? '') : undefined;
-    if (repeat) return void ctx.reply(res, 200, refundJson(repeat));
     const qr = findPaid(paymentId);
     if (!qr) throw new XenditError(404, 'DATA_NOT_FOUND', 'QR payment not found');
     const body = parse(refundBody, req);
     const taken = [...refunds.values()].filter((r) => r.paymentId === paymentId && r.status !== 'FAILED').reduce((sum, r) => sum + r.amount, 0);
-    if (taken + body.amount > qr.amount) throw new XenditError(400, 'MAXIMUM_REFUND_AMOUNT_REACHED', 'Refund amount exceeds the remaining payment amount');
+    const amount = body.amount ?? qr.amount - taken;
+    if (amount < 1 || taken + amount > qr.amount) throw new XenditError(400, 'MAXIMUM_REFUND_AMOUNT_REACHED', 'Refund amount exceeds the remaining payment amount');
     const now = new Date();
     const refund: XenditRefund = {
       id: `qrrf_${randomBytes(12).toString('hex')}`,
       paymentId,
       reference: qr.reference,
       paymentAmount: qr.amount,
-      idempotencyKey: key ?? null,
-      amount: body.amount,
+      amount,
       status: 'PENDING',
       failureCode: null,
-      metadata: body.metadata ?? null,
       created: now,
       updated: now,
     };
     refunds.set(refund.id, refund);
     ctx.journal.put('xendit.refund', refund.id, refund);
-    if (key) refundKeys.set(key, refund.id);
-    qr.refunded += body.amount;
+    qr.refunded += amount;
     // double_refund: Xendit makes the refund twice (the twin completes like the first).
     const twin = moneyFault(res) === 'double_refund' ? twinRefund(refund) : null;
     if (twin) {
@@ -346,7 +346,7 @@ export function xenditDialect(ctx: DialectContext): Router {
   router.post('/v2/payouts', authenticate, fault('disburse', true), (req, res) => {
     const key = req.get('idempotency-key');
     if (!key || key.length > 100) throw new XenditError(400, 'API_VALIDATION_ERROR', 'Idempotency-key header is required (1 to 100 characters)');
-    if (payoutKeys.has(key)) throw new XenditError(400, 'DUPLICATE_TRANSACTION_ERROR', 'Idempotency key has been used before');
+    if (payoutKeys.has(key)) throw new XenditError(409, 'DUPLICATE_ERROR', 'Idempotency key has been used before');
     const body = parse(payoutBody, req);
     const isBank = BANKS.includes(body.channel_code);
     if (!isBank && !EWALLETS.includes(body.channel_code)) throw new XenditError(400, 'CHANNEL_CODE_NOT_SUPPORTED_ERROR', `${body.channel_code} is not supported`);

@@ -138,8 +138,8 @@ export function xenditTransactions(
  * A refund Xendit made twice (the double_refund fault): a second refund of the same payment and
  * amount under its own id, completed like the first.
  */
-export function twinRefund<R extends { id: string; idempotencyKey: string | null }>(first: R): R {
-  return { ...first, id: `qrrf_${randomBytes(12).toString('hex')}`, idempotencyKey: null };
+export function twinRefund<R extends { id: string }>(first: R): R {
+  return { ...first, id: `qrrf_${randomBytes(12).toString('hex')}` };
 }
 
 /** The money fault of a payout request, if any. */

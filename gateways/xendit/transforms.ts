@@ -13,6 +13,7 @@ export const PATHS = {
   qrCode: (id: string) => `/qr_codes/${encodeURIComponent(id)}`,
   qrPayments: (id: string) => `/qr_codes/${encodeURIComponent(id)}/payments`,
   qrRefunds: (paymentId: string) => `/qr_codes/payments/${encodeURIComponent(paymentId)}/refunds`,
+  qrRefund: (paymentId: string, refundId: string) => `/qr_codes/payments/${encodeURIComponent(paymentId)}/refunds/${encodeURIComponent(refundId)}`,
   payouts: '/v2/payouts',
   payoutsByReference: (reference: string) => `/v2/payouts?reference_id=${encodeURIComponent(reference)}`,
   balance: '/balance',
@@ -91,9 +92,13 @@ export function toPayoutRequest(input: DisburseInput, channelCode: string, accou
   };
 }
 
-export function toRefundRequest(refundReference: string, amount: number) {
-  // The refund is found again by this metadata (and deduped by the Idempotency-key header).
-  return { amount, reason: 'REQUESTED_BY_CUSTOMER', metadata: { kasir_refund_reference: refundReference } };
+/**
+ * The QR refund body: `amount` is all Xendit documents for this endpoint (help centre article
+ * 17209624920345). No metadata, no reason: nothing Kasir could find the refund by again, so the
+ * refund is found by the id Xendit answers with (docs/vendors/xendit.md).
+ */
+export function toRefundRequest(amount: number) {
+  return { amount };
 }
 
 // ---------------------------------------------------------------- answers
@@ -188,6 +193,9 @@ export function toQrisStatus(qr: z.infer<typeof qrCode>, payments: z.infer<typeo
   return { status: expired ? 'EXPIRED' : 'PENDING', vendorOrderId: qr.id, qrisString: qr.qr_string, paidAt: null, rrn: null };
 }
 
+/** Duplicate answers to a reused payout key: v2's documented one, and the 409 Xendit's SDK gives for a reused key (xendit-node refund/models/CreateRefund409Response.ts; Payouts v3). */
+export const DUPLICATE_PAYOUT = (status: number, code: string | null) => (status === 400 && code === 'DUPLICATE_TRANSACTION_ERROR') || (status === 409 && code === 'DUPLICATE_ERROR');
+
 const REFUND_STATUS: Readonly<Record<string, RefundResult['status']>> = { SUCCEEDED: 'SUCCEEDED', FAILED: 'FAILED', CANCELLED: 'FAILED' };
 /** Anything else (PENDING, or a status Xendit adds later) is still in progress. */
 export const toRefundStatus = (theirs: string): RefundResult['status'] => REFUND_STATUS[theirs] ?? 'PENDING';
@@ -265,14 +273,14 @@ function actedOn(event: string, data: Record<string, unknown>): CallbackEvent | 
   }
   if (event === 'qr.refund') {
     const r = refund.safeParse(data);
-    const reference = r.success ? r.data.metadata?.kasir_refund_reference : undefined;
-    if (!r.success || typeof reference !== 'string') return null;
+    if (!r.success) return null;
     const status = toRefundStatus(r.data.status);
     if (status === 'PENDING') return null;
+    // Xendit does not echo Kasir's reference: the refund is the one Xendit gave this id.
     return {
       type: 'refund.updated',
       eventId: `xendit:${r.data.id}:${status}`,
-      reference,
+      reference: '',
       vendorRefundId: r.data.id,
       status,
       failureReason: status === 'FAILED' ? (r.data.failure_code ?? 'FAILED') : null,

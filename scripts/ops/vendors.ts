@@ -48,6 +48,9 @@ const vendorInput = z.discriminatedUnion('kind', [
       'iris-creator-key': key('iris-creator-key').optional(),
       'iris-approver-key': key('iris-approver-key').optional(),
       'iris-merchant-key': key('iris-merchant-key').optional(),
+      // The Iris approver's two-factor secret (base32, as enrolled in an authenticator app):
+      // approvals carry its current TOTP code.
+      'iris-approver-totp-secret': z.string().regex(/^[A-Z2-7]{16,}=*$/, '--iris-approver-totp-secret: base32 (A-Z, 2-7), at least 16 characters').optional(),
     })
     .refine(
       (v) => {
@@ -55,7 +58,8 @@ const vendorInput = z.discriminatedUnion('kind', [
         return iris.every((x) => x === undefined) || iris.every((x) => x !== undefined);
       },
       'Iris payouts need all four of --iris-base-url, --iris-creator-key, --iris-approver-key and --iris-merchant-key',
-    ),
+    )
+    .refine((v) => v['iris-approver-totp-secret'] === undefined || v['iris-base-url'] !== undefined, '--iris-approver-totp-secret goes with the Iris keys'),
   z.strictObject({
     kind: z.literal('snap'),
     code: vendorCode,
@@ -72,6 +76,11 @@ const vendorInput = z.discriminatedUnion('kind', [
     // The serviceCode sent in a QR query body: the standard names the original service (47); some
     // providers want the query's own (51).
     'qr-query-service-code': z.enum(['47', '51']).default('47'),
+    // Transfers and inquiries: providers that take the 7-digit bank code (3-digit BI code and a
+    // 4-digit branch code, Midtrans) say which branch code to send; some require sourceAccountNo
+    // (Midtrans: 0000000000 for aggregators, the registered account id for facilitators).
+    'bank-branch-code': z.string().regex(/^\d{4}$/, '--bank-branch-code: 4 digits').optional(),
+    'source-account-no': z.string().regex(/^\d{1,19}$/, '--source-account-no: up to 19 digits').optional(),
   }),
 ]);
 type VendorInput = z.infer<typeof vendorInput>;
@@ -111,6 +120,7 @@ function credentialsOf(input: VendorInput): Record<string, string> {
             irisCreatorKey: input['iris-creator-key']!,
             irisApproverKey: input['iris-approver-key']!,
             irisMerchantKey: input['iris-merchant-key']!,
+            ...(input['iris-approver-totp-secret'] ? { irisApproverTotpSecret: input['iris-approver-totp-secret'] } : {}),
           }
         : {};
       return { serverKey: input['server-key'], qrisAcquirer: input['qris-acquirer'], ...iris };
@@ -127,6 +137,8 @@ function credentialsOf(input: VendorInput): Record<string, string> {
         ...(input['terminal-id'] ? { terminalId: input['terminal-id'] } : {}),
         notifySignature: input['notify-signature'],
         qrQueryServiceCode: input['qr-query-service-code'],
+        ...(input['bank-branch-code'] ? { bankBranchCode: input['bank-branch-code'] } : {}),
+        ...(input['source-account-no'] ? { sourceAccountNo: input['source-account-no'] } : {}),
       };
   }
 }
@@ -143,20 +155,20 @@ export const vendorAdd = command({
     'vendor:add --code C --kind simulator --base-url URL --secret S [--json]',
     'vendor:add --code C --kind xendit --base-url URL --secret-key K --callback-token T [--json]',
     'vendor:add --code C --kind midtrans --base-url URL --server-key K [--qris-acquirer gopay|airpay-shopee]',
-    '           [--iris-base-url URL --iris-creator-key K --iris-approver-key K --iris-merchant-key K] [--json]',
+    '           [--iris-base-url URL --iris-creator-key K --iris-approver-key K --iris-merchant-key K [--iris-approver-totp-secret BASE32]] [--json]',
     'vendor:add --code C --kind snap --base-url URL --partner-id P --client-key K --client-secret S',
     '           --private-key-file PEM --provider-public-key-file PEM --channel-id CH --merchant-id MID [--terminal-id TID]',
-    '           [--notify-signature rsa|hmac] [--qr-query-service-code 47|51] [--json]',
+    '           [--notify-signature rsa|hmac] [--qr-query-service-code 47|51] [--bank-branch-code NNNN] [--source-account-no N] [--json]',
   ].join('\n       '),
   flags: Object.fromEntries(
     ['code', 'kind', 'base-url', 'secret', 'secret-key', 'callback-token', 'server-key', 'qris-acquirer', 'iris-base-url', 'iris-creator-key', 'iris-approver-key', 'iris-merchant-key',
-      'partner-id', 'client-key', 'client-secret', 'private-key-file', 'provider-public-key-file', 'channel-id', 'merchant-id', 'terminal-id',
-      'notify-signature', 'qr-query-service-code'].map(
+      'iris-approver-totp-secret', 'partner-id', 'client-key', 'client-secret', 'private-key-file', 'provider-public-key-file', 'channel-id', 'merchant-id', 'terminal-id',
+      'notify-signature', 'qr-query-service-code', 'bank-branch-code', 'source-account-no'].map(
       (name) => [name, { type: 'string' as const }],
     ),
   ),
   // The SNAP client key is an identifier sent in the clear (X-CLIENT-KEY), not a secret.
-  secretFlags: ['secret', 'secret-key', 'callback-token', 'server-key', 'iris-creator-key', 'iris-approver-key', 'iris-merchant-key', 'client-secret'],
+  secretFlags: ['secret', 'secret-key', 'callback-token', 'server-key', 'iris-creator-key', 'iris-approver-key', 'iris-merchant-key', 'iris-approver-totp-secret', 'client-secret'],
   input: z.preprocess((raw) => Object.fromEntries(Object.entries(raw as object).filter(([, v]) => v !== undefined)), vendorInput),
   async run(ctx, input) {
     const baseUrl = input['base-url'].replace(/\/+$/, '');

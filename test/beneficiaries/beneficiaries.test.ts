@@ -44,7 +44,7 @@ async function listBeneficiaries(stack: Stack, merchant: M) {
 }
 
 const bankBeneficiary = (extra: Record<string, unknown> = {}) =>
-  ({ channel: 'BANK', bank_short_code: 'BCA', account_number: '1234567890', account_name: 'Budi Santoso', ...extra });
+  ({ channel: 'BANK', bank_short_code: 'BCA', account_number: '1234567890', account_name: 'Nur Hidayah', ...extra });
 const walletBeneficiary = (extra: Record<string, unknown> = {}) =>
   ({ channel: 'EWALLET', ewallet_provider: 'OVO', ewallet_phone: '0812-3456-7890', ...extra });
 
@@ -54,7 +54,7 @@ async function created(stack: Stack, merchant: M, body: unknown) {
   return res.json.data;
 }
 
-function verified(stack: Stack, merchant: M, id: string, status: 'VERIFIED' | 'FAILED', deadlineMs = 10_000) {
+function verified(stack: Stack, merchant: M, id: string, status: 'VERIFIED' | 'NAME_MISMATCH' | 'FAILED', deadlineMs = 10_000) {
   return eventually(async () => {
     const res = await getBeneficiary(stack, merchant, id);
     return res.json?.data?.verification_status === status ? res.json.data : undefined;
@@ -87,7 +87,7 @@ t.test('create, read, list and soft delete; the record of spec 2.4 exactly', asy
   t.same(Object.keys(bank).sort(), [...FIELDS].sort(), 'exactly the spec 2.4 fields');
   t.match(bank, {
     id: /^[0-9a-f-]{36}$/, organization_id: merchant.merchant_id, merchant_id: merchant.merchant_id, label: 'Payroll: Budi',
-    channel: 'BANK', bank_id: bca.id, bank_short_code: 'BCA', account_number: '1234567890', account_name: 'Budi Santoso', ewallet_provider: null,
+    channel: 'BANK', bank_id: bca.id, bank_short_code: 'BCA', account_number: '1234567890', account_name: 'Nur Hidayah', ewallet_provider: null,
     ewallet_phone: null, verification_status: 'PENDING', verified_name: null, is_default: false, is_enabled: true,
     created_at: ISO, updated_at: ISO,
   });
@@ -212,6 +212,36 @@ t.test('at most one default per merchant, whatever the concurrency', async (t) =
   t.equal(forged?.constraint, 'beneficiaries_one_default_key', 'the database refuses a second live default');
 });
 
+// Issue 29, a newcomer's finding: a beneficiary saved as BUDI SANTOSO whose bank answered NUR
+// HIDAYAH became VERIFIED and was paid. The name is now compared (case, punctuation and titles
+// aside), a mismatch is its own status, and paying it takes an explicit acceptance.
+t.test('a beneficiary whose bank names another holder is NAME_MISMATCH; paying it is refused unless accepted', async (t) => {
+  const stack = await startStack(t, { groups: ['disbursement'] });
+  const merchant = await makeMerchant(stack.api.ctx);
+  await fund(stack, merchant, 1_000_000);
+  t.equal(accountHolder('1234567890'), 'NUR HIDAYAH', "the simulator's holder of the number");
+  const other = await created(stack, merchant, bankBeneficiary({ account_name: 'BUDI SANTOSO' }));
+  const titled = await created(stack, merchant, bankBeneficiary({ account_name: 'Ibu Hj. Nur  Hidayah, S.Kom.' }));
+  const mismatch = await verified(stack, merchant, other.id, 'NAME_MISMATCH');
+  t.match(mismatch, { account_name: 'BUDI SANTOSO', verified_name: 'NUR HIDAYAH' }, "the bank's name is shown beside the saved one");
+  const why = await stack.api.ctx.pool.oneFirst(sql.unsafe`select verification_failure from beneficiaries where id = ${other.id}`);
+  t.match(why, /^ACCOUNT_NAME_MISMATCH: \S+ names the holder NUR HIDAYAH/);
+  await verified(stack, merchant, titled.id, 'VERIFIED');
+
+  const before = await balanceOf(stack, merchant);
+  const refused = await disburse(stack, merchant, { beneficiary_id: other.id, amount: 200_000 });
+  t.equal(refused.status, 400, refused.text);
+  t.match(refused.json.error, { code: 'INVALID_BODY', message: /bank names the account holder NUR HIDAYAH, not BUDI SANTOSO; send accept_name_mismatch: true/ });
+  t.equal(await balanceOf(stack, merchant), before, 'nothing debited');
+  const accepted = await disburse(stack, merchant, { beneficiary_id: other.id, amount: 200_000, accept_name_mismatch: true });
+  t.equal(accepted.status, 201, accepted.text);
+  const flag = await stack.api.ctx.pool.oneFirst(sql.unsafe`select accept_name_mismatch from disbursements where id = ${accepted.json.data.id}`);
+  t.equal(flag, true, 'the acceptance is recorded with the disbursement');
+  const notBoolean = await disburse(stack, merchant, { beneficiary_id: other.id, amount: 1_000, accept_name_mismatch: 'yes' });
+  t.equal(notBoolean.status, 400);
+  await ledgerAudit(t, stack.env);
+});
+
 t.test('verification at the simulator: VERIFIED with the holder name, FAILED for a missing account', async (t) => {
   const stack = await startStack(t, { groups: ['disbursement'] });
   const merchant = await makeMerchant(stack.api.ctx);
@@ -221,7 +251,7 @@ t.test('verification at the simulator: VERIFIED with the holder name, FAILED for
 
   const ok = await verified(stack, merchant, good.id, 'VERIFIED');
   t.equal(ok.verified_name, accountHolder('1234567890'), 'the name the vendor holds for the account');
-  t.equal(ok.account_name, 'Budi Santoso', 'the name the merchant gave is kept as given');
+  t.equal(ok.account_name, 'Nur Hidayah', 'the name the merchant gave is kept as given');
   t.not(ok.updated_at, good.updated_at);
   const failed = await verified(stack, merchant, missing.id, 'FAILED');
   t.equal(failed.verified_name, null);
@@ -255,7 +285,7 @@ t.test('verification asks the next vendor when one cannot answer, and retries wh
 
   // No vendor answers at first (a refusal, then a 5xx): it stays PENDING and the job retries.
   await setFaults(stack.sims[1].url, [{ op: 'inquireAccount', mode: 'error', count: 1 }]);
-  const later = await created(stack, merchant, bankBeneficiary({ account_number: '5550001111' }));
+  const later = await created(stack, merchant, bankBeneficiary({ account_number: '5550001111', account_name: accountHolder('5550001111') }));
   await eventually(async () => ((await verifyJobs(stack, later.id))[0]?.state === 'retry' ? true : undefined), 'the job to wait for a retry');
   t.equal((await getBeneficiary(stack, merchant, later.id)).json.data.verification_status, 'PENDING', 'still PENDING meanwhile');
   const done = await verified(stack, merchant, later.id, 'VERIFIED', 20_000);
@@ -273,7 +303,7 @@ t.test('a disbursement naming a beneficiary takes its destination', async (t) =>
   const paid = await disburse(stack, merchant, { beneficiary_id: bank.id, amount: 10_000 });
   t.equal(paid.status, 201, paid.text);
   t.match(paid.json.data, {
-    channel: 'BANK', bank_id: bank.bank_id, account_number: '1234567890', account_name: 'Budi Santoso',
+    channel: 'BANK', bank_id: bank.bank_id, account_number: '1234567890', account_name: 'Nur Hidayah',
     ewallet_provider: null, ewallet_phone: null, request_amount: 10_000, fee: 2_500, status: 'PENDING',
   });
   const recorded = await stack.api.ctx.pool.oneFirst(sql.unsafe`select beneficiary_id from disbursements where id = ${paid.json.data.id}`);
@@ -283,10 +313,10 @@ t.test('a disbursement naming a beneficiary takes its destination', async (t) =>
   t.match(toWallet.json.data, { channel: 'EWALLET', bank_id: null, account_number: null, account_name: null, ewallet_provider: 'OVO', ewallet_phone: '6281234567890', fee: 1_000 });
 
   const agreeing = await disburse(stack, merchant, {
-    beneficiary_id: bank.id, channel: 'BANK', bank_short_code: 'bca', account_number: '1234567890', account_name: 'BUDI  SANTOSO', amount: 1_000,
+    beneficiary_id: bank.id, channel: 'BANK', bank_short_code: 'bca', account_number: '1234567890', account_name: 'NUR  HIDAYAH', amount: 1_000,
   });
   t.equal(agreeing.status, 201, 'explicit fields that agree are fine (short code and name in any case)');
-  t.equal(agreeing.json.data.account_name, 'Budi Santoso', 'the saved name is used');
+  t.equal(agreeing.json.data.account_name, 'Nur Hidayah', 'the saved name is used');
   const agreeingWallet = await disburse(stack, merchant, { beneficiary_id: wallet.id, ewallet_provider: 'ovo', ewallet_phone: '6281234567890', amount: 1_000 });
   t.equal(agreeingWallet.status, 201, 'the phone is compared normalised');
 
@@ -331,7 +361,7 @@ t.test('a disbursement naming a beneficiary takes its destination', async (t) =>
     const res = await call(stack.api.url, { path: `/v1/disbursements/${paid.json.data.id}`, headers: as(merchant) });
     return res.json?.data?.status === 'SUCCESS' ? res.json.data : undefined;
   }, 'the disbursement to succeed');
-  t.match(done, { id: paid.json.data.id, account_number: '1234567890', account_name: 'Budi Santoso' }, 'still readable after the delete');
+  t.match(done, { id: paid.json.data.id, account_number: '1234567890', account_name: 'Nur Hidayah' }, 'still readable after the delete');
   const list = await call(stack.api.url, { path: '/v1/disbursements?limit=50', headers: as(merchant) });
   t.ok(list.json.data.some((d: { id: string }) => d.id === paid.json.data.id), 'and listed');
   t.equal(

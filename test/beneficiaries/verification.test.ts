@@ -29,7 +29,7 @@ const workerContext = (stack: Stack): WorkerContext => ({
 async function created(stack: Stack, merchant: M, extra: Record<string, unknown> = {}) {
   const res = await call(stack.api.url, {
     path: '/v1/beneficiaries', headers: { 'x-api-key': merchant.api_key },
-    body: { channel: 'BANK', bank_short_code: 'BCA', account_number: '1234567890', account_name: 'Budi Santoso', ...extra },
+    body: { channel: 'BANK', bank_short_code: 'BCA', account_number: '1234567890', account_name: 'Nur Hidayah', ...extra },
   });
   if (res.status !== 201) throw new Error(`POST /v1/beneficiaries: ${res.status} ${res.text}`);
   return res.json.data;

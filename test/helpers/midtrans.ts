@@ -15,6 +15,8 @@ export const MIDTRANS_ACCOUNT = {
   irisCreatorKey: 'IRIS-creator-kasir-test-0123',
   irisApproverKey: 'IRIS-approver-kasir-test-0123',
   irisMerchantKey: 'IRIS-merchant-kasir-test-0123',
+  /** The approver's two-factor secret (base32), as an authenticator app is given it. */
+  irisApproverTotpSecret: 'KASIRTESTIRISAPPROVERTOTPSECRET2',
 };
 
 export function midtransSimulatorEnv(extra: Record<string, string> = {}): Record<string, string> {
@@ -23,6 +25,7 @@ export function midtransSimulatorEnv(extra: Record<string, string> = {}): Record
     SIMULATOR_IRIS_CREATOR_KEY: MIDTRANS_ACCOUNT.irisCreatorKey,
     SIMULATOR_IRIS_APPROVER_KEY: MIDTRANS_ACCOUNT.irisApproverKey,
     SIMULATOR_IRIS_MERCHANT_KEY: MIDTRANS_ACCOUNT.irisMerchantKey,
+    SIMULATOR_IRIS_APPROVER_TOTP_SECRET: MIDTRANS_ACCOUNT.irisApproverTotpSecret,
     ...extra,
   };
 }
@@ -43,6 +46,7 @@ export function midtransVendor(simulatorUrl: string, options: { iris?: boolean; 
             irisCreatorKey: MIDTRANS_ACCOUNT.irisCreatorKey,
             irisApproverKey: MIDTRANS_ACCOUNT.irisApproverKey,
             irisMerchantKey: MIDTRANS_ACCOUNT.irisMerchantKey,
+            irisApproverTotpSecret: MIDTRANS_ACCOUNT.irisApproverTotpSecret,
           }
         : {}),
       ...options.overrides,

@@ -95,6 +95,9 @@ export function snapVendor(simulatorUrl: string, overrides: Record<string, strin
       merchantId: SNAP_ACCOUNT.merchantId,
       notifySignature: 'rsa',
       qrQueryServiceCode: '47',
+      // What the dialect takes, as Midtrans does: 7-digit bank codes and an aggregator's source account.
+      bankBranchCode: '0000',
+      sourceAccountNo: '0000000000',
       ...overrides,
     },
   };
@@ -126,6 +129,11 @@ export function snapAdmin(simulatorUrl: string) {
     },
     async keys(): Promise<Record<string, string | null>> {
       return (await (await fetch(`${admin}/keys`)).json()) as Record<string, string | null>;
+    },
+    /** The provider closes an unpaid QR with `status` (05 canceled, 06 failed, 08 expired, ...) and notifies it. */
+    async close(reference: string, status: string): Promise<void> {
+      const res = await fetch(`${admin}/close`, { method: 'POST', body: JSON.stringify({ reference, status }) });
+      if (res.status !== 200) throw new Error(`close: ${res.status} ${await res.text()}`);
     },
   };
 }

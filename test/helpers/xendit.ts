@@ -36,7 +36,7 @@ export function xenditDialectVendor(code = 'xendit', extra: Partial<DialectVendo
 
 export interface XenditStats {
   calls: Record<string, number>;
-  refunds: Array<{ id: string; status: string; refund_amount: number; metadata: Record<string, unknown> | null }>;
+  refunds: Array<{ id: string; qrpy_id: string; status: string; refund_amount: number }>;
 }
 
 export async function xenditStats(simulatorUrl: string): Promise<XenditStats> {

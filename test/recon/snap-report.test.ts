@@ -8,7 +8,7 @@ import type { VendorLine } from '../../gateways/gateway.ts';
 import { historyLine, HISTORY_LIST_PATH, snapReport } from '../../gateways/snap/report.ts';
 import { PATHS, verdictOf, type Verdict } from '../../gateways/snap/transforms.ts';
 
-const settings = { merchantId: 'M1', terminalId: null, qrQueryServiceCode: '47' as const };
+const settings = { merchantId: 'M1', terminalId: null, qrQueryServiceCode: '47' as const, bankBranchCode: null, sourceAccountNo: null };
 const day = (sent: Parameters<typeof snapReport>[2]['sent']) => ({ date: '2026-11-20', from: new Date('2026-11-19T16:45:00Z'), to: new Date('2026-11-20T17:15:00Z'), sent });
 
 async function collect(lines: AsyncIterable<VendorLine>) {

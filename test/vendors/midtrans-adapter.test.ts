@@ -4,7 +4,9 @@
 import t from 'tap';
 import type { CreateQrisInput, DisburseInput, Outcome } from '../../gateways/gateway.ts';
 import { createMidtransGateway } from '../../gateways/midtrans/connector.ts';
+import { approverOtp } from '../../gateways/midtrans/client.ts';
 import { validateVendorQris } from '../../gateways/qris.ts';
+import { accountHolder } from '../../gateways/simulator/magic.ts';
 import { midtransAdmin, midtransVendor, startMidtransSimulatorInProcess } from '../helpers/midtrans.ts';
 import { clearFaults, setFaults, simulatePay, startCallbackReceiver, type CallbackReceiver } from '../helpers/simulator.ts';
 
@@ -32,13 +34,14 @@ const qrisInput = (overrides: Partial<CreateQrisInput> = {}): CreateQrisInput =>
   ...overrides,
 });
 
+/** A payout to the holder the bank names for the number (the simulator's), unless overridden. */
 const payout = (overrides: Partial<DisburseInput> = {}): DisburseInput => ({
   reference: newRef('DSB'),
   channel: 'BANK',
   bankCode: 'BCA',
   ewalletCode: null,
   accountNumber: '1234567890',
-  accountName: 'Budi Santoso',
+  accountName: accountHolder(overrides.accountNumber ?? '1234567890'),
   amount: 50_000,
   callbackUrl: 'http://127.0.0.1:9/unused',
   ...overrides,
@@ -129,8 +132,11 @@ t.test('QRIS outcomes', async (t) => {
     await simulatePay(sim.url, { reference: input.reference }, { 'x-sim-fault': 'drop_callback' });
     const refundReference = newRef('RFD');
     const refund = { reference: input.reference, vendorOrderId: created.vendorOrderId, refundReference, amount: 10_000 };
+    const asked = { ...refund, vendorRefundId: null, firstSentAt: new Date() };
+    t.match(value(await gateway.queryRefund(asked)), { status: 'NOT_FOUND' }, 'not in the status: may be sent');
     await setFaults(sim.url, { op: 'refund', mode: 'timeout', count: 1 });
     t.match(await gateway.refund(refund), { kind: 'unknown' });
+    t.match(value(await gateway.queryRefund(asked)), { status: 'SUCCEEDED', vendorRefundId: /^\d+$/ }, 'the status lists it by refund_key');
     t.match(value(await gateway.refund(refund)), { status: 'SUCCEEDED' }, 'the re-send finds the same refund');
     await setFaults(sim.url, { op: 'refund', mode: 'error', count: 1 });
     t.match(await gateway.refund({ ...refund, refundReference: newRef('RFD') }), { kind: 'unknown' });
@@ -162,7 +168,32 @@ t.test('Iris payouts', async (t) => {
     const approved = await notification(vendorDisbursementId, 'approved');
     t.match(await gateway.parseCallback(approved.headers, approved.body, ''), { type: 'noted', eventId: `iris:${vendorDisbursementId}:approved` }, 'approved: noted');
     t.match(value(await gateway.queryDisbursement(input.reference, vendorDisbursementId)), { status: 'SUCCESS' });
-    t.match(await gateway.queryDisbursement(input.reference), { kind: 'unknown' }, 'without the reference_no: never NOT_FOUND');
+    t.match(await gateway.queryDisbursement(input.reference), { kind: 'unknown', unresolvable: true }, 'without the reference_no: never NOT_FOUND, an operator settles it');
+  });
+  // CONFORMANCE M-W5: midtrans-go's ApprovePayoutReq always sends otp; Iris approvers use
+  // two-factor codes, and the dialect approves nothing without the approver's current one.
+  t.test('approval carries the approver\'s TOTP code; a wrong secret approves nothing, the payout is rejected and failed', async (t) => {
+    const wrong = createMidtransGateway(midtransVendor(sim.url, { overrides: { irisApproverTotpSecret: 'NOTTHEAPPROVERSSECRETATALL234567' } }, 'midtrans-wrong-otp'), { timeoutMs: 2000 });
+    const input = payout();
+    t.match(await wrong.disburse(input), { kind: 'failed', reason: /approval refused.*Invalid OTP.*rejected/ });
+    const made = (await admin.irisStats()).payouts!.filter((p) => p.notes === input.reference);
+    t.same(made.map((p) => p.status), ['rejected'], 'never approved');
+    const none = createMidtransGateway(midtransVendor(sim.url, { overrides: { irisApproverTotpSecret: '' } }, 'midtrans-no-otp'), { timeoutMs: 2000 });
+    t.match(await none.disburse(payout()), { kind: 'failed', reason: /approval refused/ }, 'no secret: an empty otp, refused');
+    t.match(value(await none.check()), /no approver TOTP secret/);
+    t.match(value(await gateway.disburse(payout())), { vendorDisbursementId: /./ }, 'the right secret: approved');
+  });
+  t.test('a payout to an account whose bank names another holder is refused for every vendor, unless accepted', async (t) => {
+    const other = payout({ accountName: 'Budi Santoso' }); // Iris says NUR HIDAYAH
+    t.match(await gateway.disburse(other), { kind: 'failed', payoutRefusal: 'ACCOUNT_NAME_MISMATCH', reason: /Iris names the holder NUR HIDAYAH, not Budi Santoso/ });
+    t.same((await admin.irisStats()).payouts!.filter((p) => p.notes === other.reference), [], 'nothing created at Iris');
+    t.match(value(await gateway.disburse({ ...other, acceptNameMismatch: true })), { vendorDisbursementId: /./ }, 'accepted: paid');
+  });
+  t.test('the TOTP is RFC 6238 (SHA-1, 6 digits, 30 s): its published SHA-1 vectors', async (t) => {
+    // RFC 6238 Appendix B, the SHA-1 seed "12345678901234567890" (base32 below); 6-digit codes are
+    // the last six digits of the RFC's 8-digit values.
+    const otp = approverOtp('GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ');
+    t.same([59, 1111111109, 1111111111, 1234567890, 2000000000, 20000000000].map((s) => otp(s * 1000)), ['287082', '081804', '050471', '005924', '279037', '353130']);
   });
   t.test('the bank fails it: FAILED with Iris error code', async (t) => {
     const input = payout({ accountNumber: '1234560000' });
@@ -181,7 +212,8 @@ t.test('Iris payouts', async (t) => {
     await setFaults(sim.url, { op: 'disburse', mode: 'timeout', count: 1 });
     t.match(await gateway.disburse(held), { kind: 'failed', reason: /unanswered/ });
     const garbled = payout();
-    await admin.irisGarble(1);
+    // The account validation first (unreadable: the given name stands), then the create.
+    await admin.irisGarble(2);
     t.match(await gateway.disburse(garbled), { kind: 'failed', reason: /never paid/ });
     const payouts = (await admin.irisStats()).payouts!;
     t.same(payouts.filter((p) => p.notes === held.reference || p.notes === garbled.reference).map((p) => p.status), ['queued', 'queued'], 'made at Iris, left unapproved');

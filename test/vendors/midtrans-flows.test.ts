@@ -5,7 +5,10 @@
 import { createHash, randomUUID } from 'node:crypto';
 import t from 'tap';
 import { z } from 'zod';
+import { setMoneySettings } from '../../db/merchants.ts';
 import { sql } from '../../db/pool.ts';
+import { sendJob } from '../../db/queue.ts';
+import { accountHolder } from '../../gateways/simulator/magic.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { bankPayout, merchantApi } from '../helpers/merchant-api.ts';
@@ -24,7 +27,8 @@ t.beforeEach(() => clearFaults(stack.sim.url));
 const m = merchantApi(stack, 'MT');
 const { orderBody, createOrder, getOrder, orderReaches, fund, disburse, disbursementReaches, refundReaches } = m;
 const paidOrder = (merchant: M, amount: number) => m.paid(merchant, amount);
-const bank = (amount: number, account: string) => bankPayout(amount, account);
+// Paid to the holder the bank names (the simulator's holder of the number): a name check passes.
+const bank = (amount: number, account: string) => ({ ...bankPayout(amount, account), account_name: accountHolder(account) ?? 'Nobody' });
 const refund = (merchant: M, ref: string, amount: number) => m.refund(merchant, ref, { amount });
 const callbacksFor = (reference: string) => pool.anyFirst(sql.unsafe`select event_id from vendor_callbacks where reference = ${reference} order by event_id`);
 
@@ -37,7 +41,10 @@ t.test('QRIS: create, pay, Midtrans notifies Kasir, PAID, credited, webhook; rep
   const ref = created.json.data.ref_code;
   t.match(created.json.data.qris_string, /^000201/, 'the qr_string of the charge');
   t.equal((await simulatePay(stack.sim.url, { reference: ref }, { 'x-sim-fault': 'duplicate_callback' })).status, 200);
-  t.match(await orderReaches(merchant, ref, 'PAID'), { ref_code: ref, amount: 100_000 });
+  const paid = await orderReaches(merchant, ref, 'PAID');
+  t.match(paid, { ref_code: ref, amount: 100_000 });
+  // Midtrans's QRIS notification and status carry no RRN: a reconciliation field is null, never "".
+  t.equal(paid.vendor_rrn, null, 'vendor_rrn null, not an empty string');
   t.equal(await balanceOf(stack, merchant), 99_300, 'credited amount − MDR');
   const [hook] = await receiver.waitFor(1, 10_000);
   t.match(hook.json, { ref_code: ref, status: 'PAID' });
@@ -123,7 +130,7 @@ t.test('a payout the bank fails is FAILED by the notification and its debit reve
 t.test('a beneficiary name check through Iris account validation', async (t) => {
   const merchant = await makeMerchant(stack.api.ctx);
   const headers = { 'x-api-key': merchant.api_key };
-  const good = await call(stack.api.url, { path: '/v1/beneficiaries', headers, body: { channel: 'BANK', bank_short_code: 'MANDIRI', account_number: '1380011819286', account_name: 'Budi' } });
+  const good = await call(stack.api.url, { path: '/v1/beneficiaries', headers, body: { channel: 'BANK', bank_short_code: 'MANDIRI', account_number: '1380011819286', account_name: accountHolder('1380011819286') } });
   t.equal(good.status, 201, good.text);
   const verified = await eventually(async () => {
     const r = await call(stack.api.url, { path: `/v1/beneficiaries/${good.json.data.id}`, headers });
@@ -142,12 +149,19 @@ t.test('ops: vendor:add --kind midtrans, vendor:check says OK or why not', async
   const add = (code: string, serverKey: string) =>
     ops(stack.env, 'vendor:add', '--code', code, '--kind', 'midtrans', '--base-url', `${stack.sim.url}/midtrans`, '--server-key', serverKey,
       '--iris-base-url', `${stack.sim.url}/iris`, '--iris-creator-key', MIDTRANS_ACCOUNT.irisCreatorKey, '--iris-approver-key', MIDTRANS_ACCOUNT.irisApproverKey,
-      '--iris-merchant-key', MIDTRANS_ACCOUNT.irisMerchantKey, '--json');
+      '--iris-merchant-key', MIDTRANS_ACCOUNT.irisMerchantKey, '--iris-approver-totp-secret', MIDTRANS_ACCOUNT.irisApproverTotpSecret, '--json');
   t.equal((await add('mt-cli', MIDTRANS_ACCOUNT.serverKey)).code, 0);
   const good = await ops(stack.env, 'vendor:check', '--code', 'mt-cli', '--json');
   t.equal(good.code, 0, good.stdout + good.stderr);
   t.match(JSON.parse(good.stdout), { ok: true, detail: /server key accepted/ });
+  t.notMatch(JSON.parse(good.stdout).detail, /no approver TOTP secret/, 'the approver secret is configured');
   t.notMatch(good.stdout + good.stderr, MIDTRANS_ACCOUNT.serverKey, 'the key is never printed');
+  const stored = JSON.stringify(await pool.oneFirst(sql.unsafe`select row_to_json(v)::text from vendors v where code = 'mt-cli'`));
+  t.notMatch(stored, MIDTRANS_ACCOUNT.irisApproverTotpSecret, 'the TOTP secret is stored sealed with the other credentials');
+  const lowercase = await ops(stack.env, 'vendor:add', '--code', 'mt-cli-otp', '--kind', 'midtrans', '--base-url', `${stack.sim.url}/midtrans`, '--server-key', MIDTRANS_ACCOUNT.serverKey,
+    '--iris-approver-totp-secret', 'not-base32');
+  t.not(lowercase.code, 0, 'a TOTP secret that is not base32 is refused');
+  t.match(lowercase.stderr, /iris-approver-totp-secret: base32/);
   t.equal((await add('mt-cli-bad', 'SB-Mid-server-wrong-key')).code, 0);
   const bad = await ops(stack.env, 'vendor:check', '--code', 'mt-cli-bad');
   t.equal(bad.code, 1);
@@ -179,16 +193,37 @@ t.test('unknown outcomes at Midtrans', async (t) => {
     await ledgerAudit(t, stack.env);
   });
 
-  t.test('refund times out (it was made): the re-send with the same refund_key is the same refund, SUCCEEDED once', async (t) => {
+  // The rule on unclear answers: the retry reads the order's status (refunds[] by refund_key)
+  // before it may send again.
+  const refundPosts = async () => (await admin.stats()).calls['POST /v2/:id/refund'] ?? 0;
+  const statusAtMidtrans = async (ref: string): Promise<any> =>
+    (await fetch(`${stack.sim.url}/midtrans/v2/${ref}/status`, { headers: { authorization: `Basic ${Buffer.from(`${MIDTRANS_ACCOUNT.serverKey}:`).toString('base64')}` } })).json();
+
+  t.test('refund times out (it was made): the retry reads it by refund_key in the status, SUCCEEDED, one POST', async (t) => {
     const merchant = await makeMerchant(stack.api.ctx);
     const ref = await paidOrder(merchant, 100_000);
     await setFaults(stack.sim.url, { op: 'refund', mode: 'timeout', count: 1 });
+    const before = await refundPosts();
     const res = await refund(merchant, ref, 30_000);
     t.equal(res.status, 201, res.text);
     await refundReaches(res.json.data.id, 'SUCCEEDED', 30_000);
-    const status: any = await (await fetch(`${stack.sim.url}/midtrans/v2/${ref}/status`, { headers: { authorization: `Basic ${Buffer.from(`${MIDTRANS_ACCOUNT.serverKey}:`).toString('base64')}` } })).json();
-    t.equal(status.refunds.length, 1, 'one refund at Midtrans');
+    t.equal((await refundPosts()) - before, 1, 'never sent again');
+    t.equal((await statusAtMidtrans(ref)).refunds.length, 1, 'one refund at Midtrans');
     t.equal(await balanceOf(stack, merchant), 99_300 - 30_000, 'debited once');
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('refund answers 5xx (nothing made): the status proves it absent, sent again under the same refund_key, SUCCEEDED once', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    const ref = await paidOrder(merchant, 100_000);
+    await setFaults(stack.sim.url, { op: 'refund', mode: 'error', count: 1 });
+    const before = await refundPosts();
+    const res = await refund(merchant, ref, 20_000);
+    t.equal(res.status, 201, res.text);
+    await refundReaches(res.json.data.id, 'SUCCEEDED', 30_000);
+    t.equal((await refundPosts()) - before, 2, 'the refused one and the one after the read');
+    t.equal((await statusAtMidtrans(ref)).refunds.length, 1, 'one refund at Midtrans');
+    t.equal(await balanceOf(stack, merchant), 99_300 - 20_000, 'debited once');
     await ledgerAudit(t, stack.env);
   });
 
@@ -267,6 +302,35 @@ t.test('unknown outcomes at Midtrans', async (t) => {
     t.equal(forged.status, 503, 'answered so that Iris would retry; not applied');
     t.equal(await pool.oneFirst(sql.unsafe`select status from disbursements where id = ${res.json.data.id}`), 'ON_PROCESS', 'still in flight');
     t.equal(await balanceOf(stack, merchant), 300_000 - res.json.data.total_debit, 'the debit stays: nothing put back');
+    await ledgerAudit(t, stack.env);
+  });
+
+  // The rule on unclear answers, where no read can help: Iris finds payouts by its reference_no
+  // only, and a worker that stopped between claiming Iris and storing Iris's answer holds none.
+  t.test('a payout in flight at Iris without a reference_no is unresolvable: it waits for an operator, who settles it', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    await fund(merchant, 300_000);
+    await setMoneySettings(pool, merchant.merchant_id, { review_threshold: 1 });
+    const res = await disburse(merchant, bank(40_000, '1234567890'));
+    t.equal(res.json.data.status, 'IN_REVIEW', res.text);
+    const id = res.json.data.id;
+    // What a claim leaves when the process dies during the call: in flight at Iris, call pending.
+    await pool.query(sql.unsafe`
+      update disbursements set status = 'ON_PROCESS', vendor_code = ${stack.code}, vendor_call_pending = true, vendors_tried = ${sql.array([stack.code], 'text')}
+      where id = ${id}`);
+    const irisCalls = async () => Object.values((await admin.irisStats()).calls).reduce((a, b) => a + b, 0);
+    const before = await irisCalls();
+    await sendJob(stack.api.ctx.boss, 'disbursement-reconcile', { disbursement_id: id });
+    const reason = await eventually(() => pool.maybeOneFirst(sql.unsafe`select unresolved_reason from disbursements where id = ${id} and unresolved_at is not null`).then((r) => r ?? undefined), 'unresolved', 20_000);
+    t.match(reason, /reference_no only/);
+    t.equal(await irisCalls(), before, 'nothing sent to Iris, nor anywhere else');
+    t.equal(await pool.oneFirst(sql.unsafe`select status from disbursements where id = ${id}`), 'ON_PROCESS', 'the money stays in flight');
+    const listed = JSON.parse((await ops(stack.env, 'unresolved:list', '--json')).stdout);
+    t.match(listed.filter((r: { ref_code: string }) => r.ref_code === res.json.data.ref_code), [{ kind: 'DISBURSEMENT', vendor_code: stack.code, amount: 40_000 }]);
+    const settled = await ops(stack.env, 'payouts:settle', '--ref', res.json.data.ref_code, '--outcome', 'FAILED', '--reason', 'no such payout in the Iris dashboard', '--evidence', 'Iris dashboard search');
+    t.equal(settled.code, 0, settled.stdout + settled.stderr);
+    await disbursementReaches(merchant, id, 'FAILED');
+    t.equal(await balanceOf(stack, merchant), 300_000, 'the debit returned once');
     await ledgerAudit(t, stack.env);
   });
 

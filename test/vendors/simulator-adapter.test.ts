@@ -333,6 +333,9 @@ t.test('refunds', async (t) => {
   const done = value(await refund(first, 4000));
   t.match(done, { vendorRefundId: /^rfd_/, status: 'SUCCEEDED' });
   t.same(value(await refund(first, 4000)), done, 'idempotent on refund_reference');
+  const query = (refundReference: string) => gateway.queryRefund({ reference: input.reference, vendorOrderId: 'unused', refundReference, amount: 4000, vendorRefundId: null, firstSentAt: new Date() });
+  t.same(value(await query(first)), { status: 'SUCCEEDED', vendorRefundId: done.vendorRefundId, failureReason: null }, 'read by its refund_reference');
+  t.match(value(await query(newRef('RFD'))), { status: 'NOT_FOUND' }, 'a named 404 proves it absent');
   t.match(await refund(newRef('RFD'), 6001), { kind: 'failed', reason: /AMOUNT_EXCEEDS_REFUNDABLE/ });
   t.match(value(await refund(newRef('RFD'), 6000)), { status: 'SUCCEEDED' });
   t.match(await gateway.refund({ reference: 'ORD-NOPE', vendorOrderId: 'x', refundReference: newRef('RFD'), amount: 1 }), { kind: 'failed', reason: /404/ });

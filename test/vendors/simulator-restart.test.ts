@@ -161,7 +161,7 @@ t.test("the dialects' own records survive", async (t) => {
     { reference_id: newRef('XPO'), channel_code: 'ID_BCA', channel_properties: { account_number: '1234567890', account_holder_name: 'BUDI' }, amount: 1000, currency: 'IDR' },
     { authorization: XENDIT_AUTH, 'idempotency-key': xenditKey },
   );
-  t.match(reused, { status: 400, body: { error_code: 'DUPLICATE_TRANSACTION_ERROR' } }, 'a payout idempotency key stays used');
+  t.match(reused, { status: 409, body: { error_code: 'DUPLICATE_ERROR' } }, 'a payout idempotency key stays used');
 
   const status = await call(second.url, 'GET', `/midtrans/v2/${orderId}/status`, undefined, { authorization: MIDTRANS_AUTH });
   t.match(status.body, { transaction_status: 'partial_refund', refund_amount: '5000.00', refunds: [{ refund_key: midtransRefund.body.refund_key, refund_chargeback_id: midtransRefund.body.refund_chargeback_id }] });

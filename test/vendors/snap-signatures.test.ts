@@ -91,7 +91,7 @@ t.test('what the adapter sends: token request and service call, each checked wit
   // A provider path prefix, as DOKU and others have: the signed EndpointUrl includes it.
   const vendor = { ...snapVendor(provider.url, {}, 'snap-wire'), baseUrl: `${provider.url}/snap-adapter/b2b` };
   const gateway = createSnapGateway(vendor, { timeoutMs: 2000 });
-  t.match(await gateway.queryQris('ORD-1-WIRE'), { kind: 'ok', value: { status: 'NOT_FOUND' } });
+  t.match(await gateway.queryQris('ORD-1-WIRE', 'A1WIRE0001'), { kind: 'ok', value: { status: 'NOT_FOUND' } });
   t.equal(provider.captured.length, 2, 'one token request, one query');
   const [token, query] = provider.captured;
 
@@ -108,7 +108,7 @@ t.test('what the adapter sends: token request and service call, each checked wit
   t.equal(query.headers['x-partner-id'], SNAP_ACCOUNT.partnerId);
   t.equal(query.headers['channel-id'], SNAP_ACCOUNT.channelId);
   t.match(String(query.headers['x-external-id']), /^\d{32}$/, 'X-EXTERNAL-ID numeric, at most 36');
-  t.same(JSON.parse(query.body), { originalPartnerReferenceNo: 'ORD-1-WIRE', serviceCode: '47', merchantId: SNAP_ACCOUNT.merchantId });
+  t.same(JSON.parse(query.body), { originalReferenceNo: 'A1WIRE0001', originalPartnerReferenceNo: 'ORD-1-WIRE', serviceCode: '47', merchantId: SNAP_ACCOUNT.merchantId }, 'originalReferenceNo, the key PJPs mark mandatory');
   const text = `POST:/snap-adapter/b2b/v1.0/qr/qr-mpm-query:TOKEN-abc.123:${sha256Hex(query.body)}:${String(query.headers['x-timestamp'])}`;
   t.equal(query.headers['x-signature'], hmacSha512Base64(SNAP_ACCOUNT.clientSecret, text), 'X-SIGNATURE is openssl dgst -sha512 -hmac over the full path');
 });

@@ -89,9 +89,13 @@ t.test('status tables: anything unlisted is still in progress', async (t) => {
 
 t.test('notify bodies: what makes one, and a fraction never becomes rupiah', async (t) => {
   const body = { originalReferenceNo: 'A1', originalPartnerReferenceNo: 'ORD-1', latestTransactionStatus: '00', amount: { value: '5000.00', currency: 'IDR' } };
-  t.match(fromNotify(body), { reference: 'ORD-1', amount: 5000, rrn: '' });
+  t.match(fromNotify(body), { reference: 'ORD-1', amount: 5000, rrn: null });
   t.equal(fromNotify({ ...body, amount: { value: '5000.10', currency: 'IDR' } }), null);
-  t.equal(fromNotify({ ...body, originalPartnerReferenceNo: undefined }), null);
+  // Finpay marks originalPartnerReferenceNo optional and Netzme sends none (S-V9): the provider's id is the key.
+  t.match(fromNotify({ ...body, originalPartnerReferenceNo: undefined }), { vendorOrderId: 'A1', reference: null, amount: 5000 });
+  t.equal(fromNotify({ ...body, originalReferenceNo: undefined }), null, 'originalReferenceNo is the mandatory key');
+  // A notify other than 00 (Finpay 00-07, NICEPAY's example 05): a status, no payment, no amount needed.
+  t.same(fromNotify({ originalReferenceNo: 'A1', latestTransactionStatus: '05', transactionStatusDesc: 'Canceled' }), { status: '05', vendorOrderId: 'A1', reference: null, description: 'Canceled' });
   t.equal(fromNotify([body]), null);
 });
 

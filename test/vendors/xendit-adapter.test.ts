@@ -36,12 +36,40 @@ t.test('answers and their outcomes', async (t) => {
   t.match(await gateway.inquireAccount({ channel: 'BANK', bankCode: 'BCA', ewalletCode: null, accountNumber: '1234567890' }), { kind: 'failed' }, 'no inquiry at Xendit');
 });
 
-t.test('a payout sent twice under one reference is read back, never made twice', async (t) => {
+// Issue 29 finding 5: Xendit's SDK answers a reused key with 409 DUPLICATE_ERROR; it means
+// "already received", never "failed" (which would send the payout to another vendor).
+t.test('a payout sent twice under one reference is read back, never made twice nor failed over', async (t) => {
   const first = await gateway.disburse(payout('DSB-XA-10'));
   t.match(first, { kind: 'ok', value: { vendorDisbursementId: /^disb-/ } });
   const again = await gateway.disburse(payout('DSB-XA-10'));
-  t.same(again, first, 'DUPLICATE_TRANSACTION_ERROR resolved by reference_id to the same payout');
+  t.same(again, first, '409 DUPLICATE_ERROR resolved by reference_id to the same payout');
   t.match(await gateway.queryDisbursement('DSB-XA-NONE'), { kind: 'ok', value: { status: 'NOT_FOUND' } });
+});
+
+t.test('a duplicate Xendit cannot show, and a refund without an answer, are unresolvable; a refund is read by its id', async (t) => {
+  const server = createServer((req, res) => {
+    res.setHeader('content-type', 'application/json');
+    if (req.method === 'POST' && req.url === '/xendit/v2/payouts') return void res.writeHead(409).end(JSON.stringify({ error_code: 'DUPLICATE_ERROR', message: 'used' }));
+    if (req.url?.startsWith('/xendit/v2/payouts?')) return void res.writeHead(200).end(JSON.stringify({ data: [], has_more: false }));
+    res.writeHead(404).end(JSON.stringify({ error_code: 'DATA_NOT_FOUND', message: 'no' }));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.teardown(() => server.close());
+  const odd = createXenditGateway(xenditVendor(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, 'xnd-odd'));
+  t.match(await odd.disburse(payout('DSB-XA-40')), { kind: 'unknown', unresolvable: true, reason: /duplicate \(HTTP 409\) yet lists no payout/ });
+  const asked = { reference: 'ORD-XA-50', vendorOrderId: 'qr_x', refundReference: 'RFD-XA-50', amount: 1000, firstSentAt: new Date() };
+  t.match(await gateway.queryRefund({ ...asked, vendorRefundId: null }), { kind: 'unknown', unresolvable: true }, 'no id from a first answer: nothing can prove it absent');
+  // A refund Xendit made, read by the id it answered with.
+  const created = await gateway.createQris(qr('ORD-XA-50'));
+  if (created.kind !== 'ok') throw new Error('create');
+  await fetch(`${sim.url}/simulate/pay`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ reference: 'ORD-XA-50' }) });
+  const input = { reference: 'ORD-XA-50', vendorOrderId: created.value.vendorOrderId, refundReference: 'RFD-XA-50', amount: 1000 };
+  const sent = await gateway.refund(input);
+  t.match(sent, { kind: 'ok', value: { vendorRefundId: /^qrrf_/, status: 'PENDING' } });
+  if (sent.kind !== 'ok') return;
+  t.match(await gateway.queryRefund({ ...input, vendorRefundId: sent.value.vendorRefundId, firstSentAt: new Date() }), { kind: 'ok', value: { status: /PENDING|SUCCEEDED/, vendorRefundId: sent.value.vendorRefundId } });
+  t.match(await gateway.queryRefund({ ...input, vendorRefundId: 'qrrf_unknown', firstSentAt: new Date() }), { kind: 'unknown' }, 'an id Xendit gave is never "not found"');
 });
 
 t.test('429 RATE_LIMIT_EXCEEDED is failed and counted', async (t) => {
@@ -72,8 +100,8 @@ t.test('callbacks: the token in constant time; events mapped; unknown ones noted
   t.match(await gateway.parseCallback({ 'x-callback-token': XENDIT_ACCOUNT.callbackToken }, body), { type: 'disbursement.updated', reference: 'DSB-1', status: 'FAILED', failureReason: 'INSUFFICIENT_BALANCE' });
   t.equal(await gateway.parseCallback({ 'x-callback-token': 'nope' }, body), null);
   t.equal(await gateway.parseCallback({}, body), null);
-  t.match(toCallbackEvent({ event: 'qr.refund', data: { id: 'qrrf_1', status: 'PENDING', metadata: { kasir_refund_reference: 'RFD-1' } } }), { type: 'noted' }, 'a pending refund is noted, not acted on');
-  t.match(toCallbackEvent({ event: 'qr.refund', data: { id: 'qrrf_1', status: 'SUCCEEDED', metadata: { kasir_refund_reference: 'RFD-1' } } }), { type: 'refund.updated', reference: 'RFD-1', status: 'SUCCEEDED' });
+  t.match(toCallbackEvent({ event: 'qr.refund', data: { id: 'qrrf_1', status: 'PENDING' } }), { type: 'noted' }, 'a pending refund is noted, not acted on');
+  t.match(toCallbackEvent({ event: 'qr.refund', data: { id: 'qrrf_1', status: 'SUCCEEDED' } }), { type: 'refund.updated', reference: '', vendorRefundId: 'qrrf_1', status: 'SUCCEEDED' }, "no Kasir reference: matched by Xendit's id");
   t.equal(toCallbackEvent({ event: 'qr.payment', data: { id: 'qrpy_1', qr_id: 'qr_1', reference_id: 'ORD-1', amount: 1000.5, status: 'SUCCEEDED', created: new Date().toISOString() } })?.type, 'noted', 'a fractional amount is never a payment');
 });
 

@@ -84,7 +84,7 @@ t.test('a callback with a wrong or missing token is refused (401) and recorded n
   t.equal(other.status, 200, other.text);
 });
 
-t.test('partial refunds: each PENDING at Xendit, then completed by its qr.refund callback; never sent twice', async (t) => {
+t.test('partial refunds: each PENDING at Xendit, then completed by its qr.refund callback (matched by Xendit\'s refund id); never sent twice', async (t) => {
   const merchant = await makeMerchant(stack.api.ctx);
   const ref = await m.paidByQuery(merchant, 100_000, xendit);
   const before = await calls('POST /qr_codes/payments/:paymentId/refunds');
@@ -95,8 +95,11 @@ t.test('partial refunds: each PENDING at Xendit, then completed by its qr.refund
   await m.refundReaches(first.json.data.id, 'SUCCEEDED');
   await m.refundReaches(second.json.data.id, 'SUCCEEDED');
   t.equal((await calls('POST /qr_codes/payments/:paymentId/refunds')) - before, 2, 'one POST per refund');
-  const made = (await xenditStats(xendit)).refunds.filter((r) => [first.json.data.ref_code, second.json.data.ref_code].includes(r.metadata?.kasir_refund_reference as string));
-  t.same(made.map((r) => [r.refund_amount, r.status]).sort(), [[20_000, 'SUCCEEDED'], [30_000, 'SUCCEEDED']]);
+  const ids = await pool.anyFirst(sql.unsafe`select vendor_refund_id from refunds where id in (${first.json.data.id}, ${second.json.data.id})`);
+  const made = (await xenditStats(xendit)).refunds.filter((r) => ids.includes(r.id));
+  t.same(made.map((r) => [r.refund_amount, r.status]).sort(), [[20_000, 'SUCCEEDED'], [30_000, 'SUCCEEDED']], "each stored under Xendit's own id");
+  const sources = await pool.anyFirst(sql.unsafe`select e.source from order_events e join orders o on o.id = e.order_id where o.ref_code = ${ref} and e.event = 'refund.succeeded'`);
+  t.same(sources, ['callback:xendit', 'callback:xendit'], 'completed by the qr.refund callbacks, which carry no Kasir reference');
   t.equal(await balanceOf(stack, merchant), 99_300 - 50_000, 'both debited once');
   t.equal((await m.getOrder(merchant, ref)).json.data.status, 'PAID', 'partly refunded: still PAID');
   await ledgerAudit(t, stack.env);
@@ -134,7 +137,7 @@ t.test('payouts: a bank payout SUCCEEDED, an e-wallet payout SUCCEEDED, a failed
 
 t.test('a name check: Xendit has no inquiry, so the next routed vendor answers it', async (t) => {
   const merchant = await makeMerchant(stack.api.ctx);
-  const res = await call(stack.api.url, { path: '/v1/beneficiaries', headers: { 'x-api-key': merchant.api_key }, body: { channel: 'BANK', bank_short_code: 'BCA', account_number: '1234567890', account_name: 'Budi Santoso' } });
+  const res = await call(stack.api.url, { path: '/v1/beneficiaries', headers: { 'x-api-key': merchant.api_key }, body: { channel: 'BANK', bank_short_code: 'BCA', account_number: '1234567890', account_name: accountHolder('1234567890') } });
   t.equal(res.status, 201, res.text);
   const verified = await eventually(async () => {
     const got = await call(stack.api.url, { path: `/v1/beneficiaries/${res.json.data.id}`, headers: { 'x-api-key': merchant.api_key } });
@@ -230,16 +233,71 @@ t.test('unknown outcomes at Xendit', async (t) => {
     await ledgerAudit(t, stack.env);
   });
 
-  t.test('refund times out (it was made): the retry finds it by reference, SUCCEEDED once', async (t) => {
+  // Issue 29 finding 1: Xendit's QR refund endpoint documents only `amount` (no idempotency
+  // key, no metadata echoed, no lookup by Kasir's reference), so a refund is POSTed once and
+  // found again only by the id Xendit answered with.
+  const refundPosts = () => calls('POST /qr_codes/payments/:paymentId/refunds');
+  const unresolvedOf = (id: string) => pool.maybeOneFirst(sql.unsafe`select unresolved_reason from refunds where id = ${id} and unresolved_at is not null`);
+
+  t.test('refund times out (it was made): never POSTed again; it waits for an operator, who settles it', async (t) => {
     const merchant = await makeMerchant(stack.api.ctx);
     const ref = await m.paidByQuery(merchant, 100_000, xendit);
     await setFaults(xendit, { op: 'refund', mode: 'timeout', count: 1 });
-    const before = await calls('POST /qr_codes/payments/:paymentId/refunds');
+    const before = await refundPosts();
     const refund = await m.refund(merchant, ref, { amount: 30_000 });
     t.equal(refund.status, 201, refund.text);
-    await m.refundReaches(refund.json.data.id, 'SUCCEEDED', 40_000);
-    t.equal((await calls('POST /qr_codes/payments/:paymentId/refunds')) - before, 1, 'one refund made');
+    const reason = await eventually(() => unresolvedOf(refund.json.data.id).then((r) => r ?? undefined), 'the refund unresolved', 40_000);
+    t.match(reason, /never answered/);
+    t.equal((await refundPosts()) - before, 1, 'one POST: a second would be a second refund');
+    t.equal(await pool.oneFirst(sql.unsafe`select status from refunds where id = ${refund.json.data.id}`), 'PENDING', 'its money stays held');
+    const listed = await ops(stack.env, 'unresolved:list', '--json');
+    t.equal(listed.code, 0, listed.stderr);
+    t.match(JSON.parse(listed.stdout), [{ kind: 'REFUND', ref_code: refund.json.data.ref_code, vendor_code: 'xendit', amount: 30_000 }]);
+    // Xendit made it (its dashboard shows it): the operator settles it with that evidence.
+    const made = (await xenditStats(xendit)).refunds.find((r) => r.refund_amount === 30_000 && r.status === 'SUCCEEDED');
+    t.ok(made, 'Xendit did make it, and completed it');
+    const settled = await ops(stack.env, 'refunds:settle', '--ref', refund.json.data.ref_code, '--outcome', 'SUCCEEDED', '--reason', 'on the Xendit dashboard', '--evidence', `refund ${made!.id}`, '--vendor-id', made!.id);
+    t.equal(settled.code, 0, settled.stdout + settled.stderr);
+    await m.refundReaches(refund.json.data.id, 'SUCCEEDED');
+    t.equal((await refundPosts()) - before, 1, 'still one POST');
     t.equal(await balanceOf(stack, merchant), 99_300 - 30_000, 'debited once');
+    t.same(JSON.parse((await ops(stack.env, 'unresolved:list', '--json')).stdout), [], 'nothing waits any more');
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('refund answers 5xx (nothing made): no read can prove that either; the operator, shown no refund at Xendit, sends it again', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    const ref = await m.paidByQuery(merchant, 100_000, xendit);
+    await setFaults(xendit, { op: 'refund', mode: 'error', count: 1 });
+    const before = await refundPosts();
+    const refund = await m.refund(merchant, ref, { amount: 25_000 });
+    t.equal(refund.status, 201, refund.text);
+    await eventually(() => unresolvedOf(refund.json.data.id).then((r) => r ?? undefined), 'the refund unresolved', 40_000);
+    t.equal((await refundPosts()) - before, 1, 'not sent again by itself');
+    const refused = await ops(stack.env, 'refunds:resend', '--ref', 'RFD-1-NOPE', '--evidence', 'nothing at Xendit');
+    t.equal(refused.code, 1);
+    const resent = await ops(stack.env, 'refunds:resend', '--ref', refund.json.data.ref_code, '--evidence', 'no refund on the Xendit dashboard');
+    t.equal(resent.code, 0, resent.stdout + resent.stderr);
+    await m.refundReaches(refund.json.data.id, 'SUCCEEDED', 40_000);
+    t.equal((await refundPosts()) - before, 2, 'sent once more, on the operator\'s word');
+    t.equal((await xenditStats(xendit)).refunds.filter((r) => r.refund_amount === 25_000).length, 1, 'one refund at Xendit');
+    t.equal(await balanceOf(stack, merchant), 99_300 - 25_000, 'debited once');
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('refund PENDING and its callback lost: the retry reads it by Xendit\'s id, SUCCEEDED, one POST', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    const ref = await m.paidByQuery(merchant, 100_000, xendit);
+    await setFaults(xendit, { op: 'callback', mode: 'drop_callback', count: 1 });
+    const before = await refundPosts();
+    const refund = await m.refund(merchant, ref, { amount: 15_000 });
+    t.equal(refund.status, 201, refund.text);
+    await m.refundReaches(refund.json.data.id, 'SUCCEEDED', 40_000);
+    t.equal((await refundPosts()) - before, 1, 'one POST');
+    t.equal((await xenditStats(xendit)).calls['GET /qr_codes/payments/:paymentId/refunds/:refundId'] > 0, true, 'read by its id');
+    const source = await pool.oneFirst(sql.unsafe`select e.source from order_events e join orders o on o.id = e.order_id where o.ref_code = ${ref} and e.event = 'refund.succeeded'`);
+    t.equal(source, 'reconcile:xendit');
+    t.equal(await balanceOf(stack, merchant), 99_300 - 15_000, 'debited once');
     await ledgerAudit(t, stack.env);
   });
 });
