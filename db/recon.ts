@@ -341,7 +341,7 @@ export function repairPayment(
   boss: PgBoss,
   run: RunRef,
   d: NewDifference,
-  paid: { refCode: string; amount: number; paidAt: Date; rrn: string; vendorOrderId: string | null },
+  paid: { refCode: string; amount: number; paidAt: Date; rrn: string | null; vendorOrderId: string | null },
 ): Promise<RepairResult> {
   return pool.transaction(async (tx): Promise<RepairResult> => {
     // applyPayment applies it only if this vendor holds the order (db/vendor-binding.ts), the

@@ -103,7 +103,7 @@ async function repair(deps: ReconDeps, gateway: Gateway, run: RunRef, d: Found):
     if (read.kind !== 'ok') return refuse(`${run.vendorCode}'s read of ${r.refCode} failed (${read.reason})`);
     const q = read.value;
     if (q.status !== 'PAID' || !q.paidAt) return refuse(`${run.vendorCode}'s read says ${r.refCode} is ${q.status}`);
-    const done = await repairPayment(deps.pool, deps.boss, run, d, { refCode: r.refCode, amount: d.vendorAmount!, paidAt: q.paidAt, rrn: q.rrn ?? '', vendorOrderId: q.vendorOrderId });
+    const done = await repairPayment(deps.pool, deps.boss, run, d, { refCode: r.refCode, amount: d.vendorAmount!, paidAt: q.paidAt, rrn: q.rrn, vendorOrderId: q.vendorOrderId });
     if (done.repaired) d.repair = done.note;
     return done.repaired || refuse(done.note);
   }

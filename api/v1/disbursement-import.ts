@@ -58,7 +58,7 @@ function readRow(cells: string[], merchantId: string, key: string, allowlist: re
   }
   const body = parseBody(rowShape, fields);
   const phone = checkContactFields(body, allowlist);
-  if (!body.channel) throw new ApiError('INVALID_BODY', 'channel: is required');
+  if (!body.channel) throw new ApiError('INVALID_BODY', 'channel: is required without beneficiary_id (BANK or EWALLET)');
   return {
     merchantId,
     api: 'V1' as const,

@@ -1,6 +1,7 @@
 // What a merchant does over the V1 API in the vendor flow tests (orders, refunds, wallet
 // payouts), and the waits on their outcomes, bound to one stack. Each helper is one real HTTP
 // call or a poll with a deadline; nothing of Kasir's is called directly except the test float.
+import { accountHolder } from '../../gateways/simulator/magic.ts';
 import { randomUUID } from 'node:crypto';
 import { adjustWallet } from '../../db/ledger.ts';
 import { sql } from '../../db/pool.ts';
@@ -83,4 +84,5 @@ export function merchantApi(stack: Stack, label: string) {
   };
 }
 
-export const bankPayout = (amount: number, account: string, bank = 'BCA') => ({ channel: 'BANK', bank_short_code: bank, account_number: account, account_name: 'Budi Santoso', amount });
+/** A bank payout to the holder the simulator's banks name for that account (Iris and SNAP check the name before paying). */
+export const bankPayout = (amount: number, account: string, bank = 'BCA') => ({ channel: 'BANK', bank_short_code: bank, account_number: account, account_name: accountHolder(account) ?? 'Budi Santoso', amount });

@@ -28,7 +28,8 @@ t.test('the 409 names the disbursement; the key finds it; lists filter', async (
   const again = await post(merchant, { idempotency_key: key, ...bankPayout(10_000, '1234567890') });
   t.equal(again.status, 409);
   t.equal(again.json.error.code, 'DUPLICATE_IDEMPOTENCY_KEY');
-  t.match(again.json.error.message, new RegExp(`id ${made.id}, ref_code ${made.ref_code}`), 'the existing one named');
+  t.match(again.json.error.message, made.ref_code, 'the existing one named');
+  t.match(again.json.error.details, { id: made.id, ref_code: made.ref_code, same_request: true }, 'and identified, as this same request');
 
   const found = await list(merchant, `idempotency_key=${encodeURIComponent(key)}`);
   t.same(found.json.data.map((d: { id: string }) => d.id), [made.id], 'found by its key');

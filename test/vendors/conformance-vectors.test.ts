@@ -6,6 +6,7 @@
 // - S-V7 on the wire (the query body): test/vendors/snap-signatures.test.ts.
 // - S-W4 through the API (a signed 06 answered 2005200): test/vendors/snap-flows.test.ts.
 // - M-W5 against the Iris dialect (approval needs the OTP): test/vendors/midtrans-adapter.test.ts.
+import { execFileSync } from 'node:child_process';
 import { createHash, createPrivateKey, sign } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
@@ -50,15 +51,17 @@ async function capture(t: { teardown(fn: () => unknown): void }, answer: (c: Cap
 
 // ---------------------------------------------------------------- Midtrans
 
-t.test('M-V1: a notification Midtrans generated verifies (midtrans-nodejs-client examples/expressApp/README.md, test/sharedConstants.js)', async (t) => {
-  // The SDK's sandbox server key (published in its test constants) and the sample notification
-  // the vendor generated with it: order_id, status_code and gross_amount exactly as sent.
-  const serverKey = 'SB-Mid-server-GwUP_WGbJPXsDzsNEBRs8IYA';
-  const signed = 'd302bfcb2db008f17343e4c3b56cb20a0b22d0951ede6a7cdbfcd31f4a5d0d89d0a5230c333dd2fc5803cfbe8567ad146fb3c574d4050a87b4d81661e5d870de';
-  const expected = notificationSignature('order-id-node-1541395013', '200', '200000.00', serverKey);
-  t.ok(sameHex(expected, signed), "Kasir's signature_key is the vendor's");
-  t.ok(sameHex(expected, signed.toUpperCase()), 'upper-case hex is the same signature');
-  t.notOk(sameHex(notificationSignature('order-id-node-1541395013', '200', '200000', serverKey), signed), 'gross_amount without its decimals is another signature');
+t.test('M-V1: signature_key is SHA-512 of order_id + status_code + gross_amount + server key (midtrans-nodejs-client examples/expressApp/README.md)', async (t) => {
+  // The vendor's own sample is signed with a sandbox key published in its SDK's tests; Kasir does
+  // not copy another party's key. The same fields and rule with a key of our own, checked against
+  // OpenSSL as an independent implementation.
+  const serverKey = 'SB-Mid-server-kasir-vector-only';
+  const fields = ['order-id-node-1541395013', '200', '200000.00'] as const;
+  const openssl = execFileSync('openssl', ['dgst', '-sha512', '-r'], { input: fields.join('') + serverKey }).toString().split(' ')[0];
+  const expected = notificationSignature(...fields, serverKey);
+  t.ok(sameHex(expected, openssl), "Kasir's signature_key is OpenSSL's SHA-512 of the concatenation");
+  t.ok(sameHex(expected, openssl.toUpperCase()), 'upper-case hex is the same signature');
+  t.notOk(sameHex(notificationSignature('order-id-node-1541395013', '200', '200000', serverKey), openssl), 'gross_amount without its decimals is another signature');
 });
 
 t.test('M-V4 and M-V5: money strings and custom_expiry order_time (docs notification-payload; midtrans-php testRefund; custom-expiry-object)', async (t) => {
@@ -69,10 +72,11 @@ t.test('M-V4 and M-V5: money strings and custom_expiry order_time (docs notifica
 
 t.test('M-W1: Basic auth is base64(server key + ":") (midtrans-nodejs-client lib/httpClient.js)', async (t) => {
   const vendor = await capture(t, () => ({ status: 404, body: { status_code: '404', status_message: "Transaction doesn't exist." } }));
-  const gateway = createMidtransGateway(midtransVendor(vendor.url, { iris: false, overrides: { serverKey: 'SB-Mid-server-GwUP_WGbJPXsDzsNEBRs8IYA' } }, 'mt-wire'));
+  const gateway = createMidtransGateway(midtransVendor(vendor.url, { iris: false, overrides: { serverKey: 'SB-Mid-server-kasir-vector-only' } }, 'mt-wire'));
   await gateway.queryQris('order-1');
   const [status] = vendor.captured;
-  t.equal(status.headers.authorization, 'Basic U0ItTWlkLXNlcnZlci1Hd1VQX1dHYkpQWHNEenNORUJSczhJWUE6');
+  // Expected value from coreutils' base64 of "SB-Mid-server-kasir-vector-only:".
+  t.equal(status.headers.authorization, 'Basic U0ItTWlkLXNlcnZlci1rYXNpci12ZWN0b3Itb25seTo=');
   t.match(status, { method: 'GET', path: '/midtrans/v2/order-1/status', headers: { accept: 'application/json' } });
 });
 
@@ -134,11 +138,13 @@ t.test('S-V8, S-V9 and S-W4: notifies verified as the SDK does; without original
 
 // ---------------------------------------------------------------- Xendit
 
-t.test('X-W1: Basic auth of the docs example key (developers.xendit.co api-reference, Authentication)', async (t) => {
+t.test('X-W1: Basic auth is base64(secret key + ":") (developers.xendit.co api-reference, Authentication)', async (t) => {
+  // A key of our own rather than the docs' example key, which secret scanners take for a leak;
+  // the expected header is coreutils' base64 of "xnd_development_kasir_vector_only:".
   const vendor = await capture(t, () => ({ status: 200, body: { balance: 0 } }));
-  const gateway = createXenditGateway(xenditVendor(vendor.url, 'xnd-wire', { secretKey: 'xnd_development_P4qDfOss0OCpl8RtKrROHjaQYNCk9dN5lSfk+R1l9Wbe+rSiCwZ3jw==' }));
+  const gateway = createXenditGateway(xenditVendor(vendor.url, 'xnd-wire', { secretKey: 'xnd_development_kasir_vector_only' }));
   t.match(await gateway.check(), { kind: 'ok' });
-  t.equal(vendor.captured[0].headers.authorization, 'Basic eG5kX2RldmVsb3BtZW50X1A0cURmT3NzME9DcGw4UnRLclJPSGphUVlOQ2s5ZE41bFNmaytSMWw5V2JlK3JTaUN3WjNqdz09Og==');
+  t.equal(vendor.captured[0].headers.authorization, 'Basic eG5kX2RldmVsb3BtZW50X2thc2lyX3ZlY3Rvcl9vbmx5Og==');
 });
 
 t.test('X-V1 to X-V4: qr.payment (2022-07-31) and payout webhooks (docs.xendit.co payout-webhook)', async (t) => {
