@@ -44,7 +44,7 @@ export function loadSettings(values: { connections: string; duration: string; wa
 
 export interface Session {
   loadBefore: number;
-  db: BenchDatabase;
+  db: BenchDatabase & { logFile?: string | null };
   masterKey: string;
   sealer: Sealer;
   /** The bench's own writes (merchants, vendors, routes, funds) and the audit. */
@@ -56,9 +56,12 @@ export interface Session {
   processes: BenchProcess[];
 }
 
-export async function openSession(options: { durable: boolean; stats: boolean }): Promise<Session> {
+export async function openSession(options: { durable: boolean; stats: boolean; explainMs?: number }): Promise<Session> {
   const loadBefore = Number(os.loadavg()[0].toFixed(2));
-  const db = options.stats ? await statsDatabase({ durable: options.durable }) : await benchDatabase({ durable: options.durable });
+  const db =
+    options.stats || options.explainMs !== undefined
+      ? await statsDatabase({ durable: options.durable, explainMs: options.explainMs })
+      : await benchDatabase({ durable: options.durable });
   const masterKey = newMasterKey();
   const pool = await createPool(db.url, { size: 2, name: 'bench' });
   const client = new pg.Client({ connectionString: db.url });
