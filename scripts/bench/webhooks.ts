@@ -20,7 +20,9 @@
 // - burst (--burst): one merchant, signed webhooks, one fast receiver. Reports the time until
 //   all were EXPIRED, deliveries per second (deliveries ÷ first event → last arrival), the lag of
 //   each webhook (arrival − its event_created_at), lost and duplicated deliveries, and CPU.
-// - ceiling: the same bodies to the same receiver from one Node process (--concurrency in flight).
+// - ceiling: the same bodies to the same receiver from one Node process, --concurrency in flight
+//   (by default the worker's limit per destination, PER_DESTINATION: what Kasir may have in
+//   flight to this receiver).
 // - expiry (--expiry): that many overdue orders over 10 merchants on the fast receivers; all must
 //   be EXPIRED within 30 s of the line starting. Their webhooks are delivered and reported too.
 // - fairness (--fairness), last (its broken receiver's retries would run into later runs):
@@ -37,6 +39,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { defaultBrand } from '../../db/brands.ts';
 import { createMerchant } from '../../db/merchants.ts';
+import { PER_DESTINATION } from '../../workers/webhook-dispatch.ts';
 import { startCpuSample } from './cpu.ts';
 import { runFacts } from './database.ts';
 import { startProcess, type BenchProcess } from './processes.ts';
@@ -69,7 +72,7 @@ export async function run(args: string[]): Promise<void> {
       fast: { type: 'string', default: '8' },
       slow: { type: 'string', default: 'hang' },
       expiry: { type: 'string', default: '100000' },
-      concurrency: { type: 'string', default: '100' },
+      concurrency: { type: 'string', default: String(PER_DESTINATION) },
       'worker-pool': { type: 'string', default: '20' },
       'timeout-ms': { type: 'string', default: '10000' },
       ephemeral: { type: 'boolean', default: false },
