@@ -81,7 +81,7 @@ export async function openSession(options: { durable: boolean; stats: boolean; e
 
 /** The web processes first (no new requests), then the workers finish, then the rest. */
 export async function closeSession(s: Session): Promise<void> {
-  const front = (p: BenchProcess) => p.name === 'api' || p.name === 'ceiling' || p.name === 'design web';
+  const front = (p: BenchProcess) => ['api', 'ceiling', 'design web', 'pgboss web'].includes(p.name);
   for (const p of s.processes.filter(front)) await p.stop();
   for (const p of s.processes.filter((p) => !front(p))) await p.stop();
   await s.pool.end();
