@@ -48,7 +48,7 @@ const benches: Record<string, { summary: string; load: () => Promise<{ run(args:
 
 function help(): string {
   const lines = Object.entries(benches).map(([name, b]) => `  ${name.padEnd(13)} ${b.summary}`);
-  return ['usage: npm run bench -- <name> [--durable] [--json] [bench flags]', '', ...lines].join('\n');
+  return ['usage: npm run bench -- <name> [--ephemeral] [--json] [bench flags]', '', ...lines].join('\n');
 }
 
 const [name, ...args] = process.argv.slice(2);

@@ -9,7 +9,11 @@
 // - Express + one INSERT (scripts/bench/ceiling.ts).
 //
 //   npm run bench -- orders [--connections 10,25,50] [--duration 15] [--warmup 3]
-//                           [--pool 10] [--worker-pool 20] [--durable] [--stats] [--json]
+//                           [--pool 10] [--worker-pool 20] [--ephemeral] [--stats] [--json]
+//                           [--orders-only] [--as-started]
+//
+// --as-started runs Kasir's side as `npm start` does: LOG_LEVEL info, the simulator journaling
+// to a state file, every Procfile line running, the default pool sizes (the ceilings unchanged).
 //
 // Processes (each a child, as the Procfile runs it): the API (api/server.ts), the simulator
 // gateway (gateways/simulator/server.ts, no injected latency), the `vendor` worker group
@@ -23,6 +27,8 @@
 // orders reads where each create's time went from the rows' own timestamps (database clock).
 // --stats runs on a cluster with pg_stat_statements and counts statements per created order.
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
@@ -32,7 +38,7 @@ import { createMerchant } from '../../db/merchants.ts';
 import { setRoute } from '../../db/vendors.ts';
 import { freePort } from '../lib/cluster.ts';
 import { startCpuSample, type Probe } from './cpu.ts';
-import { runFacts } from './database.ts';
+import { durabilityNote, runFacts } from './database.ts';
 import type { BenchProcess } from './processes.ts';
 import {
   closeSession,
@@ -57,13 +63,24 @@ const SETTLE_TIMEOUT_MS = 60_000;
 const SETTLE_QUIET_MS = 500;
 
 export async function run(args: string[]): Promise<void> {
-  const { values } = parseArgs({ args, options: { ...loadOptions, 'orders-only': { type: 'boolean', default: false } } as const, strict: true });
+  const { values } = parseArgs({
+    args,
+    options: { ...loadOptions, 'orders-only': { type: 'boolean', default: false }, 'as-started': { type: 'boolean', default: false } } as const,
+    strict: true,
+  });
   const { connections, duration, warmup, apiPool, workerPool } = loadSettings(values);
+  const asStarted = values['as-started'];
   const session = await openSession(values);
-  const { db, pool, sealer, client, common } = session;
+  const { db, pool, sealer, client } = session;
+  // --as-started: Kasir's processes as `npm start` runs them (scripts/dev.ts): its default log
+  // level (info: a line per request), every Procfile line running, each with the default pool
+  // size, and the simulator journaling its state to a file.
+  const common = asStarted ? { ...session.common, LOG_LEVEL: 'info' } : session.common;
+  const poolOf = (size: number): Record<string, string> => (asStarted ? {} : { DB_POOL_SIZE: String(size) });
+  const journalDir = asStarted ? await mkdtemp(`${tmpdir()}/kasir-bench-journal-`) : null;
   try {
     // The simulator, registered as the vendor of every order the bench makes.
-    await startSimulatorVendor(session);
+    await startSimulatorVendor(session, journalDir ? { LOG_LEVEL: 'info', SIMULATOR_STATE_FILE: `${journalDir}/simulator-state.jsonl` } : {});
     const merchant = await createMerchant(pool, sealer, {
       name: 'Bench Merchant',
       settlementType: 'MANUAL',
@@ -78,8 +95,11 @@ export async function run(args: string[]): Promise<void> {
 
     const apiPort = await freePort();
     const apiUrl = `http://127.0.0.1:${apiPort}`;
-    await startChild(session, 'api', 'api/server.ts', [], { ...common, HOST: '127.0.0.1', PORT: String(apiPort), PUBLIC_BASE_URL: apiUrl, DB_POOL_SIZE: String(apiPool) });
-    await startChild(session, 'vendor worker', 'workers/run.ts', ['vendor'], { ...common, DB_POOL_SIZE: String(workerPool) });
+    await startChild(session, 'api', 'api/server.ts', [], { ...common, HOST: '127.0.0.1', PORT: String(apiPort), PUBLIC_BASE_URL: apiUrl, ...poolOf(apiPool) });
+    await startChild(session, 'vendor worker', 'workers/run.ts', ['vendor'], { ...common, ...poolOf(workerPool) });
+    if (asStarted) {
+      for (const group of ['disbursement', 'webhook', 'scheduler', 'csv']) await startChild(session, `${group} worker`, 'workers/run.ts', [group], common);
+    }
     const ceiling = values['orders-only'] ? null : await startChild(session, 'ceiling', 'scripts/bench/ceiling.ts', [], { DATABASE_URL: db.url, PORT: '0', DB_POOL_SIZE: String(apiPool) });
     const ceilingUrl = ceiling ? `http://127.0.0.1:${(ceiling.ready as { port: number }).port}` : null;
     // The design ceiling (scripts/bench/design-ceiling.ts): web, worker and vendor stub, pooled like Kasir's.
@@ -147,6 +167,7 @@ export async function run(args: string[]): Promise<void> {
         worker_db_pool: workerPool,
         ceiling_db_pool: apiPool,
         route: ownRoute ? 'merchant route' : 'default QRIS route',
+        as_started: asStarted,
         target: { ratio_to_pgboss_ceiling: TARGET_RATIO, p99_factor: TARGET_P99_FACTOR },
       },
       runs,
@@ -154,6 +175,7 @@ export async function run(args: string[]): Promise<void> {
     process.stdout.write(values.json ? `${JSON.stringify(report)}\n` : text(report));
   } finally {
     await closeSession(session);
+    if (journalDir) await rm(journalDir, { recursive: true, force: true });
   }
 }
 
@@ -386,7 +408,7 @@ const round1 = (v: number) => Number(Number(v).toFixed(1));
 type Report = {
   machine: { cores: number; load_before: number; load_after: number; node: string; postgres: string };
   database: { source: string; fsync: string; synchronous_commit: string };
-  settings: { duration_s: number; warmup_s: number; api_db_pool: number; worker_db_pool: number; route: string };
+  settings: { duration_s: number; warmup_s: number; api_db_pool: number; worker_db_pool: number; route: string; as_started: boolean };
   runs: {
     connections: number;
     orders: Awaited<ReturnType<typeof measure>>;
@@ -401,15 +423,17 @@ type Report = {
 };
 
 function text(r: Report): string {
-  const durable = r.database.fsync === 'on' && r.database.synchronous_commit !== 'off';
   const lines = [
     `orders bench: POST /v1/orders through api + vendor worker + simulator, vs the pg-boss ceiling (web + pg-boss + worker + HTTP stub), the queue-table ceiling (the same with a table as the queue) and Express 5 + one INSERT`,
     `machine   ${r.machine.cores} cores (1-min load ${r.machine.load_before} at start, ${r.machine.load_after} at end` +
       `${r.machine.load_before > r.machine.cores ? ': BUSY, figures unreliable' : ''}), Node ${r.machine.node}, PostgreSQL ${r.machine.postgres}`,
     `database  ${r.database.source}: fsync=${r.database.fsync} synchronous_commit=${r.database.synchronous_commit}` +
-      (durable ? '  (durable)' : '  (NOT durable: commits skip the disk flush)'),
+      durabilityNote(r.database),
     `settings  ${r.settings.duration_s} s measured after ${r.settings.warmup_s} s warm-up; DB_POOL_SIZE api ${r.settings.api_db_pool} ` +
       `(ceiling the same), vendor worker ${r.settings.worker_db_pool}; ${r.settings.route}`,
+    ...(r.settings.as_started
+      ? ['as-started Kasir as npm start runs it: LOG_LEVEL info, simulator journal, all seven Procfile lines, default pool sizes (20; the ceilings keep the figures above)']
+      : []),
     '',
   ];
   const cpu = (m: { cpu: ReturnType<ReturnType<typeof startCpuSample>['stop']> }) =>

@@ -10,7 +10,7 @@ import { createSealer, newMasterKey, type Sealer } from '../../db/secrets.ts';
 import { upsertVendor } from '../../db/vendors.ts';
 import { freePort } from '../lib/cluster.ts';
 import { parentPid, processTicks, selfTicks, treeTicks, type Probe } from './cpu.ts';
-import { benchDatabase, type BenchDatabase } from './database.ts';
+import { benchDatabase, databaseOptions, durableFrom, type BenchDatabase } from './database.ts';
 import { startProcess, type BenchProcess } from './processes.ts';
 import { statsDatabase } from './stats-database.ts';
 
@@ -26,7 +26,7 @@ export const loadOptions = {
   warmup: { type: 'string', default: '3' },
   pool: { type: 'string', default: '10' },
   'worker-pool': { type: 'string', default: '20' },
-  durable: { type: 'boolean', default: false },
+  ...databaseOptions,
   stats: { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },
 } as const;
@@ -56,12 +56,13 @@ export interface Session {
   processes: BenchProcess[];
 }
 
-export async function openSession(options: { durable: boolean; stats: boolean; explainMs?: number }): Promise<Session> {
+export async function openSession(options: { ephemeral?: boolean; durable?: boolean; stats: boolean; explainMs?: number }): Promise<Session> {
   const loadBefore = Number(os.loadavg()[0].toFixed(2));
+  const durable = durableFrom(options);
   const db =
     options.stats || options.explainMs !== undefined
-      ? await statsDatabase({ durable: options.durable, explainMs: options.explainMs })
-      : await benchDatabase({ durable: options.durable });
+      ? await statsDatabase({ durable, explainMs: options.explainMs })
+      : await benchDatabase({ durable });
   const masterKey = newMasterKey();
   const pool = await createPool(db.url, { size: 2, name: 'bench' });
   const client = new pg.Client({ connectionString: db.url });

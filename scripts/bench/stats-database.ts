@@ -2,8 +2,8 @@
 // (`--stats`). Like scripts/bench/database.ts's default cluster, except that the extension must
 // be in shared_preload_libraries, which takes a server restart: the cluster is made persistent
 // (so it survives the restart), configured with ALTER SYSTEM, restarted, and removed at release.
-// Without --durable, fsync, synchronous_commit and full_page_writes are turned off as the
-// ephemeral cluster does, so figures compare with the default runs.
+// With --ephemeral (durable: false), fsync, synchronous_commit and full_page_writes are turned
+// off as the ephemeral cluster does, so figures compare with the runs without --stats.
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import pg from 'pg';

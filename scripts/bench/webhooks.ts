@@ -41,7 +41,7 @@ import { defaultBrand } from '../../db/brands.ts';
 import { createMerchant } from '../../db/merchants.ts';
 import { PER_DESTINATION } from '../../workers/webhook-dispatch.ts';
 import { startCpuSample } from './cpu.ts';
-import { runFacts } from './database.ts';
+import { databaseOptions, durabilityNote, runFacts } from './database.ts';
 import { startProcess, type BenchProcess } from './processes.ts';
 import { closeSession, countsStatements, cpuProbes, MARK, openSession, positive, startChild, type Session } from './session.ts';
 
@@ -75,8 +75,7 @@ export async function run(args: string[]): Promise<void> {
       concurrency: { type: 'string', default: String(PER_DESTINATION) },
       'worker-pool': { type: 'string', default: '20' },
       'timeout-ms': { type: 'string', default: '10000' },
-      ephemeral: { type: 'boolean', default: false },
-      durable: { type: 'boolean', default: false },
+      ...databaseOptions,
       stats: { type: 'boolean', default: false },
       explain: { type: 'string' },
       json: { type: 'boolean', default: false },
@@ -94,7 +93,7 @@ export async function run(args: string[]): Promise<void> {
   const timeoutMs = positive('timeout-ms', values['timeout-ms']);
 
   const explainMs = values.explain === undefined ? undefined : positive('explain', values.explain);
-  const session = await openSession({ durable: !values.ephemeral, stats: values.stats, explainMs });
+  const session = await openSession({ ephemeral: values.ephemeral, durable: values.durable, stats: values.stats, explainMs });
   try {
     const receiver = await startProcess('receiver', 'scripts/bench/webhook-receiver.ts', [], {}, 'ipc');
     session.processes.push(receiver);
@@ -348,7 +347,6 @@ interface Report {
 }
 
 function text(r: Report): string {
-  const durable = r.database.fsync === 'on' && r.database.synchronous_commit !== 'off';
   const cpu = (c: Run['cpu']) =>
     Object.entries(c.percent_of_one_core).filter(([k]) => k !== 'autocannon').map(([k, v]) => `${k} ${v ?? '?'}%`).join(', ') + `; machine ${c.machine_busy_percent}% busy`;
   const line = (x: Run) => [
@@ -364,7 +362,7 @@ function text(r: Report): string {
   const out = [
     'webhooks bench: order.expired webhooks from a burst of overdue orders, through the scheduler and webhook worker processes, to local receivers',
     `machine   ${r.machine.cores} cores (1-min load ${r.machine.load_before} at start, ${r.machine.load_after} at end${r.machine.load_before > r.machine.cores ? ': BUSY, figures unreliable' : ''}), Node ${r.machine.node}, PostgreSQL ${r.machine.postgres}`,
-    `database  ${r.database.source}: fsync=${r.database.fsync} synchronous_commit=${r.database.synchronous_commit}${durable ? ' (durable)' : '  (NOT durable: commits skip the disk flush)'}`,
+    `database  ${r.database.source}: fsync=${r.database.fsync} synchronous_commit=${r.database.synchronous_commit}${durabilityNote(r.database)}`,
     `settings  ${JSON.stringify(r.settings)}`,
     '',
   ];
