@@ -6,20 +6,19 @@
 // uses pg-boss's fetch, completion, heartbeat and fail as they are, but keeps its places
 // filled continuously:
 //
-// - It holds at most CAPACITY jobs (in flight, waiting for their destination, or being
+// - It holds about CAPACITY jobs (in flight, waiting for their destination, or being
 //   recorded), and fetches again as soon as REFILL places are free, so one fetch serves many
 //   deliveries and a finished request is replaced at once, whatever its neighbours are doing.
 // - At most PER_DESTINATION requests are in flight to one destination (a URL's origin: what a
 //   merchant's endpoint is to us); its other jobs wait in its own line, in the order fetched,
 //   so one destination's events still go out oldest first.
-// - A destination whose requests hang (all its places taken, the oldest older than SLOW_MS) is
-//   *limited* for LIMITED_MS: its waiting jobs no longer count against CAPACITY, and once it
-//   holds LIMITED_HOLD jobs the fetch passes over its jobs (each job carries its destination as
-//   its pg-boss group). A hanging merchant so costs the others at most PER_DESTINATION of the
-//   CAPACITY places; one answering 500 costs little anyway (its attempts end at once and retry
-//   later). Its waiting jobs stay in line, oldest first: LIMITED_HOLD is small enough that the
-//   last of them starts well within the job's expiry (120 s) even if every request of the
-//   destination runs into the timeout.
+// - A destination holds at most DESTINATION_HOLD jobs: beyond that the fetch passes over its
+//   jobs (each job carries its destination as its pg-boss group). Of its line, only the next
+//   round (PER_DESTINATION jobs) counts against CAPACITY. So a merchant whose endpoint hangs
+//   until the timeout ties up 2 × PER_DESTINATION of the CAPACITY places however long its
+//   backlog, and the rest keep moving; one answering 500 costs even less (its attempts end at
+//   once and retry later). Its line stays oldest first, and short enough that its last job
+//   starts well within the job's expiry (120 s) even if every request runs into the timeout.
 // - Finished attempts are recorded in batches (workers/webhook-deliver.ts recordBatch): while one
 //   batch's transaction runs, the next accumulates.
 // - Jobs held longer than HEARTBEAT_MS get their heartbeat refreshed in one statement, as
@@ -44,14 +43,23 @@ import { attempt, DestinationAgents, loadBatch, recordBatch, type Sendable, type
 export const CAPACITY = 400;
 /** Requests in flight to one destination. */
 export const PER_DESTINATION = 32;
+/**
+ * Jobs one destination may hold before the fetch passes over it: 5 rounds of its places, 50 s
+ * at a 10 s timeout; a fetch can add up to MAX_BATCH more, 80 s in all.
+ */
+const DESTINATION_HOLD = 5 * PER_DESTINATION;
 /** Free places that make a fetch worth its round trip. */
 const REFILL = 50;
-/** A destination whose every place has been taken for longer than this is slow. */
-const SLOW_MS = 2_000;
-/** How long a slow destination stays limited after it was last seen slow. */
-const LIMITED_MS = 60_000;
-/** Jobs a limited destination may hold: 5 rounds of its places, 50 s at a 10 s timeout. */
-const LIMITED_HOLD = 5 * PER_DESTINATION;
+/** Jobs one fetch may bring (they may all be one destination's). */
+const MAX_BATCH = 100;
+/**
+ * After a fetch that came back short while passing over full destinations, a new job's NOTIFY
+ * wakes the next fetch no sooner than this many times that fetch's duration: such a fetch reads
+ * past every job of the full destinations (a burst's backlog for one merchant, ~10 ms for
+ * 20,000 jobs), and repeating it at every NOTIFY of a burst would cost more than the deliveries.
+ * About a tenth of a core at most, and no wait at all when it is cheap.
+ */
+const PASS_OVER_SPACING = 10;
 const POLL_MS = 1_000;
 /** Below half the queue's heartbeatSeconds (10 s, db/queue.ts). */
 const HEARTBEAT_MS = 4_000;
@@ -69,14 +77,11 @@ class Destination {
   /** Job id → when its request started. */
   readonly inFlight = new Map<string, number>();
   readonly waiting: Held[] = [];
-  limitedUntil = 0;
+  /** The last fetch passed over this destination's jobs (it was full). */
+  passedOver = false;
 
   constructor(name: string) {
     this.name = name;
-  }
-
-  limited(now = Date.now()): boolean {
-    return this.limitedUntil >= now;
   }
 
   held(): number {
@@ -137,13 +142,13 @@ export async function startWebhookDispatch(ctx: WorkerContext): Promise<Dispatch
     if (!d) destinations.set(name, (d = new Destination(name)));
     return d;
   };
-  /** Places free: held jobs, less those waiting in a limited destination's line. */
+  /** Places free: held jobs count, except those waiting beyond their destination's next round. */
   const room = () => {
     let aside = 0;
-    const now = Date.now();
-    for (const d of destinations.values()) if (d.limited(now)) aside += d.waiting.length;
-    return CAPACITY - heldJobs.size + aside;
+    for (const d of destinations.values()) aside += Math.max(0, d.waiting.length - PER_DESTINATION);
+    return CAPACITY - heldJobs.size + Math.min(aside, CAPACITY);
   };
+  const full = (d: Destination) => d.held() >= DESTINATION_HOLD;
 
   // Releases jobs from this process; wakes the fetch loop when that frees a fetch's worth of places.
   const release = (ids: readonly string[]) => {
@@ -197,35 +202,15 @@ export async function startWebhookDispatch(ctx: WorkerContext): Promise<Dispatch
         attempts.delete(running);
         settle({ job: h.job, sendable: h.sendable, result });
         pump(d);
+        // A destination the fetch passed over has room for a fetch's worth again.
+        if (d.passedOver && d.held() <= DESTINATION_HOLD - REFILL) {
+          d.passedOver = false;
+          doorbell.ring();
+        }
+        if (d.held() === 0 && destinations.get(d.name) === d) destinations.delete(d.name);
       });
       attempts.add(running);
     }
-  };
-
-  // Destinations whose every place has been taken for longer than SLOW_MS become limited: their
-  // waiting jobs stop counting against CAPACITY, which wakes the fetch for everyone else.
-  const limitSlow = () => {
-    const now = Date.now();
-    let freed = false;
-    for (const d of destinations.values()) {
-      if (d.inFlight.size < PER_DESTINATION) continue;
-      let oldest = now;
-      for (const started of d.inFlight.values()) oldest = Math.min(oldest, started);
-      if (now - oldest < SLOW_MS) continue;
-      if (!d.limited(now)) {
-        logger.warn({ destination: d.name, inFlight: d.inFlight.size, waiting: d.waiting.length }, 'webhook destination slow: limited');
-        freed ||= d.waiting.length > 0;
-      }
-      d.limitedUntil = now + LIMITED_MS;
-    }
-    for (const [name, d] of destinations) if (d.held() === 0 && !d.limited(now)) destinations.delete(name);
-    if (freed) doorbell.ring();
-  };
-
-  // Limited destinations that hold all they may: the fetch passes over their jobs.
-  const full = () => {
-    const now = Date.now();
-    return [...destinations.values()].filter((d) => d.limited(now) && d.held() >= LIMITED_HOLD).map((d) => d.name);
   };
 
   const admit = async (jobs: Job<unknown>[]) => {
@@ -268,15 +253,22 @@ export async function startWebhookDispatch(ctx: WorkerContext): Promise<Dispatch
     const jobs = [...heldJobs.values()].filter((h) => h.fetchedAt <= due).map((h) => ({ id: h.job.id, retryCount: h.job.retryCount }));
     if (jobs.length) boss.touch(WEBHOOK_QUEUE, jobs).catch((err) => logger.warn({ err }, 'webhook job heartbeat failed'));
   }, HEARTBEAT_MS);
-  // Slowness shows between fetches too: a destination hanging while its jobs wait for it.
-  const watch = setInterval(() => {
-    if ([...destinations.values()].some((d) => d.inFlight.size >= PER_DESTINATION && d.waiting.length)) limitSlow();
-  }, 250);
+  // A new job's NOTIFY: wakes the fetch, spaced out while the last one read past full destinations.
+  let passedOverUntil = 0;
+  let pending: NodeJS.Timeout | null = null;
+  const notified = () => {
+    const wait = passedOverUntil - Date.now();
+    if (wait <= 0) return doorbell.ring();
+    pending ??= setTimeout(() => {
+      pending = null;
+      doorbell.ring();
+    }, wait);
+  };
 
   let listener: { close(): Promise<void> } | null = null;
   try {
     const db = boss.getDb();
-    listener = (await db.listen?.(notifyChannel('pgboss'), (queue) => queue === WEBHOOK_QUEUE && doorbell.ring(), () => doorbell.ring())) ?? null;
+    listener = (await db.listen?.(notifyChannel('pgboss'), (queue) => queue === WEBHOOK_QUEUE && notified(), () => doorbell.ring())) ?? null;
   } catch (err) {
     logger.warn({ err }, 'webhook dispatcher cannot listen for new jobs: polling only');
   }
@@ -284,18 +276,22 @@ export async function startWebhookDispatch(ctx: WorkerContext): Promise<Dispatch
 
   const loop = (async () => {
     while (!stopping) {
-      limitSlow();
-      const batch = Math.min(CAPACITY, Math.floor(room() / REFILL) * REFILL);
+      const batch = Math.min(MAX_BATCH, Math.floor(room() / REFILL) * REFILL);
       if (batch > 0) {
         let jobs: Job<unknown>[] = [];
+        const passed = [...destinations.values()].filter(full);
+        for (const d of passed) d.passedOver = true;
+        const skip = passed.map((d) => d.name);
+        const started = Date.now();
         try {
-          const skip = full();
           // In steps of REFILL: pg-boss writes the batch size into the statement's text, and each
           // text is a statement of its own to prepare and plan.
           jobs = await boss.fetch(WEBHOOK_QUEUE, { batchSize: batch, ...(skip.length ? { ignoreGroups: skip } : {}) });
         } catch (err) {
           logger.error({ err }, 'webhook fetch failed');
         }
+        const now = Date.now();
+        passedOverUntil = jobs.length < batch && skip.length ? now + PASS_OVER_SPACING * (now - started) : 0;
         if (jobs.length) await admit(jobs);
         if (jobs.length === batch && !stopping) continue;
       }
@@ -308,7 +304,7 @@ export async function startWebhookDispatch(ctx: WorkerContext): Promise<Dispatch
       stopping = true;
       doorbell.ring();
       await loop;
-      clearInterval(watch);
+      if (pending) clearTimeout(pending);
       await listener?.close().catch(() => undefined);
       // Jobs not started go back to the queue as failed once (retried after the queue's delay,
       // by this or another worker); requests in flight finish (within the timeout).

@@ -80,7 +80,8 @@ export async function run(args: string[]): Promise<void> {
   const journalDir = asStarted ? await mkdtemp(`${tmpdir()}/kasir-bench-journal-`) : null;
   try {
     // The simulator, registered as the vendor of every order the bench makes.
-    await startSimulatorVendor(session, journalDir ? { LOG_LEVEL: 'info', SIMULATOR_STATE_FILE: `${journalDir}/simulator-state.jsonl` } : {});
+    // (At info it logs a line per QR to stderr: read and counted here, as a terminal would take them.)
+    await startSimulatorVendor(session, journalDir ? { LOG_LEVEL: 'info', SIMULATOR_STATE_FILE: `${journalDir}/simulator-state.jsonl` } : {}, asStarted);
     const merchant = await createMerchant(pool, sealer, {
       name: 'Bench Merchant',
       settlementType: 'MANUAL',

@@ -98,7 +98,7 @@ export async function startChild(s: Session, name: string, entry: string, args: 
 }
 
 /** The simulator as a process, registered as VENDOR; `env` adds simulator settings. */
-export async function startSimulatorVendor(s: Session, env: Record<string, string> = {}): Promise<BenchProcess> {
+export async function startSimulatorVendor(s: Session, env: Record<string, string> = {}, stderrLogs = false): Promise<BenchProcess> {
   const secret = randomBytes(18).toString('base64url');
   const sim = await startProcess(
     'simulator',
@@ -106,6 +106,8 @@ export async function startSimulatorVendor(s: Session, env: Record<string, strin
     [],
     { LOG_LEVEL: 'warn', SIMULATOR_HOST: '127.0.0.1', SIMULATOR_PORT: String(await freePort()), SIMULATOR_CODE: VENDOR, SIMULATOR_SECRET: secret, ...env },
     /^simulator listening on (http:\/\/\S+)$/,
+    30_000,
+    stderrLogs,
   );
   s.processes.push(sim);
   await upsertVendor(s.pool, s.sealer, { code: VENDOR, kind: 'simulator', baseUrl: (sim.ready as RegExpExecArray)[1], credentials: { secret } });
