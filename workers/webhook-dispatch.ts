@@ -36,7 +36,7 @@ import { attempt, DestinationAgents, loadBatch, recordBatch, type Sendable, type
 /**
  * Jobs one process holds at once. A job is held from its fetch through its delivery's read, its
  * request and the transaction that records it, ~100 ms on a busy machine, most of it waiting
- * for the database: holding 100 (pg-boss's loops held 2 × 50 before) capped a burst at ~1,000
+ * for the database: holding 100 (pg-boss's loops held 2 × 50 before) capped a burst at ~1,400
  * deliveries a second whatever the receivers did, 200 at ~1,900, 400 let it keep pace with the
  * expiry line. Requests in flight are bounded per destination, not by this.
  */
