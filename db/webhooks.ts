@@ -14,6 +14,9 @@ import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
 import { inTransaction } from './queue.ts';
 
+/** The pg-boss queue of delivery attempts (its contract is in db/queue.ts). */
+export const WEBHOOK_QUEUE = 'webhook-deliver';
+
 export interface NewDelivery {
   merchantId: string;
   orderId: string | null;
@@ -34,6 +37,24 @@ export function stampedBody(body: Record<string, unknown>, id: string, at: Date)
 }
 
 /**
+ * Where a delivery goes, as the webhook worker limits and pools its requests: the URL's origin
+ * (scheme, host and port). One merchant's endpoint, or a host several merchants share. Stored
+ * on each job as its pg-boss group, so a fetch can pass over a destination that is at its limit.
+ */
+export function destinationOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return 'invalid';
+  }
+}
+
+/** The job of a delivery's attempt (its first, or a retry `startAfter` seconds from now). */
+export function deliveryJob(id: string, url: string, startAfter?: number) {
+  return { data: { delivery_id: id }, group: { id: destinationOf(url) }, ...(startAfter === undefined ? {} : { startAfter }) };
+}
+
+/**
  * Writes deliveries (skipping those with no URL at all) and queues their first attempt.
  * `tx` must be the caller's open transaction.
  */
@@ -44,16 +65,16 @@ export async function enqueueWebhooks(tx: Db, boss: PgBoss, deliveries: NewDeliv
     const id = randomUUID();
     return [id, d.merchantId, d.orderId, d.disbursementId ?? null, d.settlementId ?? null, d.exportId ?? null, d.event, d.url, stampedBody(d.body, id, at), d.sample ?? false];
   });
-  const ids = await tx.anyFirst(sql.type(z.object({ id: z.string() }))`
+  const written = await tx.any(sql.type(z.object({ id: z.string(), url: z.string() }))`
     insert into webhook_deliveries (id, merchant_id, order_id, disbursement_id, settlement_id, export_id, event, url, body, sample)
     select d.id, d.merchant_id, d.order_id, d.disbursement_id, d.settlement_id, d.export_id, d.event, coalesce(d.url, m.notify_url), d.body, d.sample
     from ${sql.unnest(rows, ['uuid', 'uuid', 'uuid', 'uuid', 'uuid', 'uuid', 'text', 'text', 'text', 'bool'])}
       as d(id, merchant_id, order_id, disbursement_id, settlement_id, export_id, event, url, body, sample)
     join merchants m on m.id = d.merchant_id
     where coalesce(d.url, m.notify_url) is not null
-    returning id`);
-  if (ids.length) await boss.insert('webhook-deliver', ids.map((id) => ({ data: { delivery_id: id } })), { db: inTransaction(tx) });
-  return [...ids];
+    returning id, url`);
+  if (written.length) await boss.insert(WEBHOOK_QUEUE, written.map((d) => deliveryJob(d.id, d.url)), { db: inTransaction(tx) });
+  return written.map((d) => d.id);
 }
 
 export const deliveryRow = z.object({
@@ -113,27 +134,71 @@ export function listAttempts(db: Db, deliveryId: string) {
     from webhook_attempts where delivery_id = ${deliveryId} order by attempt`);
 }
 
+/** A delivery as the webhook worker sends it: the row and its merchant's sealed secret, in one read. */
+export const sendableRow = z.object({
+  id: z.string(),
+  merchant_id: z.string(),
+  url: z.string(),
+  event: z.string(),
+  body: z.string(),
+  status: z.enum(['PENDING', 'DELIVERED', 'FAILED']),
+  attempts: z.number(),
+  next_attempt_at: z.date().nullable(),
+  webhook_secret_enc: z.instanceof(Buffer).nullable(),
+  sample: z.boolean(),
+});
+export type SendableRow = z.infer<typeof sendableRow>;
+
 /**
- * Records one attempt and moves the delivery on: DELIVERED on success; else PENDING with the
- * next attempt time, or FAILED when the schedule is exhausted. Returns the new attempt count.
+ * The deliveries of a fetched batch of jobs with their merchants' secrets: one primary-key probe
+ * per id. (Written as `id = any(...)` joined to merchants, the planner took the merchant index
+ * with a skip scan under stale statistics: every delivery of the merchant read, per batch.)
  */
-export async function recordAttempt(
-  tx: Db,
-  a: { deliveryId: string; ok: boolean; statusCode: number | null; latencyMs: number; error: string | null; retryInSeconds: number | null },
-): Promise<number> {
-  const attempts = await tx.oneFirst(sql.type(z.object({ attempts: z.number() }))`
-    update webhook_deliveries
-    set attempts = attempts + 1,
-        status = ${a.ok ? 'DELIVERED' : a.retryInSeconds === null ? 'FAILED' : 'PENDING'},
-        delivered_at = ${a.ok ? sql.fragment`now()` : sql.fragment`delivered_at`},
-        next_attempt_at = ${a.ok || a.retryInSeconds === null ? null : sql.fragment`now() + make_interval(secs => ${a.retryInSeconds})`},
-        last_status_code = ${a.statusCode}, last_error = ${a.error}, updated_at = now()
-    where id = ${a.deliveryId}
-    returning attempts`);
-  await tx.query(sql.unsafe`
+export function loadSendable(db: Db, ids: readonly string[]) {
+  return db.any(sql.type(sendableRow)`
+    select d.id, d.merchant_id, d.url, d.event, d.body, d.status, d.attempts, d.next_attempt_at, m.webhook_secret_enc, d.sample
+    from unnest(${sql.array(ids, 'uuid')}) as k(id)
+    join webhook_deliveries d on d.id = k.id
+    join merchants m on m.id = d.merchant_id`);
+}
+
+export interface AttemptRecord {
+  deliveryId: string;
+  ok: boolean;
+  statusCode: number | null;
+  latencyMs: number;
+  error: string | null;
+  /** Seconds until the next attempt; null when the schedule is exhausted (or on success). */
+  retryInSeconds: number | null;
+}
+
+/**
+ * Records a batch of attempts in one statement: each delivery moves on (DELIVERED on success;
+ * else PENDING with its next attempt time, or FAILED when the schedule is exhausted) and gets
+ * its attempt row, numbered by its new attempt count. A delivery appears at most once per call.
+ * Returns each delivery's new attempt count.
+ */
+export async function recordAttempts(tx: Db, records: readonly AttemptRecord[]): Promise<Map<string, number>> {
+  if (records.length === 0) return new Map();
+  const rows = records.map((a) => [a.deliveryId, a.ok, a.statusCode, Math.round(a.latencyMs), a.error, a.ok ? null : a.retryInSeconds]);
+  const recorded = await tx.any(sql.type(z.object({ delivery_id: z.string(), attempt: z.number() }))`
+    with a as (
+      select * from ${sql.unnest(rows, ['uuid', 'bool', 'int4', 'int4', 'text', 'int4'])}
+        as a(id, ok, status_code, latency_ms, error, retry_in)
+    ), d as (
+      update webhook_deliveries w
+      set attempts = w.attempts + 1,
+          status = case when a.ok then 'DELIVERED' when a.retry_in is null then 'FAILED' else 'PENDING' end,
+          delivered_at = case when a.ok then now() else w.delivered_at end,
+          next_attempt_at = case when a.retry_in is null then null else now() + make_interval(secs => a.retry_in) end,
+          last_status_code = a.status_code, last_error = a.error, updated_at = now()
+      from a where w.id = a.id
+      returning w.id, w.attempts, a.status_code, a.latency_ms, a.error
+    )
     insert into webhook_attempts (delivery_id, attempt, status_code, latency_ms, error)
-    values (${a.deliveryId}, ${attempts}, ${a.statusCode}, ${a.latencyMs}, ${a.error})`);
-  return attempts;
+    select id, attempts, status_code, latency_ms, error from d
+    returning delivery_id, attempt`);
+  return new Map(recorded.map((r) => [r.delivery_id, r.attempt]));
 }
 
 /** Re-opens a delivery for an operator's resend (a DELIVERED one is sent again on request). */

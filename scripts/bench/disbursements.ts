@@ -3,7 +3,7 @@
 //
 //   npm run bench -- disbursements [--connections 10,25,50] [--duration 15] [--warmup 3] [--pool 10]
 //                                  [--merchants 1] [--worker] [--race 1000] [--afford 100] [--race-only]
-//                                  [--durable] [--stats] [--json]
+//                                  [--ephemeral] [--stats] [--json]
 //
 // Processes (children, as the Procfile runs them): the API (api/server.ts) and the ceiling
 // (scripts/bench/ceiling.ts). By default no disbursement worker runs: the create answers once its
@@ -35,7 +35,7 @@ import type { Sealer } from '../../db/secrets.ts';
 import { setRoute } from '../../db/vendors.ts';
 import { freePort } from '../lib/cluster.ts';
 import { startCpuSample, type Probe } from './cpu.ts';
-import { runFacts } from './database.ts';
+import { durabilityNote, runFacts } from './database.ts';
 import type { BenchProcess } from './processes.ts';
 import {
   closeSession,
@@ -508,14 +508,13 @@ type Report = {
 };
 
 function text(r: Report): string {
-  const durable = r.database.fsync === 'on' && r.database.synchronous_commit !== 'off';
   const s = r.settings;
   const lines = [
     'disbursements bench: POST /v1/disbursements through the api, vs Express 5 + one INSERT; one-wallet race',
     `machine   ${r.machine.cores} cores (1-min load ${r.machine.load_before} at start, ${r.machine.load_after} at end` +
       `${r.machine.load_before > r.machine.cores ? ': BUSY, figures unreliable' : ''}), Node ${r.machine.node}, PostgreSQL ${r.machine.postgres}`,
     `database  ${r.database.source}: fsync=${r.database.fsync} synchronous_commit=${r.database.synchronous_commit}` +
-      (durable ? '' : '  (NOT durable: commits skip the disk flush; compare with --durable)'),
+      durabilityNote(r.database),
     `settings  ${s.duration_s} s measured after ${s.warmup_s} s warm-up; DB_POOL_SIZE api ${s.api_db_pool} (ceiling the same); ` +
       `${s.merchants} merchant wallet${s.merchants > 1 ? 's' : ''}; amount ${s.amount}; ` +
       (s.worker ? `disbursement worker running (DB_POOL_SIZE ${s.worker.db_pool}; ${s.worker.vendor})` : 'create path only (no disbursement worker)'),

@@ -9,7 +9,7 @@
 // once the merchant's PAID orders have their ORDER_PAYMENT transfers and fee postings (written
 // set-based here: a throwaway ledger for timing, not a balanced one).
 //
-//   npm run bench -- export [--rows 100000,300000,1000000] [--profits] [--durable] [--json]
+//   npm run bench -- export [--rows 100000,300000,1000000] [--profits] [--ephemeral] [--json]
 import os from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -24,7 +24,7 @@ import { createPool, type Pool } from '../../db/pool.ts';
 import { startBoss } from '../../db/queue.ts';
 import { createSealer, newMasterKey } from '../../db/secrets.ts';
 import { insertSyntheticOrders } from '../lib/synthetic-orders.ts';
-import { benchDatabase } from './database.ts';
+import { benchDatabase, databaseOptions, durableFrom } from './database.ts';
 import { startWorker } from './worker.ts';
 
 const TIMEOUT_MS = 600_000;
@@ -46,7 +46,7 @@ export async function run(args: string[]): Promise<void> {
     options: {
       rows: { type: 'string', default: '100000,300000,1000000' },
       profits: { type: 'boolean', default: false },
-      durable: { type: 'boolean', default: false },
+      ...databaseOptions,
       json: { type: 'boolean', default: false },
     },
     strict: true,
@@ -58,7 +58,7 @@ export async function run(args: string[]): Promise<void> {
   }).sort((a, b) => a - b);
 
   const loadBefore = Number(os.loadavg()[0].toFixed(2));
-  const db = await benchDatabase({ durable: values.durable });
+  const db = await benchDatabase({ durable: durableFrom(values) });
   const client = new pg.Client({ connectionString: db.url });
   client.on('error', () => undefined);
   let pool: Pool | null = null;

@@ -4,7 +4,7 @@
 // paid order's callback takes while the import runs: the wallet lock is what it can wait on).
 //
 //   npm run bench -- import [--rows 100000] [--connections 10] [--rate 200] [--baseline 5] [--pool 20]
-//                           [--credit-every 200] [--disburse-every 200] [--durable] [--json]
+//                           [--credit-every 200] [--disburse-every 200] [--ephemeral] [--json]
 //
 // Processes: the API (api/server.ts, as the Procfile runs it; its piscina thread parses the
 // CSV). No disbursement worker: the import's work ends when its jobs are queued. One WALLET
@@ -37,7 +37,7 @@ import { createSealer, newMasterKey } from '../../db/secrets.ts';
 import { upsertVendor } from '../../db/vendors.ts';
 import { freePort } from '../lib/cluster.ts';
 import { processTicks, startCpuSample, treeTicks, parentPid } from './cpu.ts';
-import { benchDatabase, runFacts } from './database.ts';
+import { benchDatabase, databaseOptions, durableFrom, runFacts } from './database.ts';
 import { startProcess, type BenchProcess } from './processes.ts';
 
 /** Issue 17's targets: 100,000 rows in at most 10 s; a same-merchant payment credit waits at most 1 s. */
@@ -65,7 +65,7 @@ export async function run(args: string[]): Promise<void> {
       pool: { type: 'string', default: '20' },
       'credit-every': { type: 'string', default: '200' },
       'disburse-every': { type: 'string', default: '200' },
-      durable: { type: 'boolean', default: false },
+      ...databaseOptions,
       json: { type: 'boolean', default: false },
     },
     strict: true,
@@ -79,7 +79,7 @@ export async function run(args: string[]): Promise<void> {
   const disburseEvery = positive('disburse-every', values['disburse-every']);
 
   const loadBefore = Number(os.loadavg()[0].toFixed(2));
-  const db = await benchDatabase({ durable: values.durable });
+  const db = await benchDatabase({ durable: durableFrom(values) });
   const masterKey = newMasterKey();
   const sealer = createSealer(masterKey);
   const pool = await createPool(db.url, { size: 2, name: 'bench' });

@@ -34,6 +34,8 @@ export async function startProcess(
   env: Record<string, string>,
   readiness: 'ipc' | RegExp,
   timeoutMs = 30_000,
+  /** Read stderr as log lines too (a process that logs there, like the simulator), instead of passing it through. */
+  stderrLogs = false,
 ): Promise<BenchProcess> {
   // BENCH_CPU_PROF=<dir>: every process writes a V8 CPU profile there when it exits.
   const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
@@ -42,17 +44,19 @@ export async function startProcess(
     env: { ...process.env, ...env },
     // IPC for entries that report readiness (and stop when this process goes) that way; stdout
     // is read here, counted, and not echoed: a warning per request would flood the terminal.
-    stdio: readiness === 'ipc' ? ['ignore', 'pipe', 'inherit', 'ipc'] : ['ignore', 'pipe', 'inherit'],
+    stdio: readiness === 'ipc' ? ['ignore', 'pipe', stderrLogs ? 'pipe' : 'inherit', 'ipc'] : ['ignore', 'pipe', stderrLogs ? 'pipe' : 'inherit'],
   });
   let lines = 0;
   const last: string[] = [];
   let onLine: ((line: string) => void) | null = null;
-  createInterface({ input: child.stdout! }).on('line', (line) => {
+  const read = (line: string) => {
     lines++;
     last.push(line);
     if (last.length > 5) last.shift();
     onLine?.(line);
-  });
+  };
+  createInterface({ input: child.stdout! }).on('line', read);
+  if (stderrLogs) createInterface({ input: child.stderr! }).on('line', read);
   running.add(child);
   const exited = new Promise<void>((resolve) =>
     child.once('exit', () => {

@@ -3,7 +3,7 @@
 // whose handler does nothing but return timestamps), so the figures are the queue's plumbing:
 // pg-boss fetch + complete round trips, NOTIFY wake-ups, the batch settings in workers/work.ts.
 //
-//   npm run bench -- queue [--pings 200] [--jobs 10000] [--rounds 2] [--durable] [--stale-stats] [--json]
+//   npm run bench -- queue [--pings 200] [--jobs 10000] [--rounds 2] [--ephemeral] [--stale-stats] [--json]
 import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -12,7 +12,7 @@ import pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { sendJob, startBoss } from '../../db/queue.ts';
 import { ROOT } from '../lib/local.ts';
-import { benchDatabase } from './database.ts';
+import { benchDatabase, databaseOptions, durabilityNote, durableFrom } from './database.ts';
 import { startWorker } from './worker.ts';
 
 const WARMUP_PINGS = 10;
@@ -28,7 +28,7 @@ export async function run(args: string[]): Promise<void> {
       pings: { type: 'string', default: '200' },
       jobs: { type: 'string', default: '10000' },
       rounds: { type: 'string', default: '2' },
-      durable: { type: 'boolean', default: false },
+      ...databaseOptions,
       'stale-stats': { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
     },
@@ -42,7 +42,7 @@ export async function run(args: string[]): Promise<void> {
   // Benches share the machine with whatever else runs: a 1-minute load above the core count
   // at the start means the figures below are not the machine's.
   const loadBefore = Number(os.loadavg()[0].toFixed(2));
-  const db = await benchDatabase({ durable: values.durable });
+  const db = await benchDatabase({ durable: durableFrom(values) });
   let boss: PgBoss | null = null;
   const client = new pg.Client({ connectionString: db.url });
   // On Ctrl-C the cluster stops under this connection (scripts/bench/database.ts): not a crash.
@@ -184,14 +184,13 @@ type Report = {
 };
 
 function text(r: Report): string {
-  const durable = r.database.fsync === 'on' && r.database.synchronous_commit !== 'off';
   const p = r.pickup_ms;
   return [
     `queue bench: one worker process (group scheduler), pg-boss ${r.pg_boss}`,
     `machine   ${r.machine.cores} cores (1-min load ${r.machine.load_before} at start` +
       `${r.machine.load_before > r.machine.cores ? ': BUSY, figures unreliable' : ''}), Node ${r.machine.node}, PostgreSQL ${r.machine.postgres}`,
     `database  ${r.database.source}: fsync=${r.database.fsync} synchronous_commit=${r.database.synchronous_commit}` +
-      (durable ? '' : '  (NOT durable: commits skip the disk flush; compare with --durable)'),
+      durabilityNote(r.database),
     `pickup    ${p.samples} pings one at a time, idle worker: p50 ${p.p50} ms  p95 ${p.p95} ms  p99 ${p.p99} ms  max ${p.max} ms`,
     `stats     ${r.analyze_before_rounds ? 'ANALYZE pgboss.job before each drain round' : 'stale (--stale-stats): no ANALYZE before the rounds'}`,
     ...r.drain.map(

@@ -10,7 +10,7 @@ import { createSealer, newMasterKey, type Sealer } from '../../db/secrets.ts';
 import { upsertVendor } from '../../db/vendors.ts';
 import { freePort } from '../lib/cluster.ts';
 import { parentPid, processTicks, selfTicks, treeTicks, type Probe } from './cpu.ts';
-import { benchDatabase, type BenchDatabase } from './database.ts';
+import { benchDatabase, databaseOptions, durableFrom, type BenchDatabase } from './database.ts';
 import { startProcess, type BenchProcess } from './processes.ts';
 import { statsDatabase } from './stats-database.ts';
 
@@ -26,7 +26,7 @@ export const loadOptions = {
   warmup: { type: 'string', default: '3' },
   pool: { type: 'string', default: '10' },
   'worker-pool': { type: 'string', default: '20' },
-  durable: { type: 'boolean', default: false },
+  ...databaseOptions,
   stats: { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },
 } as const;
@@ -44,7 +44,7 @@ export function loadSettings(values: { connections: string; duration: string; wa
 
 export interface Session {
   loadBefore: number;
-  db: BenchDatabase;
+  db: BenchDatabase & { logFile?: string | null };
   masterKey: string;
   sealer: Sealer;
   /** The bench's own writes (merchants, vendors, routes, funds) and the audit. */
@@ -56,9 +56,13 @@ export interface Session {
   processes: BenchProcess[];
 }
 
-export async function openSession(options: { durable: boolean; stats: boolean }): Promise<Session> {
+export async function openSession(options: { ephemeral?: boolean; durable?: boolean; stats: boolean; explainMs?: number }): Promise<Session> {
   const loadBefore = Number(os.loadavg()[0].toFixed(2));
-  const db = options.stats ? await statsDatabase({ durable: options.durable }) : await benchDatabase({ durable: options.durable });
+  const durable = durableFrom(options);
+  const db =
+    options.stats || options.explainMs !== undefined
+      ? await statsDatabase({ durable, explainMs: options.explainMs })
+      : await benchDatabase({ durable });
   const masterKey = newMasterKey();
   const pool = await createPool(db.url, { size: 2, name: 'bench' });
   const client = new pg.Client({ connectionString: db.url });
@@ -78,7 +82,7 @@ export async function openSession(options: { durable: boolean; stats: boolean })
 
 /** The web processes first (no new requests), then the workers finish, then the rest. */
 export async function closeSession(s: Session): Promise<void> {
-  const front = (p: BenchProcess) => p.name === 'api' || p.name === 'ceiling' || p.name === 'design web';
+  const front = (p: BenchProcess) => ['api', 'ceiling', 'design web', 'pgboss web'].includes(p.name);
   for (const p of s.processes.filter(front)) await p.stop();
   for (const p of s.processes.filter((p) => !front(p))) await p.stop();
   await s.pool.end();
@@ -94,7 +98,7 @@ export async function startChild(s: Session, name: string, entry: string, args: 
 }
 
 /** The simulator as a process, registered as VENDOR; `env` adds simulator settings. */
-export async function startSimulatorVendor(s: Session, env: Record<string, string> = {}): Promise<BenchProcess> {
+export async function startSimulatorVendor(s: Session, env: Record<string, string> = {}, stderrLogs = false): Promise<BenchProcess> {
   const secret = randomBytes(18).toString('base64url');
   const sim = await startProcess(
     'simulator',
@@ -102,6 +106,8 @@ export async function startSimulatorVendor(s: Session, env: Record<string, strin
     [],
     { LOG_LEVEL: 'warn', SIMULATOR_HOST: '127.0.0.1', SIMULATOR_PORT: String(await freePort()), SIMULATOR_CODE: VENDOR, SIMULATOR_SECRET: secret, ...env },
     /^simulator listening on (http:\/\/\S+)$/,
+    30_000,
+    stderrLogs,
   );
   s.processes.push(sim);
   await upsertVendor(s.pool, s.sealer, { code: VENDOR, kind: 'simulator', baseUrl: (sim.ready as RegExpExecArray)[1], credentials: { secret } });

@@ -7,7 +7,7 @@
 // Rounds: build, then cancel and build again (the same orders), so each round after the first
 // runs on a table carrying the previous rounds' dead row versions, as a rebuilt day would.
 //
-//   npm run bench -- settlements [--orders 100000] [--rounds 3] [--durable] [--json]
+//   npm run bench -- settlements [--orders 100000] [--rounds 3] [--ephemeral] [--json]
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
@@ -20,7 +20,7 @@ import { createPool, sql, type Pool } from '../../db/pool.ts';
 import { startBoss } from '../../db/queue.ts';
 import { createSealer } from '../../db/secrets.ts';
 import { buildSettlement, cancelSettlement, periodOf } from '../../db/settlements.ts';
-import { benchDatabase } from './database.ts';
+import { benchDatabase, databaseOptions, durableFrom } from './database.ts';
 
 const SETTLEMENT_DATE = '2026-11-20';
 const MDR_BPS = 70;
@@ -31,7 +31,7 @@ export async function run(args: string[]): Promise<void> {
     options: {
       orders: { type: 'string', default: '100000' },
       rounds: { type: 'string', default: '3' },
-      durable: { type: 'boolean', default: false },
+      ...databaseOptions,
       json: { type: 'boolean', default: false },
     },
     strict: true,
@@ -39,7 +39,7 @@ export async function run(args: string[]): Promise<void> {
   const orders = positive('orders', values.orders);
   const rounds = positive('rounds', values.rounds);
   const loadBefore = Number(os.loadavg()[0].toFixed(2));
-  const db = await benchDatabase({ durable: values.durable });
+  const db = await benchDatabase({ durable: durableFrom(values) });
   const pool = await createPool(db.url, { size: 4, name: 'bench-settlements' });
   const boss = await startBoss(db.url, { role: 'sender', poolSize: 2 });
   try {

@@ -33,12 +33,15 @@ export async function startCluster(options: {
   password: string;
   port?: number;
   ephemeral?: boolean;
+  /** Also append the server's log to this file. */
+  logFile?: string;
 }): Promise<Cluster> {
   const port = options.port ?? (await freePort());
   const args = [options.dataDir, String(port), options.password];
   if (options.ephemeral) args.push('--ephemeral');
   // Detached: a Ctrl-C in the terminal reaches only the parent, which stops the cluster last.
-  const child = fork(ENTRY, args, { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], detached: true });
+  const env = options.logFile ? { ...process.env, KASIR_PG_LOG_FILE: options.logFile } : process.env;
+  const child = fork(ENTRY, args, { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], detached: true, env });
 
   await new Promise<void>((resolve, reject) => {
     const onExit = (code: number | null) => reject(new Error(`embedded postgres exited with code ${code} before it was ready`));
