@@ -54,9 +54,10 @@ const disbursementPayouts = (where: Fragment) => sql.fragment`
 // The reference of a settlement's current attempt: <ref_code>, then <ref_code>-<n> (db/settlements.ts).
 const current = sql.fragment`case when s.payout_attempt = 1 then s.ref_code else s.ref_code || '-' || s.payout_attempt end`;
 
+// An earlier attempt's vendors are those its reference went to (payout_references.vendors).
 const settlementPayouts = (where: Fragment) => sql.fragment`
   select 'PAYOUT', pr.reference, s.id, s.merchant_id, s.vendor_code,
-         array_remove(array[s.vendor_code], null) || s.vendors_tried,
+         case when pr.reference = ${current} then array_remove(array[s.vendor_code], null) || s.vendors_tried else pr.vendors end,
          case when pr.reference = ${current} then s.vendor_disbursement_id end, s.net_payout,
          case when pr.reference = ${current} then s.status else 'EARLIER_ATTEMPT' end,
          pr.created_at, 'SETTLEMENT', null::text
