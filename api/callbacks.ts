@@ -10,7 +10,7 @@
 // record, or one contradicting a final state, is recorded as a conflict, logged, counted and
 // answered 2xx (resending it would change nothing). An unknown or removed vendor code is
 // answered exactly like a bad signature, so codes cannot be enumerated. Only a callback whose
-// authentication fails counts against the vendor's failed-authentication budget; an authentic
+// authentication fails counts against the callbacks' failed-authentication budget; an authentic
 // one Kasir does not act on is acknowledged, and one Kasir cannot check now (its vendor cannot
 // be read) is answered 503 so the vendor sends it again.
 import { Router, type Request, type Response } from 'express';
@@ -37,10 +37,14 @@ export function callbackRoutes(ctx: AppContext): Router {
   // Two routes, not one optional segment, so metrics label each plainly.
   const handle = async (req: Request, res: Response) => {
     const code = String(req.params.vendor);
-    // Checked before anything reaches Postgres (a NUL byte, a 10 kB code). Each well-formed
-    // code has its own budget whether or not a vendor holds it, so the budget tells nothing.
+    // Checked before anything reaches Postgres (a NUL byte, a 10 kB code).
     const wellFormed = VENDOR_CODE.test(code);
-    const budget = `callback:${wellFormed ? code : '?'}`;
+    // One budget per client network for every callback, whatever the code: made-up codes cannot
+    // each open a budget of their own (nor push a spent one out of the throttle's bounded
+    // memory), and since a known code's budget is the unknown codes' too, its state cannot tell
+    // a vendor's code from a made-up one. An authentic callback is never throttled, so one
+    // vendor's forgers never hold up another vendor's real callbacks.
+    const budget = 'callback';
     const refuse = (): never => {
       ctx.throttle.failed(req, 'callback', budget);
       throw new ApiError('INVALID_SIGNATURE', 'Callback signature is missing or wrong');

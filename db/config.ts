@@ -180,7 +180,7 @@ export const configSchema = z.object({
   /** The hour of the WIB day at which a settlement period closes (0: midnight, the day before). */
   SETTLEMENT_CUTOFF_HOUR: z.coerce.number().int().min(0).max(23).default(0),
   /**
-   * When the scheduler reconciles the WIB day before with every enabled vendor (cron, WIB):
+   * When the scheduler reconciles the WIB day before with every vendor not removed (cron, WIB):
    * after the settlement cut-off and its run, and after late callbacks have had time to land.
    */
   RECON_CRON: z

@@ -237,6 +237,19 @@ export async function confirmAttempt(
   return row?.id ?? null;
 }
 
+/**
+ * A vendor's late answer to the create of an order that was paid meanwhile: the vendor holding it
+ * fills in the QR and its id where the payment left them empty. Status, events and the
+ * idempotency answer stay as the payment made them; another vendor's answer changes nothing.
+ */
+export function completePaidAttempt(db: Db, c: { orderId: string; vendorCode: string; vendorOrderId: string; qrisString: string }) {
+  return db.query(sql.unsafe`
+    update orders
+    set qris_string = coalesce(qris_string, ${c.qrisString}), vendor_order_id = coalesce(vendor_order_id, ${c.vendorOrderId}), updated_at = now()
+    where id = ${c.orderId} and status in ('PAID', 'REFUNDED') and vendor_code = ${c.vendorCode}
+      and (qris_string is null or vendor_order_id is null)`);
+}
+
 export function setOrderFailed(db: Db, id: string, failureCode: 'NO_VENDOR' | 'VENDOR_ERROR') {
   return db.one(sql.type(orderRow)`
     update orders set status = 'FAILED', failure_code = ${failureCode}, pending_vendor = null, updated_at = now()
@@ -244,10 +257,12 @@ export function setOrderFailed(db: Db, id: string, failureCode: 'NO_VENDOR' | 'V
     returning ${columns}`);
 }
 
-export function setOrderPaid(db: Db, id: string, p: { paidAt: Date; rrn: string | null; vendorOrderId: string | null; late: boolean }) {
+/** `vendorCode`: the vendor holding an order that named none yet (paid while CREATING or FAILED). */
+export function setOrderPaid(db: Db, id: string, p: { paidAt: Date; rrn: string | null; vendorOrderId: string | null; vendorCode: string | null; late: boolean }) {
   return db.one(sql.type(orderRow)`
     update orders
     set status = 'PAID', paid_at = ${p.paidAt.toISOString()}, vendor_rrn = ${p.rrn},
+        vendor_code = coalesce(vendor_code, ${p.vendorCode}),
         vendor_order_id = coalesce(vendor_order_id, ${p.vendorOrderId}), is_late_payment = ${p.late},
         pending_vendor = null, updated_at = now()
     where id = ${id}

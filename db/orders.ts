@@ -33,6 +33,7 @@ import {
   lockOrder,
   lockOrderByRef,
   repointIdempotencyKey,
+  completePaidAttempt,
   confirmAttempt,
   setOrderFailed,
   setOrderPaid,
@@ -149,7 +150,8 @@ async function notifyOutcome(tx: Db, orderId: string) {
  * idempotency key's final response and the waiting request's notification — one statement,
  * so one round trip on the hottest path. `attempt` is the CREATING row as the worker loaded
  * it; nothing the response shows changes while an attempt is CREATING, so the response is
- * rendered from it (`baseUrl`: the public URL it links to). Returns false when the attempt was already resolved (a duplicate job).
+ * rendered from it (`baseUrl`: the public URL it links to). Returns false when the attempt was
+ * already resolved (a duplicate job, or a payment that came first: completePaidAttempt).
  */
 export async function confirmOrder(
   db: Db,
@@ -174,8 +176,14 @@ export async function confirmOrder(
     responseBody: body,
     channel: ORDER_OUTCOME_CHANNEL,
   });
-  if (confirmed) afterCommit(db, () => ordersCreated.inc());
-  return confirmed !== null;
+  if (confirmed) {
+    afterCommit(db, () => ordersCreated.inc());
+    return true;
+  }
+  // Not an attempt any more. If it was paid meanwhile (the payer was quicker than the vendor's
+  // answer), the vendor holding it now gives the QR it made; nothing else changes.
+  await completePaidAttempt(db, { orderId: attempt.id, ...vendor });
+  return false;
 }
 
 /** No vendor produced a QR (or none is routed): the attempt fails and frees its id. */
@@ -241,13 +249,18 @@ export async function applyPayment(tx: Db, boss: PgBoss, payment: Payment, speak
     return 'amount_mismatch';
   }
   const late = order.status === 'EXPIRED' || order.status === 'FAILED';
+  // An order PENDING or EXPIRED already names its vendor. An attempt paid before our create
+  // call returned (instant payers), or a given-up attempt with no live successor, names none
+  // yet: the QR exists and money was received, so it becomes the order, held from now on by the
+  // vendor that took the money (the binding above let only a vendor it was asked of speak).
+  // Its refunds go there and that vendor's reconciliation counts it as its own.
+  let holder: string | null = null;
   if (order.status === 'CREATING' || order.status === 'FAILED') {
-    // Paid before our create call returned (instant payers), or a given-up attempt with no live
-    // successor: the QR exists and money was received, so it becomes the order.
-    await insertOrderEvent(tx, { orderId: order.id, status: 'PENDING', event: 'order.created', source });
+    holder = 'vendor' in speaker ? speaker.vendor : order.pending_vendor;
+    await insertOrderEvent(tx, { orderId: order.id, status: 'PENDING', event: 'order.created', source, detail: holder ? { vendor: holder } : undefined });
     afterCommit(tx, () => ordersCreated.inc());
   }
-  const paid = await setOrderPaid(tx, order.id, { paidAt: payment.paidAt, rrn: payment.rrn, vendorOrderId: payment.vendorOrderId, late });
+  const paid = await setOrderPaid(tx, order.id, { paidAt: payment.paidAt, rrn: payment.rrn, vendorOrderId: payment.vendorOrderId, vendorCode: holder, late });
   await insertOrderEvent(tx, { orderId: order.id, status: 'PAID', event: 'order.paid', source, detail: late ? { late: true } : undefined });
   await postOrderPayment(tx, paid);
   await enqueueWebhooks(tx, boss, [

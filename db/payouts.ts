@@ -12,16 +12,23 @@ import type { Speaker } from './vendor-binding.ts';
 
 export type PayoutKindName = 'DISBURSEMENT' | 'SETTLEMENT';
 
-/** Records the reference a payout goes out under; a re-claim of the same reference is a no-op. */
-export async function recordPayoutReference(db: Db, reference: string, kind: PayoutKindName, payoutId: string): Promise<void> {
+/**
+ * Records the reference a payout goes out under and the vendor it is about to be sent to; the
+ * same reference claimed again (for the next vendor, or the same one after a crash) adds its
+ * vendor once.
+ */
+export async function recordPayoutReference(db: Db, reference: string, kind: PayoutKindName, payoutId: string, vendorCode: string): Promise<void> {
   await db.query(sql.unsafe`
-    insert into payout_references (reference, kind, payout_id) values (${reference}, ${kind}, ${payoutId})
-    on conflict (reference) do nothing`);
+    insert into payout_references (reference, kind, payout_id, vendors) values (${reference}, ${kind}, ${payoutId}, array[${vendorCode}]::text[])
+    on conflict (reference) do update
+      set vendors = case when ${vendorCode} = any(payout_references.vendors) then payout_references.vendors
+                         else array_append(payout_references.vendors, ${vendorCode}) end`);
 }
 
+/** A reference Kasir sent: its payout, and the vendors it was sent to (empty: not known, sent before they were kept). */
 export function findPayoutReference(db: Db, reference: string) {
-  return db.maybeOne(sql.type(z.object({ kind: z.enum(['DISBURSEMENT', 'SETTLEMENT']), payout_id: z.string() }))`
-    select kind, payout_id from payout_references where reference = ${reference}`);
+  return db.maybeOne(sql.type(z.object({ kind: z.enum(['DISBURSEMENT', 'SETTLEMENT']), payout_id: z.string(), vendors: z.array(z.string()) }))`
+    select kind, payout_id, vendors from payout_references where reference = ${reference}`);
 }
 
 /**
@@ -38,7 +45,8 @@ export async function completePayout(
   const payout = await findPayoutReference(tx, reference);
   if (!payout) return 'unknown';
   if (payout.kind === 'DISBURSEMENT') return completeDisbursement(tx, boss, { id: payout.payout_id }, outcome, speaker);
-  // By reference, not id: an answer about an earlier attempt of a retried settlement completes nothing.
+  // By reference, not id: an answer about an earlier attempt of a retried settlement completes
+  // nothing (a payment of one is recorded as a contradiction, bound to the vendors it went to).
   return completeSettlement(tx, boss, { reference }, outcome, speaker);
 }
 

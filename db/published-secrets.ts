@@ -5,8 +5,9 @@
 // refuses to start while any vendor holds one, unless ALLOW_DEVELOPMENT_SECRETS=true says this
 // is a development stack nobody else can reach.
 //
-// The list is Kasir's own copy (db/ does not import the simulator); a test checks that every
-// default of the simulator's configuration is on it.
+// The list is Kasir's own copy (db/ does not import the simulator); a test walks every default
+// of Kasir's and the simulator's configuration whose name says it holds a credential (secret,
+// key, token, password) and checks each is on it.
 import type { Db } from './pool.ts';
 import type { Sealer } from './secrets.ts';
 import { openAllVendors } from './vendors.ts';
@@ -23,6 +24,9 @@ export const PUBLISHED_SECRETS: ReadonlySet<string> = new Set([
   'IRIS-merchant-kasir-simulator',
   'KASIRSIMIRISAPPROVERTOTP',
   'kasir-snap-simulator-client-secret',
+  // The SNAP dialect's client key. An identifier rather than a secret in SNAP, but a vendor
+  // holding the published one was registered against the simulator's published account.
+  'kasir-snap-simulator-client',
 ]);
 
 /** The credential names of a vendor that hold a published secret (empty when none does). */

@@ -54,9 +54,10 @@ const disbursementPayouts = (where: Fragment) => sql.fragment`
 // The reference of a settlement's current attempt: <ref_code>, then <ref_code>-<n> (db/settlements.ts).
 const current = sql.fragment`case when s.payout_attempt = 1 then s.ref_code else s.ref_code || '-' || s.payout_attempt end`;
 
+// An earlier attempt's vendors are those its reference went to (payout_references.vendors).
 const settlementPayouts = (where: Fragment) => sql.fragment`
   select 'PAYOUT', pr.reference, s.id, s.merchant_id, s.vendor_code,
-         array_remove(array[s.vendor_code], null) || s.vendors_tried,
+         case when pr.reference = ${current} then array_remove(array[s.vendor_code], null) || s.vendors_tried else pr.vendors end,
          case when pr.reference = ${current} then s.vendor_disbursement_id end, s.net_payout,
          case when pr.reference = ${current} then s.status else 'EARLIER_ATTEMPT' end,
          pr.created_at, 'SETTLEMENT', null::text
@@ -117,7 +118,13 @@ export function kasirByReference(db: Db, l: Lookup) {
     ${refunds(sql.fragment`o.ref_code = any(${text(l.refundOrderRefs)})`)}`);
 }
 
-/** What Kasir sent a vendor in [from, to), any status: what a vendor without a list is asked about. */
+/**
+ * What a vendor without a list is asked about, record by record: what Kasir sent it in
+ * [from, to) (any status), the orders it paid then, and the orders created earlier that could
+ * still be paid in [from, to): unpaid (PENDING or EXPIRED) with a lifetime reaching into it (no
+ * expiry: open for ever). An order created at 22:00 on D−1 whose payment at 00:10 on D never
+ * reached Kasir is read by D's run; neither of the first two would read it on any day.
+ */
 export function kasirSent(db: Db, vendorCode: string, from: Date, to: Date) {
   const since = sql.timestamp(from);
   const until = sql.timestamp(to);
@@ -127,6 +134,9 @@ export function kasirSent(db: Db, vendorCode: string, from: Date, to: Date) {
       union all
       ${orders(sql.fragment`o.vendor_code = ${vendorCode} and o.status in ('PAID', 'REFUNDED') and o.paid_at >= ${since} and o.paid_at < ${until}
                             and not (o.created_at >= ${since} and o.created_at < ${until})`)}
+      union all
+      ${orders(sql.fragment`o.vendor_code = ${vendorCode} and o.status in ('PENDING', 'EXPIRED') and o.created_at < ${since}
+                            and (o.expires_at is null or o.expires_at > ${since})`)}
       union all
       ${disbursementPayouts(sql.fragment`pr.created_at >= ${since} and pr.created_at < ${until} and d.vendor_code = ${vendorCode}`)}
       union all

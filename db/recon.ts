@@ -329,7 +329,12 @@ export interface RunRef {
   day: string;
 }
 
-export type RepairResult = { repaired: true; note: string } | { repaired: false; note: string };
+/**
+ * What an allowed repair came to: made; not needed, because the record is already final as the
+ * vendor reports it (its callback came while the run compared: no difference is left); or not
+ * made, with the reason.
+ */
+export type RepairResult = { outcome: 'repaired' | 'already_final' | 'refused'; note: string };
 
 /**
  * A lost payment callback, repaired: the vendor's per-record read says the order is paid, and it
@@ -347,10 +352,12 @@ export function repairPayment(
     // applyPayment applies it only if this vendor holds the order (db/vendor-binding.ts), the
     // same rule a callback meets; otherwise it records the conflict and answers not_its_record.
     const result = await applyPayment(tx, boss, paid, { vendor: run.vendorCode, via: 'reconcile' });
-    if (result !== 'paid' && result !== 'paid_late') return { repaired: false, note: `not applied: ${result}` };
+    // Paid meanwhile by the vendor's own callback (applyPayment checked it is the holder's).
+    if (result === 'already_paid') return { outcome: 'already_final', note: `${paid.refCode} is already paid` };
+    if (result !== 'paid' && result !== 'paid_late') return { outcome: 'refused', note: `not applied: ${result}` };
     const note = `applied as ${run.vendorCode}'s payment callback would be (${result})`;
     await recordRepair(tx, run, d, note);
-    return { repaired: true, note };
+    return { outcome: 'repaired', note };
   });
 }
 
@@ -367,7 +374,7 @@ export function repairPayout(
 ): Promise<RepairResult> {
   return pool.transaction(async (tx): Promise<RepairResult> => {
     const ref = await findPayoutReference(tx, final.reference);
-    if (!ref) return { repaired: false, note: `no payout under ${final.reference}` };
+    if (!ref) return { outcome: 'refused', note: `no payout under ${final.reference}` };
     let held: { vendor_code: string | null; status: string } | null;
     if (ref.kind === 'DISBURSEMENT') {
       held = await lockDisbursement(tx, { id: ref.payout_id });
@@ -375,17 +382,24 @@ export function repairPayout(
       const attempt = parsePayoutReference(final.reference);
       held = attempt ? await lockSettlement(tx, attempt) : null;
     }
-    if (!held) return { repaired: false, note: `no payout under ${final.reference}` };
-    if (held.status !== 'ON_PROCESS' && held.status !== 'PROCESSING') return { repaired: false, note: `${final.reference} is ${held.status}, not in flight` };
+    if (!held) return { outcome: 'refused', note: `no payout under ${final.reference}` };
+    if (held.status !== 'ON_PROCESS' && held.status !== 'PROCESSING') {
+      // Finished meanwhile (the vendor's callback came while the run compared): nothing is left
+      // to repair when it finished the way the vendor reports; otherwise a person looks.
+      const agrees = (final.status === 'SUCCESS' ? ['SUCCESS', 'PAID'] : ['FAILED', 'REJECTED', 'CANCELLED']).includes(held.status);
+      return agrees
+        ? { outcome: 'already_final', note: `${final.reference} is already ${held.status}` }
+        : { outcome: 'refused', note: `${final.reference} is ${held.status}, not in flight` };
+    }
     const outcome =
       final.status === 'SUCCESS'
         ? { status: 'SUCCESS' as const, vendorDisbursementId: final.vendorDisbursementId }
         : { status: 'FAILED' as const, vendorDisbursementId: final.vendorDisbursementId, reason: final.failureReason ?? 'FAILED' };
     // completePayout applies it only if this vendor holds the payout (db/vendor-binding.ts).
     const result = await completePayout(tx, boss, final.reference, outcome, { vendor: run.vendorCode, via: 'reconcile' });
-    if (result !== 'completed') return { repaired: false, note: `not applied: ${result}` };
+    if (result !== 'completed') return { outcome: 'refused', note: `not applied: ${result}` };
     const note = `completed ${final.status} as ${run.vendorCode}'s final callback would be`;
     await recordRepair(tx, run, d, note);
-    return { repaired: true, note };
+    return { outcome: 'repaired', note };
   });
 }

@@ -186,6 +186,18 @@ export function lockSettlement(db: Db, where: { id: string } | { refCode: string
   return db.maybeOne(sql.type(settlementRow)`select ${columns} from settlements s where ${match} for update`);
 }
 
+/**
+ * A settlement by its ref_code whatever its current attempt, locked, with the vendors the given
+ * attempt's reference was sent to (payout_references; empty when not known). For a vendor's
+ * word on an attempt that is not the current one.
+ */
+export function lockSettlementAttempt(db: Db, where: { refCode: string; attempt: number }, reference: string) {
+  return db.maybeOne(sql.type(settlementRow.extend({ attempt_vendors: z.array(z.string()).nullable() }))`
+    select ${columns}, (select pr.vendors from payout_references pr where pr.reference = ${reference} and pr.kind = 'SETTLEMENT' and pr.payout_id = s.id) as attempt_vendors
+    from settlements s where s.ref_code = ${where.refCode} and s.payout_attempt > ${where.attempt}
+    for update of s`);
+}
+
 export function findMerchantSettlement(db: Db, merchantId: string, id: string) {
   return db.maybeOne(sql.type(settlementRow)`
     select ${columns} from settlements s where s.id = ${id} and s.merchant_id = ${merchantId}`);

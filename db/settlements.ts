@@ -34,6 +34,7 @@ import {
   lockRefundsToSettle,
   lockSettleableOrders,
   lockSettlement,
+  lockSettlementAttempt,
   markOrdersSettled,
   markRefundsSettled,
   merchantsToSettle,
@@ -243,8 +244,9 @@ export async function moveSettlement(tx: Db, boss: PgBoss, s: SettlementRow, cha
  * revenue. FAILED: the money stays in SETTLEMENTS_IN_FLIGHT for an operator's retry or cancel.
  * A report on a settlement that is not PROCESSING, or on an earlier attempt, changes nothing;
  * one that says the opposite of its final state (SUCCESS on a FAILED or CANCELLED payout,
- * FAILED on a PAID one) is recorded as a contradiction. A vendor's word on a payout another
- * vendor holds changes nothing and is recorded (db/vendor-binding.ts).
+ * FAILED on a PAID one, SUCCESS on an attempt Kasir gave up and retried: earlierAttempt) is
+ * recorded as a contradiction. A vendor's word on a payout another vendor holds changes
+ * nothing and is recorded (db/vendor-binding.ts).
  */
 export async function completeSettlement(
   tx: Db,
@@ -256,7 +258,7 @@ export async function completeSettlement(
   const key = 'id' in where ? where : parsePayoutReference(where.reference);
   if (!key) return 'unknown';
   const s = await lockSettlement(tx, key);
-  if (!s) return 'unknown';
+  if (!s) return 'reference' in where && 'attempt' in key ? earlierAttempt(tx, where.reference, key, outcome, speaker) : 'unknown';
   const held = { type: 'SETTLEMENT' as const, vendor_code: s.vendor_code };
   const word = {
     recordId: s.id,
@@ -286,6 +288,41 @@ export async function completeSettlement(
   }
   logger.info({ settlement: s.ref_code, status: outcome.status, source }, 'settlement payout completed');
   return 'completed';
+}
+
+/**
+ * A vendor's final word on an attempt Kasir gave up on: the attempt FAILED and an operator's
+ * retry sent the settlement again under a new reference. Nothing moves. SUCCESS means that
+ * vendor paid an attempt Kasir retried, so the money may have gone out twice: recorded as a
+ * contradiction (bound to the vendors that attempt went to) for an operator to take up with the
+ * vendor. FAILED agrees with Kasir. 'unknown' for an attempt Kasir never sent.
+ */
+async function earlierAttempt(
+  tx: Db,
+  reference: string,
+  key: { refCode: string; attempt: number },
+  outcome: PayoutCompletion,
+  speaker: Speaker,
+): Promise<'already_final' | 'contradicted' | 'not_its_record' | 'unknown'> {
+  const s = await lockSettlementAttempt(tx, key, reference);
+  if (!s || s.attempt_vendors === null) return 'unknown';
+  const held = { type: 'SETTLEMENT' as const, earlier_attempt_vendors: s.attempt_vendors };
+  const word = {
+    recordId: s.id,
+    reference,
+    kasirStatus: 'FAILED',
+    vendorStatus: outcome.status,
+    detail: {
+      attempt: key.attempt,
+      current_attempt: s.payout_attempt,
+      current_reference: payoutReference(s),
+      current_status: s.status,
+      vendor_disbursement_id: outcome.vendorDisbursementId,
+      ...(outcome.status === 'FAILED' ? { reason: outcome.reason } : {}),
+    },
+  };
+  if (!(await boundToHolder(tx, speaker, held, word))) return 'not_its_record';
+  return (await noteFinalWord(tx, speaker, held, word, outcome.status === 'SUCCESS')) ? 'contradicted' : 'already_final';
 }
 
 /** An operator's request the settlement's state does not allow. Nothing was written. */

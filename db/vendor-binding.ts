@@ -30,16 +30,21 @@ export type RecordType = 'ORDER' | 'DISBURSEMENT' | 'SETTLEMENT' | 'REFUND';
 /** What decides who holds a record, as its row has it. */
 export type HeldRecord =
   | { type: 'ORDER'; status: string; vendor_code: string | null; pending_vendor: string | null; vendors_tried: readonly string[] }
-  | { type: 'DISBURSEMENT' | 'SETTLEMENT' | 'REFUND'; vendor_code: string | null };
+  | { type: 'DISBURSEMENT' | 'SETTLEMENT' | 'REFUND'; vendor_code: string | null }
+  /** An earlier attempt of a retried settlement payout: the vendors its reference went to. */
+  | { type: 'SETTLEMENT'; earlier_attempt_vendors: readonly string[] };
 
 /**
  * The vendors whose word may move a record:
  * - an order still CREATING: the vendor its create call is pending at (none between vendors);
  * - an order Kasir gave up on (FAILED): any vendor it asked for a QR, since a QR that was made
  *   anyway can be paid, and money received is never dropped;
+ * - an earlier attempt of a settlement payout (retried under a new reference): the vendors that
+ *   attempt's reference was sent to (none known for attempts sent before Kasir kept them);
  * - any other order, payout or refund: the vendor recorded on it.
  */
 export function holdersOf(record: HeldRecord): readonly string[] {
+  if ('earlier_attempt_vendors' in record) return record.earlier_attempt_vendors;
   if (record.type === 'ORDER') {
     if (record.status === 'CREATING') return record.pending_vendor ? [record.pending_vendor] : [];
     if (record.status === 'FAILED') return record.vendors_tried;
@@ -123,11 +128,12 @@ export interface Word {
  */
 export async function noteFinalWord(tx: Db, speaker: Speaker, record: HeldRecord, word: Word, contradicts: boolean): Promise<boolean> {
   if (!('vendor' in speaker) || !contradicts) return false;
+  const holders = holdersOf(record);
   await recordConflict(tx, {
     kind: 'CONTRADICTION',
     vendorCode: speaker.vendor,
     recordType: record.type,
-    recordVendor: holdersOf(record)[0] ?? null,
+    recordVendor: holders.length ? holders.join(',') : null,
     source: sourceOf(speaker),
     eventId: speaker.eventId ?? null,
     ...word,

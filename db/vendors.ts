@@ -63,32 +63,66 @@ export async function updateVendorConnection(db: Db, sealer: Sealer, code: strin
     where code = ${code} and removed_at is null`);
 }
 
-/** What a vendor still holds in flight: records whose money or payer may still move at it. */
-export async function vendorInFlight(db: Db, code: string) {
-  return db.one(sql.type(z.object({ orders: z.number(), disbursements: z.number(), settlements: z.number(), refunds: z.number() }))`
+/**
+ * How long after an order expired its vendor may still report it paid. applyPayment
+ * (db/orders.ts) takes a payment on an EXPIRED order whenever it comes (money received is never
+ * dropped), and it comes late when a payer paid at the last moment, through the vendor's
+ * callback retries, or through the reconciliation of the payment's day, which runs the night
+ * after: within two days of the expiry.
+ */
+export const LATE_PAYMENT_HOURS = 48;
+
+const inFlightRow = z.object({ orders: z.number(), expired_orders: z.number(), disbursements: z.number(), settlements: z.number(), refunds: z.number() });
+export type VendorInFlight = z.infer<typeof inFlightRow>;
+
+/**
+ * What a vendor still holds in flight: records whose money or payer may still move at it. Orders
+ * being created there or waiting for their payer, and (`expired_orders`) orders that expired in
+ * the last LATE_PAYMENT_HOURS, whose payment it may still report.
+ */
+export async function vendorInFlight(db: Db, code: string): Promise<VendorInFlight> {
+  return db.one(sql.type(inFlightRow)`
     select
       (select count(*) from orders where (status = 'CREATING' and pending_vendor = ${code}) or (status = 'PENDING' and vendor_code = ${code}))::int as orders,
+      (select count(*) from orders where status = 'EXPIRED' and vendor_code = ${code}
+                                      and expires_at > now() - make_interval(hours => ${LATE_PAYMENT_HOURS}))::int as expired_orders,
       (select count(*) from disbursements where status = 'ON_PROCESS' and vendor_code = ${code})::int as disbursements,
       (select count(*) from settlements where status = 'PROCESSING' and vendor_code = ${code})::int as settlements,
       (select count(*) from refunds where status = 'PENDING' and vendor_code = ${code})::int as refunds`);
 }
 
+export type Removal =
+  | { outcome: 'removed'; held: VendorInFlight }
+  /** Not removed: it still holds these (and `force` was not given). */
+  | { outcome: 'holds'; held: VendorInFlight }
+  | { outcome: 'unknown' };
+
 /**
  * Removes a vendor: its routes go, its credentials are erased, and it is neither called nor
  * believed again (getVendor no longer finds it). The row stays for the records that name it.
- * False when there is no such vendor (or it was removed already).
+ * Refused while it holds anything in flight (vendorInFlight), unless `force`: once removed,
+ * nothing it says about those records is believed. 'unknown': no such vendor (or removed already).
+ *
+ * The check and the removal are one transaction holding the vendor row FOR UPDATE. Every
+ * statement that hands the vendor a record (an order's pending_vendor or vendor_code, a payout's
+ * or refund's vendor_code) takes a key-share lock on that row through its foreign key, which
+ * FOR UPDATE excludes: one already made waits for this lock's holder to see it committed and
+ * counts it; none can commit between the count and the removal.
  */
-export async function removeVendor(db: Db, sealer: Sealer, code: string): Promise<boolean> {
-  return db.transaction(async (tx) => {
-    const removed = await tx.maybeOneFirst(sql.type(z.object({ code: z.string() }))`
+export async function removeVendor(db: Db, sealer: Sealer, code: string, options: { force?: boolean } = {}): Promise<Removal> {
+  return db.transaction(async (tx): Promise<Removal> => {
+    const found = await tx.maybeOneFirst(sql.type(z.object({ code: z.string() }))`
+      select code from vendors where code = ${code} and removed_at is null for update`);
+    if (found === null) return { outcome: 'unknown' };
+    const held = await vendorInFlight(tx, code);
+    if (!options.force && Object.values(held).some((n) => n > 0)) return { outcome: 'holds', held };
+    await tx.query(sql.unsafe`
       update vendors
       set removed_at = now(), enabled = false, updated_at = now(),
           credentials_enc = ${sql.binary(sealer.seal('{}', vendorCredentialsPlace(code)))}
-      where code = ${code} and removed_at is null
-      returning code`);
-    if (removed === null) return false;
+      where code = ${code}`);
     await tx.query(sql.unsafe`delete from vendor_routes where vendor_code = ${code}`);
-    return true;
+    return { outcome: 'removed', held };
   });
 }
 

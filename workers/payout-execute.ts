@@ -160,7 +160,7 @@ async function claimVendor<R extends PayoutRow>(ctx: WorkerContext, kind: Payout
       return { done: `failed: ${reason}` };
     }
     const claimed = await kind.claim(tx, ctx, row, vendor.code);
-    await recordPayoutReference(tx, kind.order(claimed).reference, kind.kind, claimed.id);
+    await recordPayoutReference(tx, kind.order(claimed).reference, kind.kind, claimed.id, vendor.code);
     return { row: claimed, vendor };
   });
 }

@@ -1,5 +1,5 @@
 // recon-run: reconciles one vendor and one WIB day (docs/money.md, "Reconciliation"), as the
-// daily schedule (the job, every enabled vendor) and `ops recon:run` (one vendor) ask.
+// daily schedule (the job, every vendor not removed) and `ops recon:run` (one vendor) ask.
 //
 // A run: records itself RUNNING (one at a time per vendor and day), reads Kasir's records of the
 // day at the vendor, reads the vendor's report of the day (gateway reportDay: its list or
@@ -15,7 +15,7 @@ import { gatewayFor } from '../gateways/registry.ts';
 import { logger } from '../db/logger.ts';
 import type { Pool } from '../db/pool.ts';
 import type { Payload } from '../db/queue.ts';
-import { compareDay, KIND_LABELS, previousWibDay, reconWindow, repairPayment, repairPayout, wibDay, type Found, type RunRef } from '../db/recon.ts';
+import { compareDay, KIND_LABELS, previousWibDay, reconWindow, repairPayment, repairPayout, wibDay, type Found, type RepairResult, type RunRef } from '../db/recon.ts';
 import {
   completeRun,
   countOpenDifferences,
@@ -90,30 +90,33 @@ function lookupOf(dayRecords: readonly KasirRow[], lines: readonly VendorLine[])
 
 /**
  * Confirms an allowed repair with the vendor's own per-record read and makes it; a difference
- * the read does not confirm stays OPEN with the reason in `repair`.
+ * the read does not confirm stays OPEN with the reason in `repair`. 'already_final': the record
+ * became final as the vendor reports it while the run compared (its callback came), so the
+ * difference is gone.
  */
-async function repair(deps: ReconDeps, gateway: Gateway, run: RunRef, d: Found): Promise<boolean> {
+async function repair(deps: ReconDeps, gateway: Gateway, run: RunRef, d: Found): Promise<RepairResult['outcome']> {
   const r = d.repairable!;
   const refuse = (why: string) => {
     d.repair = `not repaired: ${why}`;
-    return false;
+    return 'refused' as const;
+  };
+  const settle = (done: RepairResult) => {
+    if (done.outcome === 'refused') return refuse(done.note);
+    d.repair = done.note;
+    return done.outcome;
   };
   if (r.type === 'payment') {
     const read = await gateway.queryQris(r.refCode, r.vendorOrderId);
     if (read.kind !== 'ok') return refuse(`${run.vendorCode}'s read of ${r.refCode} failed (${read.reason})`);
     const q = read.value;
     if (q.status !== 'PAID' || !q.paidAt) return refuse(`${run.vendorCode}'s read says ${r.refCode} is ${q.status}`);
-    const done = await repairPayment(deps.pool, deps.boss, run, d, { refCode: r.refCode, amount: d.vendorAmount!, paidAt: q.paidAt, rrn: q.rrn, vendorOrderId: q.vendorOrderId });
-    if (done.repaired) d.repair = done.note;
-    return done.repaired || refuse(done.note);
+    return settle(await repairPayment(deps.pool, deps.boss, run, d, { refCode: r.refCode, amount: d.vendorAmount!, paidAt: q.paidAt, rrn: q.rrn, vendorOrderId: q.vendorOrderId }));
   }
   const read = await gateway.queryDisbursement(r.reference, r.vendorId);
   if (read.kind !== 'ok') return refuse(`${run.vendorCode}'s read of ${r.reference} failed (${read.reason})`);
   const q = read.value;
   if (q.status !== 'SUCCESS' && q.status !== 'FAILED') return refuse(`${run.vendorCode}'s read says ${r.reference} is ${q.status}`);
-  const done = await repairPayout(deps.pool, deps.boss, run, d, { reference: r.reference, status: q.status, vendorDisbursementId: q.vendorDisbursementId, failureReason: q.failureReason });
-  if (done.repaired) d.repair = done.note;
-  return done.repaired || refuse(done.note);
+  return settle(await repairPayout(deps.pool, deps.boss, run, d, { reference: r.reference, status: q.status, vendorDisbursementId: q.vendorDisbursementId, failureReason: q.failureReason }));
 }
 
 /** Reconciles `vendorCode` for WIB day `day`; resolves with the finished run (COMPLETED or FAILED). */
@@ -139,11 +142,16 @@ export async function reconcileDay(deps: ReconDeps, vendorCode: string, day: str
     const comparison = compareDay({ vendorCode, day, dayRecords, otherRecords, lines, costs });
 
     const repaired: Found[] = [];
+    const gone = new Set<Found>();
     for (const d of comparison.differences) {
-      if (d.repairable && (await repair(deps, gateway, run, d))) repaired.push(d);
+      if (!d.repairable) continue;
+      const outcome = await repair(deps, gateway, run, d);
+      if (outcome === 'repaired') repaired.push(d);
+      if (outcome === 'already_final') gone.add(d);
     }
+    const found = comparison.differences.filter((d) => !gone.has(d));
     const finished = await deps.pool.transaction(async (tx) => {
-      const fresh = await recordDifferences(tx, run, comparison.differences);
+      const fresh = await recordDifferences(tx, run, found);
       const open = await countOpenDifferences(tx, vendorCode, day);
       const done = await completeRun(tx, run.id, {
         source: report.source,
@@ -165,6 +173,7 @@ export async function reconcileDay(deps: ReconDeps, vendorCode: string, day: str
     for (const d of repaired) {
       log.warn({ kind: d.kind, subject: d.subject, reference: d.reference, repair: d.repair }, `reconciliation: ${KIND_LABELS[d.kind]}, repaired`);
     }
+    for (const d of gone) log.info({ kind: d.kind, subject: d.subject, reference: d.reference, note: d.repair }, 'reconciliation: settled by its vendor while the run compared');
     log.info(
       { lines: lines.length, kasir_records: comparison.kasirRecords, new_differences: finished.done.new_differences, open: finished.done.open_differences, repaired: repaired.length, read_ms: Math.round(tRead - t0), ms: Math.round(performance.now() - t0) },
       'reconciliation finished',
@@ -187,7 +196,9 @@ export async function handleReconRun(ctx: WorkerContext, payload: Payload<'recon
   // The schedule reconciles the day before the one it runs on (its job's creation decides, so a
   // retry hours later still reconciles the same day).
   const day = payload.day ?? previousWibDay(sent);
-  const codes = payload.vendor_code ? [payload.vendor_code] : (await listVendors(ctx.pool)).filter((v) => v.enabled).map((v) => v.code);
+  // Every vendor not removed, disabled ones too: a disabled vendor still holds records (payments
+  // its payers may yet make, payouts in flight) and its callbacks still apply to them.
+  const codes = payload.vendor_code ? [payload.vendor_code] : (await listVendors(ctx.pool)).filter((v) => !v.removed).map((v) => v.code);
   const results: Record<string, string> = {};
   let failed = 0;
   for (const code of codes) {

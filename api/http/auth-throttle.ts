@@ -5,16 +5,18 @@
 // failed AUTH_FAILURE_LIMIT times in a window: guessing keys costs it time. A request whose
 // credential is valid is never throttled, whoever else shares its address: behind a load
 // balancer without TRUST_PROXY every client has the balancer's address, and a stranger's wrong
-// keys must not lock merchants out. Vendor callbacks have a budget of their own per vendor
-// code, so a flood of forged callbacks neither spends the merchants' budget nor theirs; only
-// a callback whose signature fails counts (an authentic one Kasir does not act on does not).
+// keys must not lock merchants out. Vendor callbacks have a budget of their own, so a flood of
+// forged callbacks does not spend the merchants' budget; only a callback whose signature fails
+// counts (an authentic one Kasir does not act on does not).
 //
 // Addresses are counted by network: an IPv4 address as it is (an IPv4-mapped IPv6 address is
 // the IPv4 one), an IPv6 address by its /64, which is what one subscriber holds, in one
-// canonical spelling. Counters live in this process (fixed windows in a Map): with several
-// API replicas each counts its own, which bounds an attacker to N × the limit. The Map holds
-// at most MAX_TRACKED windows and drops the oldest first, so a flood of addresses costs O(1)
-// per request and bounded memory.
+// canonical spelling. Counters live in this process (fixed windows): with several API replicas
+// each counts its own, which bounds an attacker to N × the limit. A counter holds at most
+// MAX_TRACKED windows, so a flood of addresses costs O(1) per request and bounded memory; past
+// that it drops windows still under the limit first, oldest first, and a spent window only
+// when every window it holds is spent: a client that spent its budget cannot buy it back by
+// making up new addresses (it would have to spend MAX_TRACKED budgets first).
 import { isIPv4, isIPv6 } from 'node:net';
 import type { Request } from 'express';
 import { ApiError } from '../../db/errors.ts';
@@ -29,19 +31,31 @@ interface Window {
 }
 
 /**
- * Fixed windows of `seconds`, counted per key; a key over `limit` must wait for its window to
- * end. Map order is insertion order and a window is re-inserted when it starts, so the first
- * entry is always the oldest: eviction is one step.
+ * Fixed windows of `seconds`, counted per key; a key at `limit` must wait for its window to
+ * end. Windows under the limit and spent ones are kept apart, each Map in insertion order (a
+ * window enters `counting` when it starts and moves to `spent` when it reaches the limit), so
+ * the window to drop is always a first entry: eviction is one step.
  */
 export function createWindowCounter(limit: number, seconds: number, now: () => number = Date.now, maxTracked = MAX_TRACKED) {
-  const windows = new Map<string, Window>();
+  const counting = new Map<string, Window>();
+  const spent = new Map<string, Window>();
   const current = (key: string): Window | undefined => {
-    const w = windows.get(key);
+    const w = counting.get(key) ?? spent.get(key);
     if (w && w.endsAt <= now()) {
-      windows.delete(key);
+      counting.delete(key);
+      spent.delete(key);
       return undefined;
     }
     return w;
+  };
+  const oldest = (windows: Map<string, Window>) => windows.keys().next().value!;
+  const evictOne = () => {
+    // The oldest spent window first if its time is up (it frees nothing anyone waits for), then
+    // the oldest still counting, and a spent one that is still running only when none counts.
+    const first = spent.values().next().value;
+    if (first && first.endsAt <= now()) spent.delete(oldest(spent));
+    else if (counting.size > 0) counting.delete(oldest(counting));
+    else spent.delete(oldest(spent));
   };
   return {
     /** Seconds until `key` may go on, or 0 when it is under the limit. */
@@ -50,16 +64,17 @@ export function createWindowCounter(limit: number, seconds: number, now: () => n
       return w && w.count >= limit ? Math.max(1, Math.ceil((w.endsAt - now()) / 1000)) : 0;
     },
     add(key: string): void {
-      const w = current(key);
-      if (w) {
-        w.count++;
-        return;
+      let w = current(key);
+      if (!w) {
+        while (counting.size + spent.size >= maxTracked) evictOne();
+        w = { count: 0, endsAt: now() + seconds * 1000 };
+        counting.set(key, w);
       }
-      while (windows.size >= maxTracked) windows.delete(windows.keys().next().value!);
-      windows.set(key, { count: 1, endsAt: now() + seconds * 1000 });
+      w.count++;
+      if (w.count >= limit && counting.delete(key)) spent.set(key, w);
     },
     get size() {
-      return windows.size;
+      return counting.size + spent.size;
     },
   };
 }
@@ -108,7 +123,7 @@ export function clientNetwork(address: string | undefined): string {
 export interface AuthThrottle {
   /**
    * A failed authentication from this request's client network, counted in `budget` ('auth'
-   * for API keys and legacy signatures, the vendor code's own for callbacks). Throws 429 with
+   * for API keys and legacy signatures, 'callback' for vendor callbacks). Throws 429 with
    * Retry-After when the budget was already spent; otherwise returns, and the caller refuses
    * as it would have.
    */

@@ -15,7 +15,7 @@ import {
   setRoute,
   setVendorEnabled,
   upsertVendor,
-  vendorInFlight,
+  LATE_PAYMENT_HOURS,
   type VendorRecord,
 } from '../../db/vendors.ts';
 import { command, OpsError } from './command.ts';
@@ -241,18 +241,19 @@ export const vendorRemove = command({
   input: z.object({ code: z.string({ error: '--code is required' }).min(1, '--code is required'), force: z.boolean().optional() }),
   async run(ctx, input) {
     const pool = await ctx.pool();
-    if (!(await listVendors(pool)).some((v) => v.code === input.code && !v.removed)) throw new OpsError(`no vendor ${input.code}`);
-    // What it still holds would never be heard of again: its callbacks are refused and nobody can ask it.
-    const held = await vendorInFlight(pool, input.code);
-    const count = held.orders + held.disbursements + held.settlements + held.refunds;
-    if (count > 0 && !input.force) {
+    // What it still holds would never be heard of again: its callbacks are refused and nobody
+    // can ask it. Checked and removed in one transaction (db/vendors.ts removeVendor).
+    const removal = await removeVendor(pool, ctx.sealer(), input.code, { force: input.force });
+    if (removal.outcome === 'unknown') throw new OpsError(`no vendor ${input.code}`);
+    const held = removal.held;
+    if (removal.outcome === 'holds') {
       throw new OpsError(
-        `vendor ${input.code} still holds ${held.orders} open orders, ${held.disbursements} disbursements and ${held.settlements} settlement payouts in flight, ` +
+        `vendor ${input.code} still holds ${held.orders} open orders, ${held.expired_orders} orders expired in the last ${LATE_PAYMENT_HOURS} hours ` +
+          `(their payments may still be reported), ${held.disbursements} disbursements and ${held.settlements} settlement payouts in flight, ` +
           `and ${held.refunds} pending refunds; once removed, nothing it says about them is believed. ` +
           'vendor:disable it and wait for them to finish, or pass --force to remove it anyway',
       );
     }
-    if (!(await removeVendor(pool, ctx.sealer(), input.code))) throw new OpsError(`no vendor ${input.code}`);
     return { json: { code: input.code, removed: true, in_flight: held }, text: `vendor ${input.code} removed: routes deleted, credentials erased, callbacks refused` };
   },
 });

@@ -7,7 +7,8 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { createPool } from '../../db/pool.ts';
-import { PUBLISHED_SECRETS } from '../../db/published-secrets.ts';
+import { configSchema } from '../../db/config.ts';
+import { publishedCredentials } from '../../db/published-secrets.ts';
 import { createSealer } from '../../db/secrets.ts';
 import { removeVendor, upsertVendor } from '../../db/vendors.ts';
 import { loadSimulatorConfig } from '../../gateways/simulator/config.ts';
@@ -34,19 +35,35 @@ async function startWeb(extra: Record<string, string> = {}): Promise<{ listened:
   return { listened, code: await exited, output };
 }
 
-t.test('every secret the simulator ships by default is on the published list', async (t) => {
-  const defaults = loadSimulatorConfig({});
-  const shipped = [
-    defaults.secret,
-    defaults.dialects.xendit.secretKey,
-    defaults.dialects.xendit.callbackToken,
-    defaults.dialects.midtrans.serverKey,
-    defaults.dialects.iris.creatorKey,
-    defaults.dialects.iris.approverKey,
-    defaults.dialects.iris.merchantKey,
-    defaults.dialects.snap.clientSecret,
-  ];
-  for (const secret of shipped) t.ok(PUBLISHED_SECRETS.has(secret), `${secret} is listed`);
+/** A setting or field whose name says it holds a credential. */
+const CREDENTIAL_NAME = /secret|key|token|password/i;
+
+/** Every string default a zod schema gives, through its wrappers (optional, pipe, preprocess, ...). */
+function stringDefaults(schema: unknown): string[] {
+  const def = (schema as { def?: Record<string, unknown> } | undefined)?.def;
+  if (!def) return [];
+  const own = (def.type === 'default' || def.type === 'prefault') && typeof def.defaultValue === 'string' ? [def.defaultValue] : [];
+  return [...own, ...['innerType', 'in', 'out', 'schema'].flatMap((inner) => stringDefaults(def[inner]))];
+}
+
+/** Every string field of a loaded configuration, by its path. */
+function stringFields(value: unknown, path: string[] = []): Array<[string, string]> {
+  if (typeof value === 'string') return [[path.join('.'), value]];
+  if (value === null || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([name, inner]) => stringFields(inner, [...path, name]));
+}
+
+t.test('every credential default Kasir and the simulator ship is refused as a published secret', async (t) => {
+  // Kasir's own settings: each default of a setting named like a credential.
+  const kasir = Object.entries(configSchema.shape).flatMap(([name, schema]) => (CREDENTIAL_NAME.test(name) ? stringDefaults(schema).map((value) => [name, value] as const) : []));
+  t.ok(kasir.some(([name]) => name === 'KASIR_MASTER_KEYS_PREVIOUS'), 'the walk reaches defaults behind wrappers');
+  // The simulator's, as it loads them with nothing set (its schema is its own module's).
+  const simulator = stringFields(loadSimulatorConfig({})).filter(([path]) => CREDENTIAL_NAME.test(path.split('.').at(-1)!));
+  t.ok(simulator.length >= 9, `the simulator's credential defaults found (${simulator.map(([path]) => path).join(', ')})`);
+  for (const [name, value] of [...kasir, ...simulator]) {
+    if (value === '') continue; // sets nothing
+    t.same(publishedCredentials({ [name]: value }), [name], `${name}'s default is refused as a published secret`);
+  }
 });
 
 t.test('the web process refuses to start while a vendor holds a published secret', async (t) => {

@@ -38,7 +38,7 @@ t.test('a disbursement sent to a vendor is recorded under its reference as a DIS
   t.equal(created.status, 201, created.text);
   const { id, ref_code: ref } = created.json.data;
   const recorded = await eventually(() => findPayoutReference(stack.api.ctx.pool, ref).then((r) => r ?? undefined), `${ref} recorded`);
-  t.same(recorded, { kind: 'DISBURSEMENT', payout_id: id });
+  t.same(recorded, { kind: 'DISBURSEMENT', payout_id: id, vendors: ['sim'] }, 'with the vendor it was sent to');
   await eventually(async () => {
     const status = await stack.api.ctx.pool.oneFirst(sql.unsafe`select status from disbursements where id = ${id}`);
     return status === 'SUCCESS' ? status : undefined;

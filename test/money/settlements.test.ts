@@ -17,6 +17,7 @@ import { periodOf, runSettlements, settlementDateAt } from '../../db/settlements
 import { call, eventually } from '../helpers/http.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { ledgerAudit, paidOrder } from '../helpers/money.ts';
+import { simulatorSignature } from '../helpers/order-lifecycle.ts';
 import { ops, startWorkerGroup } from '../helpers/processes.ts';
 import { clearFaults, setFaults, simulatePay, startCallbackReceiver } from '../helpers/simulator.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
@@ -123,6 +124,12 @@ async function seedPaidOrder(pool: Pool, merchantId: string, amount: number, pai
     await postOrderPayment(tx, { id, merchant_id: merchantId, ref_code: refCode, amount });
   });
   return { id, ref_code: refCode };
+}
+
+/** A payout's final word from the simulator vendor `sim`, signed with its secret, to Kasir's callback route. */
+function simPayoutWord(stack: Stack, reference: string, status: 'SUCCESS' | 'FAILED') {
+  const raw = JSON.stringify({ event_id: `evt_${randomUUID()}`, type: 'disbursement.updated', reference, id: `dsb_${randomUUID()}`, status, failure_reason: status === 'FAILED' ? 'ACCOUNT_CLOSED' : null });
+  return call(stack.api.url, { path: '/callbacks/sim', headers: { 'content-type': 'application/json', ...simulatorSignature(stack.sim.secret, raw) }, body: raw });
 }
 
 const settlementHooks = <H extends { json: any }>(received: H[]) => received.filter((h) => String(h.json?.event).startsWith('settlement.'));
@@ -299,6 +306,21 @@ t.test('FAILED payouts: retried as a new attempt, or cancelled and the day rebui
   await settlementReaches(stack, x, sx.id, 'PAID');
   const attempt = await stack.api.ctx.pool.oneFirst(sql.unsafe`select payout_attempt from settlements where id = ${sx.id}`);
   t.equal(attempt, 2, 'the retry went out under a new vendor reference');
+  // The vendor then says it paid the first attempt after all: the money may have gone out twice.
+  // Nothing moves; it is recorded as a contradiction for an operator, logged and counted.
+  const settled = await balances(stack.api.ctx.pool, x.merchant_id);
+  const firstPaid = await simPayoutWord(stack, sx.ref_code, 'SUCCESS');
+  t.same([firstPaid.status, firstPaid.json?.data?.result], [200, 'contradicted'], 'a payment of the attempt Kasir retried');
+  const conflict = await stack.api.ctx.pool.maybeOne(sql.unsafe`select kind, vendor_code, record_type, record_vendor, kasir_status, vendor_status, detail from vendor_conflicts where reference = ${sx.ref_code}`);
+  t.match(conflict, { kind: 'CONTRADICTION', vendor_code: 'sim', record_type: 'SETTLEMENT', record_vendor: 'sim', kasir_status: 'FAILED', vendor_status: 'SUCCESS', detail: { attempt: 1, current_attempt: 2, current_reference: `${sx.ref_code}-2`, current_status: 'PAID' } });
+  const listed = JSON.parse((await ops(stack.env, 'vendor:conflicts', '--kind', 'CONTRADICTION', '--json')).stdout).conflicts as Array<{ reference: string }>;
+  t.ok(listed.some((c) => c.reference === sx.ref_code), 'listed by vendor:conflicts');
+  const firstFailed = await simPayoutWord(stack, sx.ref_code, 'FAILED');
+  t.equal(firstFailed.json?.data?.result, 'already_final', 'its failure agrees with Kasir');
+  t.equal(await stack.api.ctx.pool.oneFirst(sql.unsafe`select count(*)::int from vendor_conflicts where reference = ${sx.ref_code}`), 1, 'recorded once');
+  t.same(await balances(stack.api.ctx.pool, x.merchant_id), settled, 'nothing moved');
+  const never = await simPayoutWord(stack, `${sx.ref_code}-3`, 'SUCCESS');
+  t.equal(never.json?.data?.result, 'unknown', 'an attempt never sent is unknown');
   const again = await ops(stack.env, 'settlements:retry', '--id', sx.id);
   t.equal(again.code, 1, 'a PAID settlement cannot be retried');
   const cancelPaid = await ops(stack.env, 'settlements:cancel', '--id', sx.id);

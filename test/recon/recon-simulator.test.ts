@@ -3,19 +3,24 @@
 // operator runs it. Each kind of difference is made the way it happens (the simulator's faults: a
 // dropped callback, a lost payout, a double refund, a changed amount; an operator's wrong final
 // word; a payment Kasir never asked for), found by a run, and repaired only where the rules allow:
-// a lost payment callback, a payout still in flight that the vendor reports final. The ledger
-// audit is clean after every repair; a rerun replaces the day's open differences and keeps what a
-// person resolved; the run's differences come out as CSV through the export machinery.
+// a lost payment callback, a payout still in flight that the vendor reports final; a repair that
+// finds the record already final as the vendor reports (its callback came while the run compared)
+// leaves no difference. The ledger audit is clean after every repair; a rerun replaces the day's
+// open differences and keeps what a person resolved; the run's differences come out as CSV
+// through the export machinery; the daily job reconciles every vendor not removed.
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { sql } from '../../db/pool.ts';
 import { wibDay } from '../../db/recon.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { sendJob } from '../../db/queue.ts';
+import { setVendorEnabled } from '../../db/vendors.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { bankPayout, merchantApi } from '../helpers/merchant-api.ts';
 import { balanceOf, ledgerAudit } from '../helpers/money.ts';
+import { simulatorSignature } from '../helpers/order-lifecycle.ts';
 import { ops, startWorkerGroup } from '../helpers/processes.ts';
+import { faultRules } from '../helpers/reliability.ts';
 import { clearFaults, setFaults, simulatePay, simulatorRequest } from '../helpers/simulator.ts';
 import { startStack } from '../helpers/stack.ts';
 
@@ -59,6 +64,24 @@ const settledAtVendor = (reference: string, status: string) =>
     return res.body?.status === status ? true : undefined;
   }, `${reference} ${status} at the simulator`);
 
+/**
+ * Fault rules are the simulator's, for whatever callback comes next (it cannot aim one at a
+ * reference). Before a drop_callback rule meant for the next payout's callback is set, this
+ * waits until no payout Kasir sent is still to settle there (and none is waiting to be sent), so
+ * no other callback can be the one it takes. Payments' callbacks are made when the payer pays.
+ */
+async function noCallbackOwed() {
+  await eventually(async () => {
+    const open = (await pool.any(sql.unsafe`select ref_code, status from disbursements where status in ('PENDING', 'ON_PROCESS')`)) as readonly { ref_code: string; status: string }[];
+    for (const d of open) {
+      if (d.status === 'PENDING') return undefined;
+      const res = await simulatorRequest(stack.sim.url, stack.sim.secret, 'GET', `/v1/disbursements/${d.ref_code}`);
+      if (res.body?.status === 'PROCESSING') return undefined;
+    }
+    return true;
+  }, 'no payout left to settle at the simulator', 30_000);
+}
+
 t.test('matched lines are summed, and a clean day has nothing to say', async (t) => {
   const ref = await m.paid(merchant, 120_000);
   const payout = (await m.disburse(merchant, bankPayout(80_000, '1234561111'))).json.data;
@@ -93,11 +116,34 @@ t.test('a dropped payment callback: paid at the vendor only, repaired as the cal
   await ledgerAudit(t, stack.env);
 });
 
+t.test('a repair racing the callback: the order paid meanwhile, as the vendor reports, leaves no difference', async (t) => {
+  const ref: string = (await m.createOrder(merchant, 135_000)).json.data.ref_code;
+  const paid = await simulatePay(stack.sim.url, { reference: ref }, { 'x-sim-fault': 'drop_callback' });
+  t.equal(paid.status, 200);
+  // The run's confirming read of this order is held 3 s (the run waits up to VENDOR_TIMEOUT_MS, longer here).
+  await setFaults(stack.sim.url, { op: 'queryQris', mode: 'latency', latency_ms: 3000, count: 1 });
+  const running = ops({ ...stack.env, VENDOR_TIMEOUT_MS: '60000' }, 'recon:run', '--vendor', 'sim', '--date', day, '--json');
+  // The rule goes once the read has begun: the run has compared the day and found the order unpaid.
+  await eventually(async () => ((await faultRules(stack.sim)).length === 0 ? true : undefined), "the run's read of the order", 60_000);
+  // Meanwhile the vendor's callback comes (a retry of the one the payer's payment made).
+  const raw = JSON.stringify({ event_id: `evt_${randomUUID()}`, type: 'qris.paid', reference: ref, id: paid.body.id, amount: 135_000, paid_at: paid.body.paid_at, rrn: paid.body.rrn });
+  const callback = await call(stack.api.url, { path: '/callbacks/sim', headers: { 'content-type': 'application/json', ...simulatorSignature(stack.sim.secret, raw) }, body: raw });
+  t.equal(callback.json?.data?.result, 'paid', 'the callback paid it while the run read it');
+  const res = await running;
+  t.equal(res.code, 0, res.stderr);
+  t.same(await differencesOf(ref), [], 'no difference: the order is paid as the vendor reports');
+  t.equal((await m.getOrder(merchant, ref)).json.data.status, 'PAID');
+  t.equal(await pool.oneFirst(sql.unsafe`select count(*)::int from order_events e join orders o on o.id = e.order_id where o.ref_code = ${ref} and e.event = 'order.paid'`), 1, 'paid once');
+  await ledgerAudit(t, stack.env);
+});
+
 t.test('a payout in flight that the vendor reports final is completed; SUCCESS and FAILED alike', async (t) => {
+  await noCallbackOwed();
   await setFaults(stack.sim.url, { op: 'callback', mode: 'drop_callback', count: 1 });
   const ok = (await m.disburse(merchant, bankPayout(60_000, '1234562222'))).json.data;
   await inFlight(ok.id);
   await settledAtVendor(ok.ref_code, 'SUCCESS');
+  await noCallbackOwed();
   await setFaults(stack.sim.url, { op: 'callback', mode: 'drop_callback', count: 1 });
   const bad = (await m.disburse(merchant, bankPayout(40_000, '1234560000'))).json.data;
   await inFlight(bad.id);
@@ -146,6 +192,7 @@ t.test('a refund sent twice: paid out twice, left for a person', async (t) => {
 });
 
 t.test("an operator's wrong final word: final status differs, never overwritten", async (t) => {
+  await noCallbackOwed();
   await setFaults(stack.sim.url, { op: 'callback', mode: 'drop_callback', count: 1 });
   const p = (await m.disburse(merchant, bankPayout(30_000, '1234565555'))).json.data;
   await inFlight(p.id);
@@ -222,15 +269,18 @@ t.test('fees: what the vendor reports against what Kasir assumes', async (t) => 
   t.equal(run.fees.REFUND?.assumed_fee, undefined, 'no assumption, no comparison');
 });
 
-t.test('the daily job reconciles every enabled vendor; the open differences gauge', async (t) => {
+t.test('the daily job reconciles every vendor not removed, a disabled one too; the open differences gauge', async (t) => {
   const scheduler = await startWorkerGroup(t, 'scheduler', { ...stack.env, METRICS_PORT: '0' });
+  // A disabled vendor takes no new work but still holds records: it is reconciled all the same.
+  t.equal((await ops(stack.env, 'vendor:disable', '--code', 'sim')).code, 0);
+  t.teardown(() => setVendorEnabled(pool, 'sim', true));
   t.match(await stack.api.ctx.boss.getSchedules('recon-run'), [{ cron: '0 2 * * *', timezone: 'Asia/Jakarta' }], 'scheduled at 02:00 WIB, after the settlement run');
   // As the schedule sends it, without a vendor (a day is given: the schedule's own, yesterday, is empty here).
   await sendJob(stack.api.ctx.boss, 'recon-run', { day });
   const run = await eventually(
     async () => (await pool.maybeOne(sql.unsafe`select vendor_code, day::text, status, open_differences from recon_runs where trigger = 'schedule' and status <> 'RUNNING'`)) ?? undefined,
     'the scheduled run',
-    20_000,
+    60_000,
   );
   t.match(run, { vendor_code: 'sim', day, status: 'COMPLETED' });
 

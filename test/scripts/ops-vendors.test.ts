@@ -1,6 +1,7 @@
 // The ops CLI's vendor commands (the operator contract of the real gateways: vendor:add per
 // kind, vendor:check, the Midtrans payout-route rule) and its typo suggestions, through the
 // real CLI process against a real database and a real simulator.
+import pg from 'pg';
 import t from 'tap';
 import { testEnv } from '../helpers/config.ts';
 import { testDatabase } from '../helpers/db.ts';
@@ -11,6 +12,7 @@ import { createPool, sql } from '../../db/pool.ts';
 import { createSealer } from '../../db/secrets.ts';
 import { getVendor } from '../../db/vendors.ts';
 import { makeMerchant } from '../helpers/factories.ts';
+import { eventually } from '../helpers/http.ts';
 
 const databaseUrl = await testDatabase(t);
 const env = testEnv(databaseUrl);
@@ -213,4 +215,54 @@ t.test('ops messages: a malformed --ref says what a ref_code looks like; a missi
   t.match(noRef.stderr, /--ref is required/);
   const noVendor = await ops('route:set', '--method', 'QRIS');
   t.match(noVendor.stderr, /error: --vendor is required\n/, 'a flag without its own message is named as required');
+});
+
+t.test('vendor:remove counts orders that expired recently: their payments may still be reported', async (t) => {
+  const { randomUUID } = await import('node:crypto');
+  await ops('vendor:add', '--code', 'late', '--kind', 'simulator', '--base-url', 'http://127.0.0.1:4010', '--secret', 'late-secret-123');
+  const merchant = await makeMerchant({ pool, sealer });
+  const expired = (id: string, hoursAgo: number) => pool.query(sql.unsafe`
+    insert into orders (id, merchant_id, ref_code, merchant_order_id, api, amount, status, qr_token, vendor_code, expires_at)
+    values (${id}, ${merchant.merchant_id}, ${`ORD-LATE-${id}`}, ${`LATE-${id}`}, 'V1', 1000, 'EXPIRED', ${randomUUID()}, 'late',
+            now() - make_interval(hours => ${hoursAgo}))`);
+  const old = randomUUID();
+  await expired(old, 24 * 3);
+  const recent = randomUUID();
+  await expired(recent, 1);
+  const refused = await ops('vendor:remove', '--code', 'late');
+  t.equal(refused.code, 1);
+  t.match(refused.stderr, /still holds 0 open orders, 1 orders expired in the last 48 hours \(their payments may still be reported\)/, 'the one expired an hour ago, not the one three days ago');
+  t.ok(await getVendor(pool, sealer, 'late'), 'not removed');
+  await pool.query(sql.unsafe`update orders set expires_at = now() - interval '49 hours' where id = ${recent}`);
+  const removed = await ops('vendor:remove', '--code', 'late', '--json');
+  t.equal(removed.code, 0, removed.stderr);
+  t.match(JSON.parse(removed.stdout), { removed: true, in_flight: { orders: 0, expired_orders: 0 } });
+});
+
+t.test('vendor:remove and a record handed to the vendor meanwhile: counted, never removed under it', async (t) => {
+  const { randomUUID } = await import('node:crypto');
+  await ops('vendor:add', '--code', 'race', '--kind', 'simulator', '--base-url', 'http://127.0.0.1:4010', '--secret', 'race-secret-123');
+  const merchant = await makeMerchant({ pool, sealer });
+  const id = randomUUID();
+  await pool.query(sql.unsafe`
+    insert into orders (id, merchant_id, ref_code, merchant_order_id, api, amount, status, qr_token)
+    values (${id}, ${merchant.merchant_id}, ${`ORD-RACE-${id}`}, ${`RACE-${id}`}, 'V1', 1000, 'CREATING', ${randomUUID()})`);
+  // The vendor worker marks the attempt pending at `race` (as markVendorPending does) and has not
+  // committed when the operator removes the vendor. Its own connection: a plain client.
+  const worker = new pg.Client({ connectionString: databaseUrl });
+  await worker.connect();
+  t.teardown(() => worker.end());
+  await worker.query('begin');
+  await worker.query(`update orders set pending_vendor = 'race', vendors_tried = array_append(vendors_tried, 'race') where id = $1`, [id]);
+  const removal = ops('vendor:remove', '--code', 'race');
+  const waiting = eventually(async () => {
+    const n = (await pool.oneFirst(sql.unsafe`select count(*)::int from pg_stat_activity where wait_event_type = 'Lock' and query ilike '%from vendors%'`)) as number;
+    return n > 0 ? ('waiting' as const) : undefined;
+  }, 'vendor:remove waiting for the worker’s transaction', 30_000);
+  t.equal(await Promise.race([removal.then(() => 'finished'), waiting]), 'waiting', 'vendor:remove waits for the transaction handing the vendor a record');
+  await worker.query('commit');
+  const refused = await removal;
+  t.equal(refused.code, 1, 'then counts it and refuses');
+  t.match(refused.stderr, /still holds 1 open orders/);
+  t.ok(await getVendor(pool, sealer, 'race'), 'not removed');
 });
