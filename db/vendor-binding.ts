@@ -99,9 +99,15 @@ export async function boundToHolder(
   word: Word,
 ): Promise<boolean> {
   if (!('vendor' in speaker) || vendorHolds(speaker.vendor, record)) return true;
+  await recordWord(tx, 'NOT_ITS_RECORD', speaker, record, word);
+  return false;
+}
+
+/** Records a vendor's word that was not applied, with the record's holders as Kasir has them. */
+function recordWord(tx: Db, kind: Conflict['kind'], speaker: Extract<Speaker, { vendor: string }>, record: HeldRecord, word: Word): Promise<void> {
   const holders = holdersOf(record);
-  await recordConflict(tx, {
-    kind: 'NOT_ITS_RECORD',
+  return recordConflict(tx, {
+    kind,
     vendorCode: speaker.vendor,
     recordType: record.type,
     recordVendor: holders.length ? holders.join(',') : null,
@@ -109,7 +115,6 @@ export async function boundToHolder(
     eventId: speaker.eventId ?? null,
     ...word,
   });
-  return false;
 }
 
 /** What a vendor said about a record, as a conflict records it. */
@@ -128,16 +133,7 @@ export interface Word {
  */
 export async function noteFinalWord(tx: Db, speaker: Speaker, record: HeldRecord, word: Word, contradicts: boolean): Promise<boolean> {
   if (!('vendor' in speaker) || !contradicts) return false;
-  const holders = holdersOf(record);
-  await recordConflict(tx, {
-    kind: 'CONTRADICTION',
-    vendorCode: speaker.vendor,
-    recordType: record.type,
-    recordVendor: holders.length ? holders.join(',') : null,
-    source: sourceOf(speaker),
-    eventId: speaker.eventId ?? null,
-    ...word,
-  });
+  await recordWord(tx, 'CONTRADICTION', speaker, record, word);
   return true;
 }
 

@@ -22,3 +22,21 @@ export function headerOf(headers: Record<string, string | string[] | undefined>,
   for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === name) return typeof value === 'string' ? value : null;
   return null;
 }
+
+/**
+ * Runs `work` over `items` with at most `inFlight` calls at once, answers in the items' order:
+ * a day's record-by-record reads at a vendor without a list, polite to its rate limits.
+ */
+export async function inBatches<T, R>(items: readonly T[], work: (item: T) => Promise<R>, inFlight: number): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(inFlight, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        results[i] = await work(items[i]);
+      }
+    }),
+  );
+  return results;
+}

@@ -15,6 +15,7 @@
 import { ReportUnavailable, type Outcome, type ReportDay, type SentRecord, type VendorLine, type VendorReport } from '../gateway.ts';
 import type { MidtransAnswer } from './client.ts';
 import { coreVerdict, fromMidtransAmount, parseJakartaTime, text, toPayoutStatus } from './transforms.ts';
+import { inBatches } from '../results.ts';
 
 const READS_IN_FLIGHT = 8;
 
@@ -70,20 +71,6 @@ export function statusLines(reference: string, body: Record<string, unknown>): V
   return lines;
 }
 
-/** Runs `work` over `items`, a few at a time, keeping their order. */
-async function inBatches<T, R>(items: readonly T[], work: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(READS_IN_FLIGHT, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        results[i] = await work(items[i]);
-      }
-    }),
-  );
-  return results;
-}
 
 async function readOrder(core: Call, reference: string): Promise<VendorLine[]> {
   const answer = await core('GET', `/v2/${encodeURIComponent(reference)}/status`);
@@ -130,11 +117,11 @@ export async function midtransReport(reader: MidtransReader, day: ReportDay): Pr
     const sent: readonly SentRecord[] = await day.sent();
     // Each order once: those sent, and those whose refunds were.
     const orders = [...new Set(sent.flatMap((r) => (r.kind === 'PAYMENT' ? [r.reference] : r.kind === 'REFUND' && r.orderReference ? [r.orderReference] : [])))];
-    for (const batch of await inBatches(orders, (reference) => readOrder(reader.core, reference))) yield* batch;
+    for (const batch of await inBatches(orders, (reference) => readOrder(reader.core, reference), READS_IN_FLIGHT)) yield* batch;
     if (!reader.iris) return;
     const referenceNos = [...new Set(sent.flatMap((r) => (r.kind === 'PAYOUT' && r.vendorId ? [r.vendorId] : [])))];
     const read = new Set(referenceNos);
-    for (const batch of await inBatches(referenceNos, (referenceNo) => readPayout(reader.iris!, referenceNo))) yield* batch;
+    for (const batch of await inBatches(referenceNos, (referenceNo) => readPayout(reader.iris!, referenceNo), READS_IN_FLIGHT)) yield* batch;
     const statement = await readStatement(reader.iris, wibDate(day.from), wibDate(new Date(day.to.getTime() - 1)));
     const debits = new Map<string, typeof statement>();
     for (const s of statement) {

@@ -15,6 +15,7 @@
 // additionalInfo.refundHistory gives the refunds) and transfer status for each payout.
 import { ReportUnavailable, type Outcome, type ReportDay, type SentRecord, type VendorLine, type VendorReport } from '../gateway.ts';
 import { fromSnapAmount, fromTransferStatus, jakartaTimestamp, parseTimestamp, PATHS, toQueryRequest, toQrisStatus, toTransferStatusRequest, type SnapSettings, type Verdict } from './transforms.ts';
+import { inBatches } from '../results.ts';
 
 export const HISTORY_LIST_PATH = '/v1.0/transaction-history-list';
 export const HISTORY_PAGE = 50;
@@ -55,19 +56,6 @@ export function historyLine(entry: Record<string, unknown>): VendorLine | null {
   };
 }
 
-async function inBatches<T>(items: readonly T[], work: (item: T) => Promise<VendorLine[]>): Promise<VendorLine[]> {
-  const results: VendorLine[][] = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(READS_IN_FLIGHT, items.length) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        results[i] = await work(items[i]);
-      }
-    }),
-  );
-  return results.flat();
-}
 
 /** An order's lines from its QR MPM query: the payment and the refunds its history lists. */
 async function readOrder(ask: Ask, settings: SnapSettings, reference: string, vendorOrderId: string): Promise<VendorLine[]> {
@@ -125,8 +113,8 @@ async function readRecords(ask: Ask, settings: SnapSettings, sent: readonly Sent
   }
   const payouts = sent.filter((r) => r.kind === 'PAYOUT').map((r) => r.reference);
   return [
-    ...(await inBatches([...orders], ([reference, vendorOrderId]) => readOrder(ask, settings, reference, vendorOrderId))),
-    ...(await inBatches(payouts, (reference) => readTransfer(ask, reference))),
+    ...(await inBatches([...orders], ([reference, vendorOrderId]) => readOrder(ask, settings, reference, vendorOrderId), READS_IN_FLIGHT)).flat(),
+    ...(await inBatches(payouts, (reference) => readTransfer(ask, reference), READS_IN_FLIGHT)).flat(),
   ];
 }
 
