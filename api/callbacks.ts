@@ -28,6 +28,7 @@ import { recordConflict, sourceOf, type Speaker } from '../db/vendor-binding.ts'
 import { getVendor, recordCallback, storedEventId, VENDOR_CODE } from '../db/vendors.ts';
 import type { CallbackAnswer, CallbackEvent } from '../gateways/gateway.ts';
 import { gatewayFor } from '../gateways/registry.ts';
+import { refuseUnverifiable } from '../gateways/snap/client.ts';
 import { sendData } from './http/envelope.ts';
 import type { PgBoss } from 'pg-boss';
 
@@ -45,18 +46,23 @@ export function callbackRoutes(ctx: AppContext): Router {
     // a vendor's code from a made-up one. An authentic callback is never throttled, so one
     // vendor's forgers never hold up another vendor's real callbacks.
     const budget = 'callback';
-    const refuse = (): never => {
+    const segments = (req.params as { path?: string[] }).path;
+    const path = segments ? `/${segments.join('/')}` : '';
+    const rawBody = req.rawBody ?? Buffer.alloc(0);
+    // A caller Kasir cannot verify gets one answer per path, whatever the code names: Kasir's
+    // INVALID_SIGNATURE at /callbacks/<code>, and a SNAP provider's refusal of a stranger on a
+    // path under it (only SNAP vendors have paths). A known code and a made-up one look alike.
+    const refuse = (): void => {
       ctx.throttle.failed(req, 'callback', budget);
-      throw new ApiError('INVALID_SIGNATURE', 'Callback signature is missing or wrong');
+      if (path === '') throw new ApiError('INVALID_SIGNATURE', 'Callback signature is missing or wrong');
+      const refused = refuseUnverifiable(path, req.headers, rawBody);
+      res.status(refused.status).json(refused.body);
     };
     const vendor = wellFormed ? await getVendor(ctx.pool, ctx.sealer, code) : null;
     if (!vendor) return refuse();
     const gateway = gatewayFor(vendor);
-    const segments = (req.params as { path?: string[] }).path;
-    const path = segments ? `/${segments.join('/')}` : '';
     // Only vendors that answer for themselves have paths under their code.
     if (path !== '' && !gateway.answerCallback) return refuse();
-    const rawBody = req.rawBody ?? Buffer.alloc(0);
     const answer = (verdict: CallbackAnswer, result: unknown) => {
       if (!gateway.answerCallback) return sendData(res, { received: true, result });
       const prescribed = gateway.answerCallback(path, verdict);
@@ -71,11 +77,7 @@ export function callbackRoutes(ctx: AppContext): Router {
     }
 
     const parsed = await gateway.parseCallback(req.headers, rawBody, path);
-    if (!parsed) {
-      ctx.throttle.failed(req, 'callback', budget);
-      if (gateway.answerCallback) return answer('bad_signature', null);
-      throw new ApiError('INVALID_SIGNATURE', 'Callback signature is missing or wrong');
-    }
+    if (!parsed) return refuse();
     if (parsed.type === 'retry_later') {
       logger.warn({ vendor: vendor.code, reference: parsed.reference, reason: parsed.reason }, 'authentic callback not checkable now; answered 503 so the vendor sends it again');
       throw new ApiError('SERVICE_UNAVAILABLE', 'The callback cannot be checked with the vendor now; send it again later');

@@ -17,7 +17,7 @@ import { logger } from '../../db/logger.ts';
 import type { Outcome, VendorRecord } from '../gateway.ts';
 import { vendorCall } from '../http.ts';
 import { failed, headerOf, ok, unknown } from '../results.ts';
-import { jakartaDay, jakartaTimestamp, minifyJson, notifyStringToSign, parseTimestamp, PATHS, serviceStringToSign, tokenStringToSign } from './transforms.ts';
+import { isTokenPath, jakartaDay, jakartaTimestamp, minifyJson, notifyStringToSign, parseTimestamp, PATHS, serviceStringToSign, snapAnswer, tokenStringToSign } from './transforms.ts';
 
 /** Requests and notifies signed further from now than this are refused (replays). */
 export const MAX_SKEW_SECONDS = 300;
@@ -317,6 +317,19 @@ export function verifyNotify(creds: SnapCredentials, headers: Headers, rawBody: 
  * A provider's B2B token request to Kasir (HMAC notify mode): X-CLIENT-KEY is the client key
  * the provider issued Kasir, X-SIGNATURE its RSA signature over `clientKey|timestamp`.
  */
+/**
+ * What Kasir answers a caller on a SNAP path it cannot verify, whoever the code names: a known
+ * SNAP vendor's refusal of a caller with no key of its, in the same shape. An unknown code, or
+ * another kind of vendor, answers exactly this too, so a SNAP path cannot tell a vendor code
+ * from a made-up one.
+ */
+export function refuseUnverifiable(path: string, headers: Headers, rawBody: Buffer): { status: number; body: Record<string, string> } {
+  if (!isTokenPath(path)) return snapAnswer(path, 'bad_signature');
+  // No client key or partner id matches: the token request is refused as a known vendor refuses a stranger.
+  const stranger = { partnerId: '', clientKey: '' } as SnapCredentials;
+  return answerTokenRequest(stranger, headers, rawBody);
+}
+
 export function answerTokenRequest(creds: SnapCredentials, headers: Headers, rawBody: Buffer): { status: number; body: Record<string, string> } {
   const refuse = (status: number, caseCode: string, message: string) => ({ status, body: { responseCode: `${status}73${caseCode}`, responseMessage: message } });
   const timestamp = freshTimestamp(headerOf(headers, 'x-timestamp'));

@@ -232,8 +232,12 @@ t.test('callback security: bad signatures and unknown vendors change nothing', a
   const unknownVendor = await post('/callbacks/nosuchvendor', simulatorSignature(stack.sim.secret, body));
   t.same(refusal(unknownVendor), refusal(wrongSecret), 'an unknown vendor code: the bad signature answer');
 
+  // A path under a code (only SNAP vendors have them) is refused as a SNAP provider refuses a
+  // stranger, under any code: a vendor of another kind and a made-up code answer alike.
   const subPath = await post('/callbacks/sim/v1.0/qr/qr-mpm-notify', simulatorSignature(stack.sim.secret, body));
-  t.same(refusal(subPath), refusal(wrongSecret), 'a path under the code of a vendor that has none (only SNAP vendors do)');
+  const madeUpSubPath = await post('/callbacks/nosuchvendor/v1.0/qr/qr-mpm-notify', simulatorSignature(stack.sim.secret, body));
+  t.same([subPath.status, subPath.json], [401, { responseCode: '4015200', responseMessage: 'Unauthorized. Invalid Signature' }], 'a path under the code of a vendor that has none: refused');
+  t.same([madeUpSubPath.status, madeUpSubPath.json], [subPath.status, subPath.json], 'the same as under a made-up code');
 
   // Codes no vendor can have never reach Postgres (a NUL byte made it answer 500).
   for (const code of ['%00', 'sim%00', 'a'.repeat(5000), 'UPPER', '%E2%80%8Bsim']) {

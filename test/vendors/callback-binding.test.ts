@@ -25,6 +25,7 @@ import { ops } from '../helpers/processes.ts';
 import { clearFaults, setFaults, simulatePay } from '../helpers/simulator.ts';
 import { SNAP_ACCOUNT, snapKeys, snapVendor } from '../helpers/snap.ts';
 import { startStack } from '../helpers/stack.ts';
+import { accountHolder } from '../../gateways/simulator/magic.ts';
 import { XENDIT_ACCOUNT, xenditVendor } from '../helpers/xendit.ts';
 
 const stack = await startStack(t, { groups: ['vendor', 'disbursement', 'webhook'] });
@@ -121,7 +122,7 @@ const midtrans = {
   /** An Iris payout whose notes name Kasir's reference; account ...0000 fails, others complete. */
   async payout(reference: string, outcome: 'SUCCESS' | 'FAILED') {
     const sent = await mtClient.disburse({
-      reference, channel: 'BANK', bankCode: 'BCA', ewalletCode: null, accountNumber: outcome === 'FAILED' ? '1234560000' : '1234561111', accountName: 'X', amount: 10_000, callbackUrl: `${api}/callbacks/mt`,
+      reference, channel: 'BANK', bankCode: 'BCA', ewalletCode: null, accountNumber: outcome === 'FAILED' ? '1234560000' : '1234561111', accountName: accountHolder(outcome === 'FAILED' ? '1234560000' : '1234561111')!, amount: 10_000, callbackUrl: `${api}/callbacks/mt`,
     });
     if (sent.kind !== 'ok') throw new Error(`payout at the attacker's Iris: ${sent.reason}`);
   },

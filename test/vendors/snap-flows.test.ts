@@ -102,13 +102,13 @@ t.test('a disbursement to entered details whose bank names another holder is FAI
   const merchant = await makeMerchant(stack.api.ctx);
   await fund(merchant, 1_000_000);
   const transfers = await calls('/v1.0/transfer-interbank');
-  const refused = await disburse(merchant, bankPayout(200_000, '1234567890')); // Budi Santoso; the bank says NUR HIDAYAH
+  const refused = await disburse(merchant, { ...bankPayout(200_000, '1234567890'), account_name: 'Budi Santoso' }); // the bank says NUR HIDAYAH
   t.equal(refused.status, 201, refused.text);
   await disbursementReaches(merchant, refused.json.data.id, 'FAILED');
   t.equal(await pool.oneFirst(sql.unsafe`select failure_reason from disbursements where id = ${refused.json.data.id}`), 'ACCOUNT_NAME_MISMATCH');
   t.equal(await calls('/v1.0/transfer-interbank'), transfers, 'no transfer sent');
   t.equal(await balanceOf(stack, merchant), 1_000_000, 'the debit returned');
-  const accepted = await disburse(merchant, { ...bankPayout(200_000, '1234567890'), accept_name_mismatch: true });
+  const accepted = await disburse(merchant, { ...bankPayout(200_000, '1234567890'), account_name: 'Budi Santoso', accept_name_mismatch: true });
   await disbursementReaches(merchant, accepted.json.data.id, 'SUCCESS', 20_000);
   t.equal(await balanceOf(stack, merchant), 1_000_000 - accepted.json.data.total_debit, 'paid once, on the request\'s word');
   await ledgerAudit(t, stack.env);
@@ -376,4 +376,26 @@ t.test('unknown outcomes at the provider', async (t) => {
     t.equal(await balanceOf(stack, merchant), 99_300 - 30_000, 'debited once');
     await ledgerAudit(t, stack.env);
   });
+});
+
+t.test('a caller Kasir cannot verify gets the same answer under a SNAP vendor code and a made-up one (codes cannot be enumerated)', async (t) => {
+  const ts = `${new Date(Date.now() + 7 * 3600_000).toISOString().slice(0, 19)}+07:00`;
+  const body = JSON.stringify({ originalReferenceNo: 'A1X', latestTransactionStatus: '00', amount: { value: '1000.00', currency: 'IDR' } });
+  const probes: Array<{ path: string; headers: Record<string, string>; body: string }> = [
+    { path: '/v1.0/qr/qr-mpm-notify', headers: { 'content-type': 'application/json', 'x-timestamp': ts, 'x-signature': 'bm90LWEtc2lnbmF0dXJl' }, body },
+    { path: '/v1.0/access-token/b2b', headers: { 'content-type': 'application/json', 'x-timestamp': ts, 'x-client-key': 'someone', 'x-signature': 'bm90LWEtc2lnbmF0dXJl' }, body: '{"grantType":"client_credentials"}' },
+    { path: '/v1.0/access-token/b2b', headers: { 'content-type': 'application/json' }, body: '{}' },
+    { path: '/v1.0/no/such/service', headers: { 'content-type': 'application/json' }, body: '{}' },
+    { path: '', headers: { 'content-type': 'application/json' }, body },
+  ];
+  for (const probe of probes) {
+    const answers: Array<[number, unknown]> = [];
+    for (const code of [stack.code, 'nosuchvendor']) {
+      const res = await call(stack.api.url, { path: `/callbacks/${code}${probe.path}`, headers: probe.headers, body: probe.body });
+      const { request_id: _, ...error } = (res.json?.error ?? {}) as Record<string, unknown>;
+      answers.push([res.status, res.json?.error ? { error } : res.json]);
+    }
+    t.same(answers[0], answers[1], `${probe.path || '/callbacks/<code>'}: ${JSON.stringify(answers[0])}`);
+    t.ok(answers[0][0] >= 400, 'refused');
+  }
 });
