@@ -341,7 +341,7 @@ t.test('the CSV Postgres writes is the one csv-stringify wrote: formula starts, 
     await pool.query(sql.unsafe`
       insert into orders (id, merchant_id, ref_code, merchant_order_id, api, amount, status, qr_token, customer_name, customer_email, customer_phone, vendor_rrn)
       values (${randomUUID()}, ${m.merchant_id}, ${`ORD-9-${randomBytes(5).toString('hex')}`}, ${i % 2 ? `-INV-${i}` : `=INV+${i}`}, 'V1', ${1_000 + i},
-              'EXPIRED', ${randomUUID()}, ${name}, ${email}, ${phone}, ${i % 3 === 0 ? '' : null})`);
+              'EXPIRED', ${randomUUID()}, ${name}, ${email}, ${phone}, ${i % 3 === 0 ? `0000${i}` : null})`);
   }
   await pool.query(sql.unsafe`update orders set customer_name = '-refunded' where id = ${refundedOrder.id}`);
 
