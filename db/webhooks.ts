@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
 import { z } from 'zod';
-import { sql, type Db } from './pool.ts';
+import { sql, type Db, type Pool } from './pool.ts';
 import { inTransaction } from './queue.ts';
 
 /** The pg-boss queue of delivery attempts (its contract is in db/queue.ts). */
@@ -202,10 +202,20 @@ export async function recordAttempts(tx: Db, records: readonly AttemptRecord[]):
 }
 
 /** Re-opens a delivery for an operator's resend (a DELIVERED one is sent again on request). */
-export function reopenDelivery(db: Db, id: string) {
-  return db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
-    update webhook_deliveries set status = 'PENDING', next_attempt_at = now(), updated_at = now()
-    where id = ${id} returning id`);
+/**
+ * Sends a delivery again now (an operator's or its merchant's resend): PENDING, due now, and a
+ * job for it with its destination's group like any attempt's (so a slow destination's resends
+ * wait in its own line), in one transaction: a crash never leaves it reopened with no job.
+ */
+export function resendDelivery(pool: Pool, boss: PgBoss, id: string): Promise<boolean> {
+  return pool.transaction(async (tx) => {
+    const reopened = await tx.maybeOne(sql.type(z.object({ id: z.string(), url: z.string() }))`
+      update webhook_deliveries set status = 'PENDING', next_attempt_at = now(), updated_at = now()
+      where id = ${id} returning id, url`);
+    if (!reopened) return false;
+    await boss.insert(WEBHOOK_QUEUE, [deliveryJob(reopened.id, reopened.url)], { db: inTransaction(tx) });
+    return true;
+  });
 }
 
 export const merchantDeliveryRow = deliveryRow.extend({

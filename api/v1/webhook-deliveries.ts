@@ -8,9 +8,8 @@ import { Router, type Request } from 'express';
 import { z } from 'zod';
 import type { AppContext } from '../context.ts';
 import { ApiError } from '../../db/errors.ts';
-import { sendJob } from '../../db/queue.ts';
 import { checkNotifyUrl } from '../../db/notify-url.ts';
-import { enqueueWebhooks, findMerchantDelivery, listAttempts, listMerchantDeliveries, recentSamples, reopenDelivery } from '../../db/webhooks.ts';
+import { enqueueWebhooks, findMerchantDelivery, listAttempts, listMerchantDeliveries, recentSamples, resendDelivery } from '../../db/webhooks.ts';
 import { presentDelivery } from '../../db/present/webhook-deliveries.ts';
 import { sentSampleBody, webhookEvent, webhookEvents } from '../openapi/webhook-events.ts';
 import { pageMeta, sendData, sendPage } from '../http/envelope.ts';
@@ -85,8 +84,7 @@ export function webhookDeliveryRoutes(ctx: AppContext): Router {
 
   router.post('/v1/webhook-deliveries/:id/resend', async (req, res) => {
     const delivery = await merchantDelivery(ctx, req);
-    await reopenDelivery(ctx.pool, delivery.id);
-    await sendJob(ctx.boss, 'webhook-deliver', { delivery_id: delivery.id });
+    await resendDelivery(ctx.pool, ctx.boss, delivery.id);
     const reopened = await findMerchantDelivery(ctx.pool, req.merchant.id, delivery.id);
     sendData(res, presentDelivery(reopened!), 202);
   });

@@ -2,10 +2,9 @@
 import got from 'got';
 import { z } from 'zod';
 import { sql, type Pool } from '../../db/pool.ts';
-import { sendJob } from '../../db/queue.ts';
 import { getVendor } from '../../db/vendors.ts';
 import { getMerchant, MerchantNotFound } from '../../db/merchants.ts';
-import { enqueueWebhooks, findDelivery, listAttempts, listDeliveriesByRef, listMerchantDeliveries, reopenDelivery } from '../../db/webhooks.ts';
+import { enqueueWebhooks, findDelivery, listAttempts, listDeliveriesByRef, listMerchantDeliveries, resendDelivery } from '../../db/webhooks.ts';
 import { sentSampleBody, webhookEvent, webhookEvents } from '../../api/openapi/webhook-events.ts';
 import { command, OpsError } from './command.ts';
 
@@ -113,8 +112,7 @@ export const webhooksResend = command({
   async run(ctx, input) {
     const pool = await ctx.pool();
     if (!(await findDelivery(pool, input.id))) throw new OpsError(`no webhook delivery ${input.id}`);
-    await reopenDelivery(pool, input.id);
-    await sendJob(await ctx.boss(), 'webhook-deliver', { delivery_id: input.id });
+    await resendDelivery(pool, await ctx.boss(), input.id);
     return { json: { id: input.id, queued: true }, text: `delivery ${input.id} queued for another attempt` };
   },
 });

@@ -7,6 +7,7 @@ import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { sentSampleBody, webhookEvents } from '../../api/openapi/webhook-events.ts';
 import { SAMPLES_PER_MINUTE } from '../../api/v1/webhook-deliveries.ts';
+import { sql } from '../../db/pool.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { paidOrder } from '../helpers/money.ts';
@@ -56,6 +57,9 @@ t.test('list, read with attempts, resend: the same body and webhook-id again', a
   const copies = sent();
   t.equal(copies.length, before + 1, 'sent once more');
   t.equal(new Set(copies.map((c) => c.headers['webhook-id'])).size, 1, 'under the same webhook-id');
+  // The resend's job waits in its destination's line like any attempt's (the worker's per-destination limit can skip it).
+  const groups = await stack.api.ctx.pool.anyFirst(sql.unsafe`select group_id from pgboss.job where name = 'webhook-deliver' and data->>'delivery_id' = ${d.id}`);
+  t.same([...new Set(groups)], [new URL(receiver.url).origin], "every job of the delivery, the resend's too, carries its destination");
   const notMine = await call(stack.api.url, { path: `/v1/webhook-deliveries/${d.id}/resend`, headers: { 'x-api-key': other.api_key }, body: {} });
   t.equal(notMine.status, 404);
 });
