@@ -12,7 +12,7 @@
 // got, payouts whose amount Kasir holds otherwise, payments Kasir never asked for. The run is
 // made twice: the first finds and repairs, the rerun replaces the day's open differences.
 //
-//   npm run bench -- recon [--orders 10000] [--payouts 2000] [--durable] [--json]
+//   npm run bench -- recon [--orders 10000] [--payouts 2000] [--ephemeral] [--json]
 import { createHmac, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
@@ -30,6 +30,7 @@ import { wibDay } from '../../db/recon.ts';
 import { listDifferences } from '../../db/recon.sql.ts';
 import { getVendor } from '../../db/vendors.ts';
 import { reconcileDay } from '../../workers/recon-run.ts';
+import { databaseOptions, durableFrom } from './database.ts';
 import { closeSession, openSession, startSimulatorVendor, VENDOR } from './session.ts';
 
 const PLANTED = { lostCallbacks: 10, lostPayouts: 5, changedAmounts: 5, foreign: 5 };
@@ -41,7 +42,7 @@ export async function run(args: string[]): Promise<void> {
     options: {
       orders: { type: 'string', default: '10000' },
       payouts: { type: 'string', default: '2000' },
-      durable: { type: 'boolean', default: false },
+      ...databaseOptions,
       json: { type: 'boolean', default: false },
     },
     strict: true,
@@ -50,7 +51,7 @@ export async function run(args: string[]): Promise<void> {
   logger.level = 'error';
   const orders = positive('orders', values.orders);
   const payouts = positive('payouts', values.payouts);
-  const session = await openSession({ durable: values.durable, stats: false });
+  const session = await openSession({ durable: durableFrom(values), stats: false });
   const { pool, sealer } = session;
   // Callbacks of the seeding land here and are dropped: Kasir's side is written directly.
   const receiver = createServer((req, res) => {
