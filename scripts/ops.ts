@@ -1,11 +1,13 @@
 // The operator CLI: `npm run --silent ops -- <command> [flags] [--json]`.
 // Human text by default, one JSON object with --json; bad input exits non-zero with a message
 // naming the flag. With DATABASE_URL unset it uses the embedded cluster of a running
-// `npm start`, or starts that cluster for the duration of the command.
+// `npm start`, or starts that cluster for the duration of the command. Logs go to stderr, so
+// stdout holds only the answer.
+import './ops/logs-to-stderr.ts';
 import { parseArgs } from 'node:util';
 import type { PgBoss } from 'pg-boss';
 import { ConfigError, parseMasterKeys } from '../db/config.ts';
-import { createPool, type Pool } from '../db/pool.ts';
+import { createPool, isDatabaseUnavailable, type Pool } from '../db/pool.ts';
 import { startBoss } from '../db/queue.ts';
 import { createSealer, type Sealer } from '../db/secrets.ts';
 import { MerchantNotFound } from '../db/merchants.ts';
@@ -30,7 +32,7 @@ import { payoutsSettle } from './ops/payouts.ts';
 import { reconExport, reconResolve, reconRun, reconSetCost, reconShow } from './ops/recon.ts';
 import { refundsResend, refundsSettle, unresolvedList } from './ops/unresolved.ts';
 import { merchantSetSettlementAccount, settlementsCancel, settlementsList, settlementsRetry, settlementsRun } from './ops/settlements.ts';
-import { resolveDatabase } from './lib/local.ts';
+import { databaseUnreachable, resolveDatabase } from './lib/local.ts';
 import { routeList, routeSet, vendorAdd, vendorCheck, vendorConflicts, vendorDisable, vendorList, vendorRemove } from './ops/vendors.ts';
 import { simulatePay, webhooksList, webhooksResend, webhooksTrigger } from './ops/orders.ts';
 import { userIssueKey, userList, userRevokeKey } from './ops/users.ts';
@@ -182,12 +184,17 @@ try {
   process.stdout.write(json ? `${JSON.stringify(result.json)}\n` : `${result.text}\n`);
   exitCode = result.exitCode ?? 0;
 } catch (err) {
-  if (err instanceof OpsError || err instanceof MerchantNotFound) {
-    if (json) process.stdout.write(`${JSON.stringify({ error: err.message })}\n`);
-    else process.stderr.write(`error: ${err.message}\n`);
-  } else {
-    process.stderr.write(`error: ${(err as Error).stack ?? err}\n`);
-  }
+  // Refusals and an unreachable database are one line; anything else is a bug, with its stack
+  // on stderr (and, with --json, its message as the one object on stdout).
+  const message =
+    err instanceof OpsError || err instanceof MerchantNotFound
+      ? err.message
+      : isDatabaseUnavailable(err)
+        ? databaseUnreachable(database.url, err)
+        : null;
+  if (message === null) process.stderr.write(`error: ${(err as Error).stack ?? err}\n`);
+  if (json) process.stdout.write(`${JSON.stringify({ error: message ?? String((err as Error).message ?? err) })}\n`);
+  else if (message !== null) process.stderr.write(`error: ${message}\n`);
   exitCode = 1;
 } finally {
   await (boss as PgBoss | null)?.stop({ graceful: false });
