@@ -192,6 +192,14 @@ const createIdempotencyHeader: HeaderParam = {
   schema: idempotencyKey,
 };
 
+const disbursementIdempotencyHeader: HeaderParam = {
+  name: 'Idempotency-Key',
+  required: false,
+  description: 'The disbursement\'s idempotency_key, as a header: required when the body has no idempotency_key; sent with '
+    + 'one, the two must be equal (else 400 INVALID_BODY). Either way the key is unique: a repeat is 409 DUPLICATE_IDEMPOTENCY_KEY.',
+  schema: idempotencyKey,
+};
+
 const signatureHeader: HeaderParam = {
   name: 'X-Signature',
   required: false,
@@ -326,6 +334,7 @@ export const operations: readonly Operation[] = [
       + 'disagrees is INVALID_BODY; a NAME_MISMATCH beneficiary is INVALID_BODY unless accept_name_mismatch is true). Answers '
       + 'PENDING (IN_REVIEW above the merchant\'s review threshold); the worker sends it, and one whose vendor\'s account inquiry '
       + 'names another holder ends FAILED with failure_reason ACCOUNT_NAME_MISMATCH unless accept_name_mismatch is true.',
+    headers: [disbursementIdempotencyHeader],
     body: { schema: disbursements.createBody },
     responses: { 201: { description: 'The disbursement, debited', schema: s.v1Data(s.disbursement) } },
     errors: ['NOT_WALLET_MERCHANT', 'BENEFICIARY_NOT_FOUND', 'DUPLICATE_IDEMPOTENCY_KEY', 'MISSING_BANK_INFO', 'MISSING_EWALLET_INFO',
