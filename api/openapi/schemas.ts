@@ -93,6 +93,7 @@ export const orderEvent = named('OrderEvent', 'One entry of an order\'s status t
   refund_amount: rupiah.min(1).nullable().describe('refund.* events: the refund\'s amount; null otherwise'),
   refunded_amount: rupiah.min(0).nullable().describe('refund.* events: the order\'s refunded_amount after the event; null otherwise'),
   refundable_amount: rupiah.min(0).nullable().describe('refund.* events: the order\'s refundable_amount after the event; null otherwise'),
+  late: z.boolean().describe('true on an order.paid that came after the order expired (its order.expired was sent) or after its creation failed: money arrived for an order the shop may have given up on (docs/webhooks.md, "Late payments"); false otherwise'),
   created_at: instant,
 }));
 
@@ -487,6 +488,10 @@ export const orderWebhook = named('OrderWebhook', 'The V1 order webhook of a pay
   ...orderWebhookFields,
   event: orderStatusEvent,
   paid_at: paidAt,
+  late: z
+    .literal(true)
+    .optional()
+    .describe('order.paid only: present (true) when the payment came after the order expired (after its order.expired) or after its creation failed. EXPIRED is not final for money that arrives: refund it or fulfil the order (docs/webhooks.md, "Late payments"). Absent on a payment in time'),
   ...eventStamp,
 }));
 

@@ -70,7 +70,7 @@ const disbursementEvents = disbursementStatus.options.filter((x) => x !== 'IN_RE
 
 export const webhookEvents: readonly WebhookEvent[] = [
   {
-    name: 'order.paid', summary: 'The payer paid the order\'s QR (also when the payment arrived after expiry: the money is never dropped).',
+    name: 'order.paid', summary: 'The payer paid the order\'s QR (also when the payment arrived after expiry: the money is never dropped, and the body carries `late: true`; refund it or fulfil the order).',
     destination: ORDER_URL, schema: s.orderWebhook, legacy: s.legacyOrderWebhook,
     sample: { ...order, status: 'PAID', event: 'order.paid', paid_at: WHEN },
     legacySample: { ...legacyOrder, status: 'PAID', paidAt: WHEN_WIB },

@@ -73,10 +73,12 @@ export function presentLegacyOrder(order: OrderRow) {
  * One entry of GET /v1/orders/{ref}/events. Refund events (refund.requested, refund.succeeded,
  * refund.failed) carry the refund's ref_code and amount and the order's refunded and refundable
  * amounts after the event (db/refunds.ts records them); other events, and refund events written
- * before the amounts were recorded, show null there.
+ * before the amounts were recorded, show null there. `late` marks an order.paid that came after
+ * the order expired.
  */
 export function presentOrderEvent(e: OrderEventRow) {
-  const detail = e.event.startsWith('refund.') && e.detail !== null && typeof e.detail === 'object' ? (e.detail as Record<string, unknown>) : {};
+  const recorded = e.detail !== null && typeof e.detail === 'object' ? (e.detail as Record<string, unknown>) : {};
+  const detail = e.event.startsWith('refund.') ? recorded : {};
   const integer = (v: unknown) => (Number.isSafeInteger(v) ? (v as number) : null);
   return {
     status: e.status,
@@ -86,6 +88,8 @@ export function presentOrderEvent(e: OrderEventRow) {
     refund_amount: integer(detail.amount),
     refunded_amount: integer(detail.refunded_amount),
     refundable_amount: integer(detail.refundable_amount),
+    // db/orders.ts applyPayment records { late: true } on a payment after expiry.
+    late: e.event === 'order.paid' && recorded.late === true,
     created_at: iso(e.created_at),
   };
 }
@@ -110,5 +114,8 @@ export function orderWebhookBody(order: OrderRow, event: OrderEvent): Record<str
     status: order.status,
     event,
     paid_at: iso(order.paid_at),
+    // Paid after order.expired (or after its create failed): the shop may have released the
+    // goods, so the one field added to the contract's says so; absent on a payment in time.
+    ...(event === 'order.paid' && order.is_late_payment ? { late: true } : {}),
   };
 }

@@ -912,7 +912,7 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * The payer paid the order's QR (also when the payment arrived after expiry: the money is never dropped).
+         * The payer paid the order's QR (also when the payment arrived after expiry: the money is never dropped, and the body carries `late: true`; refund it or fulfil the order).
          * @description Sent to: The order's notify_url, else the merchant's default notify URL. Resources created through the legacy API get the legacy shape. A 2xx within 10 s acknowledges it; anything else is retried for about three days (at-least-once).
          */
         post: {
@@ -2331,6 +2331,8 @@ export interface components {
             refunded_amount: number | null;
             /** @description refund.* events: the order's refundable_amount after the event; null otherwise */
             refundable_amount: number | null;
+            /** @description true on an order.paid that came after the order expired (its order.expired was sent) or after its creation failed: money arrived for an order the shop may have given up on (docs/webhooks.md, "Late payments"); false otherwise */
+            late: boolean;
             created_at: components["schemas"]["Instant"];
         };
         /** @description The V1 order webhook of a refund's change: the order, its amounts after the change, and the refund. */
@@ -2385,6 +2387,11 @@ export interface components {
             event: "order.paid" | "order.expired";
             /** @description When the payer paid; null if never */
             paid_at: components["schemas"]["Instant"] | null;
+            /**
+             * @description order.paid only: present (true) when the payment came after the order expired (after its order.expired) or after its creation failed. EXPIRED is not final for money that arrives: refund it or fulfil the order (docs/webhooks.md, "Late payments"). Absent on a payment in time
+             * @constant
+             */
+            late?: true;
             /**
              * @description The event's id: the delivery's id and the webhook-id header, the same on every retry and resend. Signed with the body, so a receiver that verifies X-Signature dedupes on it (docs/webhooks.md).
              * @example 7c9e6679-7425-40de-944b-e07fc1f90ae7

@@ -49,7 +49,7 @@ export async function getOrder(stack: Stack, merchant: Merchant, ref: string) {
   return res.json.data;
 }
 
-export async function getEvents(stack: Stack, merchant: Merchant, ref: string): Promise<Array<{ status: string; event: string; source: string; created_at: string }>> {
+export async function getEvents(stack: Stack, merchant: Merchant, ref: string): Promise<Array<{ status: string; event: string; source: string; late: boolean; created_at: string }>> {
   const res = await call(stack.api.url, { path: `/v1/orders/${ref}/events`, headers: { 'x-api-key': merchant.api_key } });
   if (res.status !== 200) throw new Error(`GET /v1/orders/${ref}/events: ${res.status} ${res.text}`);
   return res.json.data;

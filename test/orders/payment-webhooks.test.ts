@@ -324,7 +324,7 @@ t.test('a duplicated callback and replays: one PAID event, one order.paid webhoo
   t.equal(hook.received.length, 1, 'no second webhook');
 });
 
-t.test('a late payment on an EXPIRED order is recorded: PENDING, EXPIRED, PAID, and order.paid is sent', async (t) => {
+t.test('a late payment on an EXPIRED order is recorded: PENDING, EXPIRED, PAID, and order.paid is sent marked late', async (t) => {
   const hook = await receiver(t);
   const merchant = await makeMerchant(stack.api.ctx);
   const created = await newOrder(stack, merchant, { amount: 90_000, expire_minutes: 1, notify_url: hook.url });
@@ -338,16 +338,17 @@ t.test('a late payment on an EXPIRED order is recorded: PENDING, EXPIRED, PAID, 
   const order = await orderReaches(stack, merchant, created.ref_code, 'PAID');
   t.match(order.paid_at, ISO_Z);
   t.equal(order.vendor_rrn, paid.rrn, 'the money received is recorded');
-  t.strictSame((await getEvents(stack, merchant, created.ref_code)).map((e) => e.status), ['PENDING', 'EXPIRED', 'PAID']);
+  const events = await getEvents(stack, merchant, created.ref_code);
+  t.strictSame(events.map((e) => [e.status, e.late]), [['PENDING', false], ['EXPIRED', false], ['PAID', true]], 'the timeline marks the payment late');
 
   const all = await hook.waitFor(2, 10_000);
   t.strictSame(
     all[1].json,
     {
       ref_code: created.ref_code, merchant_order_id: created.merchant_order_id, amount: 90_000, status: 'PAID', event: 'order.paid', paid_at: order.paid_at,
-      event_id: all[1].headers['webhook-id'], event_created_at: all[1].json.event_created_at,
+      late: true, event_id: all[1].headers['webhook-id'], event_created_at: all[1].json.event_created_at,
     },
-    'order.paid webhook for the late payment',
+    'order.paid webhook for the late payment, marked late',
   );
   t.match(all[1].json.event_created_at, ISO_Z, 'with the time of the event');
 });

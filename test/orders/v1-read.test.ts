@@ -217,8 +217,9 @@ t.test('GET /v1/orders/{ref_code}/events: the status timeline, oldest first, PEN
   const events = res.json.data;
   t.strictSame(events.map((e: any) => e.status), ['PENDING', 'PAID'], 'PENDING then PAID');
   for (const e of events) {
-    t.strictSame(Object.keys(e).sort(), ['created_at', 'event', 'refund_amount', 'refund_ref_code', 'refundable_amount', 'refunded_amount', 'source', 'status'],
-      'each event is {status, event, source, created_at} plus the refund fields');
+    t.strictSame(Object.keys(e).sort(), ['created_at', 'event', 'late', 'refund_amount', 'refund_ref_code', 'refundable_amount', 'refunded_amount', 'source', 'status'],
+      'each event is {status, event, source, created_at} plus the refund fields and late');
+    t.equal(e.late, false, 'a payment in time is not late');
     t.strictSame([e.refund_ref_code, e.refund_amount, e.refunded_amount, e.refundable_amount], [null, null, null, null], 'null on an event that is not a refund\'s');
     t.ok(typeof e.event === 'string' && e.event.length > 0, 'event is a non-empty string');
     t.ok(typeof e.source === 'string' && e.source.length > 0, 'source is a non-empty string');
