@@ -18,7 +18,8 @@
 //
 // Shape of a merchant's year (order n of N created at start + (n − ½)·365 d / N):
 //   n mod 100: 0-7 EXPIRED, 8 FAILED, 9 REFUNDED (refunded in full), 10-11 PAID and half
-//   refunded, the rest PAID; orders of the last 15 minutes not expired or failed are PENDING.
+//   refunded, the rest PAID; orders of the last 15 minutes not expired or failed are PENDING
+//   (each merchant's last order is made a minute before the end, so every merchant has one).
 //   Every 50th order's time a payout (BANK, fee 2,500), one in 20 of them FAILED (reversed).
 //   Webhooks: order.paid, order.expired, refund.succeeded, disbursement.success/failed, each
 //   DELIVERED, one in 50 after a first attempt answered 503.
@@ -91,20 +92,22 @@ async function stageOrders(ctx: LoadContext, m: LoadMerchant, from: number, to: 
   await ctx.client.query(
     `create temporary table h_orders as
      select id, n, ref_code, amount, created_at, api,
-            case when status in ('PAID', 'REFUNDED') and created_at > now() - interval '15 minutes' then 'PENDING' else status end as status,
-            case when status in ('PAID', 'REFUNDED') and created_at <= now() - interval '15 minutes' then created_at + interval '40 seconds' end as paid_at,
-            case when created_at > now() - interval '15 minutes' then 0 when status = 'REFUNDED' then amount when n % 100 in (10, 11) then amount / 2 else 0 end as refund_amount,
+            case when status in ('PAID', 'REFUNDED') and created_at > $6::timestamptz - interval '15 minutes' then 'PENDING' else status end as status,
+            case when status in ('PAID', 'REFUNDED') and created_at <= $6::timestamptz - interval '15 minutes' then created_at + interval '40 seconds' end as paid_at,
+            case when created_at > $6::timestamptz - interval '15 minutes' then 0 when status = 'REFUNDED' then amount when n % 100 in (10, 11) then amount / 2 else 0 end as refund_amount,
             (amount * 70 + 5000) / 10000 as mdr, $2::uuid as merchant_id
      from (
        select gen_random_uuid() as id, n,
               'ORD-' || to_char(t at time zone 'Asia/Jakarta', 'YYYYMMDDHH24MISS') || '-' || upper(substr(md5($2::text || n), 1, 10)) as ref_code,
               10000 + (n::bigint * 7919) % 990000 as amount, t as created_at,
               case when n % 5 = 0 then 'LEGACY' else 'V1' end as api,
-              case when n % 100 < 8 then 'EXPIRED' when n % 100 = 8 then 'FAILED' when n % 100 = 9 then 'REFUNDED' else 'PAID' end as status
+              case when n = $5 then 'PAID' when n % 100 < 8 then 'EXPIRED' when n % 100 = 8 then 'FAILED' when n % 100 = 9 then 'REFUNDED' else 'PAID' end as status
        from generate_series($3::int, $4::int) n,
-            lateral (select $1::timestamptz + make_interval(secs => (n - 0.5) * 31536000.0 / $5::int)) c(t)
+            -- The merchant's last order a minute before the end: every merchant has one PENDING.
+            lateral (select case when n = $5 then $6::timestamptz - interval '1 minute'
+                                 else $1::timestamptz + make_interval(secs => (n - 0.5) * 31536000.0 / $5::int) end) c(t)
      ) o`,
-    [start.toISOString(), m.id, from, to, m.orders],
+    [start.toISOString(), m.id, from, to, m.orders, ctx.end.toISOString()],
   );
 }
 
@@ -195,8 +198,8 @@ async function insertPayouts(ctx: LoadContext, m: LoadMerchant, from: number, to
             case when k % 20 = 0 then 'FAILED' else 'SUCCESS' end as status
      from generate_series($3::int, $4::int) k,
           lateral (select $1::timestamptz + make_interval(secs => (k * ${ORDERS_PER_PAYOUT} + 0.25) * 31536000.0 / $5::int)) c(t)
-     where t < now() - interval '15 minutes'`,
-    [start.toISOString(), m.id, first, Math.max(first - 1, last), m.orders],
+     where t < $6::timestamptz - interval '15 minutes'`,
+    [start.toISOString(), m.id, first, Math.max(first - 1, last), m.orders, ctx.end.toISOString()],
   );
   await ctx.client.query(
     `insert into disbursements (id, merchant_id, ref_code, idempotency_key, api, source, channel, bank_id, bank_short_code, bank_name,
