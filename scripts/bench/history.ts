@@ -34,7 +34,7 @@ const SMALL_ORDERS = 2_000;
 const FILLER_ORDERS = 10_000;
 const CONCURRENCY = [1, 10];
 /** Orders created and paid through the API for the WAL figure. */
-const WAL_ORDERS = 200;
+const WAL_ORDERS = 500;
 const EXPORT_TIMEOUT_MS = 900_000;
 
 interface Timing {
@@ -89,6 +89,7 @@ export async function run(args: string[]): Promise<void> {
     const loadStarted = performance.now();
     await loadYear({ client: s.client, vendorCode: VENDOR, bank, end: new Date() }, merchants, log);
     const loadMs = performance.now() - loadStarted;
+    log('vacuum (analyze)');
     const analyzeStarted = performance.now();
     await analyze(s.client);
     const analyzeMs = performance.now() - analyzeStarted;
@@ -140,6 +141,7 @@ export async function run(args: string[]): Promise<void> {
         ...sizes,
         wal_bytes_per_paid_order: wal.bytes_per_order,
         wal_orders: wal.orders,
+        wal_full_page_images_per_order: wal.full_page_images_per_order,
         yearly_gb_at_100_orders_per_s: Number(((sizes.bytes_per_paid_order * 100 * 86_400 * 365) / 1e9).toFixed(0)),
         yearly_wal_gb_at_100_orders_per_s: Number(((wal.bytes_per_order * 100 * 86_400 * 365) / 1e9).toFixed(0)),
       },
@@ -366,6 +368,11 @@ async function timeOps(s: Session, args: string[]) {
  */
 async function walPerPaidOrder(s: Session, apiUrl: string, key: string, simUrl: string) {
   const lsn = async () => (await s.client.query<{ lsn: string }>('select pg_current_wal_lsn()::text as lsn')).rows[0].lsn;
+  // Full-page images (the first change of a page after a checkpoint) are most of a short
+  // measurement's WAL; counted so the figure can be read with that in mind.
+  const fullPageImages = async () => Number((await s.client.query<{ n: string }>('select wal_fpi as n from pg_stat_wal')).rows[0].n);
+  await s.client.query('checkpoint');
+  const fpiBefore = await fullPageImages();
   const before = await lsn();
   const prefix = `wal-${Date.now()}`;
   const refs: string[] = [];
@@ -396,8 +403,9 @@ async function walPerPaidOrder(s: Session, apiUrl: string, key: string, simUrl: 
     await delay(200);
   }
   const after = await lsn();
+  const fpiAfter = await fullPageImages();
   const { rows } = await s.client.query<{ bytes: string }>('select pg_wal_lsn_diff($1, $2) as bytes', [after, before]);
-  return { orders: refs.length, bytes_per_order: Math.round(Number(rows[0].bytes) / refs.length) };
+  return { orders: refs.length, bytes_per_order: Math.round(Number(rows[0].bytes) / refs.length), full_page_images_per_order: Number(((fpiAfter - fpiBefore) / refs.length).toFixed(1)) };
 }
 
 type Report = {
@@ -422,7 +430,7 @@ function text(r: Report): string {
     `history bench: a synthetic year of ${l.orders.toLocaleString('en')} orders in ${l.merchants} merchants (the big one ${l.big_orders.toLocaleString('en')}), read through the API`,
     `machine   ${r.machine.cores} cores, load ${r.machine.load_before} → ${r.machine.load_after}${r.machine.load_before > r.machine.cores ? ' (BUSY: figures unreliable)' : ''}, Node ${r.machine.node}, PostgreSQL ${r.machine.postgres}`,
     `database  ${r.database.source}: fsync=${r.database.fsync} synchronous_commit=${r.database.synchronous_commit}`,
-    `loaded    in ${Math.round(l.load_ms / 1000)} s (analyze ${Math.round(l.analyze_ms / 1000)} s): ${l.paid_orders.toLocaleString('en')} paid orders, ${l.order_events.toLocaleString('en')} events, ` +
+    `loaded    in ${Math.round(l.load_ms / 1000)} s (vacuum analyze ${Math.round(l.analyze_ms / 1000)} s): ${l.paid_orders.toLocaleString('en')} paid orders, ${l.order_events.toLocaleString('en')} events, ` +
       `${l.refunds.toLocaleString('en')} refunds, ${l.disbursements.toLocaleString('en')} payouts, ${l.ledger_postings.toLocaleString('en')} postings, ` +
       `${l.webhook_deliveries.toLocaleString('en')} webhook deliveries, ${l.vendor_callbacks.toLocaleString('en')} vendor callbacks`,
     `audit     ledger ${r.audit.ok ? 'clean' : 'BROKEN'} (auditLedger, no statement limit): ${r.audit.postings.toLocaleString('en')} postings in ${r.audit.ms} ms`,
@@ -436,7 +444,7 @@ function text(r: Report): string {
     ...r.exports.map((e) => `export    ${e.period} (${e.date_from}..${e.date_to}): ${e.status}${e.error ? ` ${e.error}` : ''}, ${e.rows.toLocaleString('en')} rows in ${e.build_ms} ms (${e.rows_per_s.toLocaleString('en')} rows/s), csv worker peak RSS ${e.worker_peak_rss_mb ?? '?'} MB`),
     ...r.ops.map((o) => `ops       ${o.command}: exit ${o.exit_code} in ${o.ms} ms: ${o.said}`),
     '',
-    `sizes     ${r.sizes.total_mb} MB in tables and indexes: ${r.sizes.bytes_per_paid_order} bytes per paid order; WAL ${r.sizes.wal_bytes_per_paid_order} bytes per paid order (${r.sizes.wal_orders} orders created and paid through the API)`,
+    `sizes     ${r.sizes.total_mb} MB in tables and indexes: ${r.sizes.bytes_per_paid_order} bytes per paid order; WAL ${r.sizes.wal_bytes_per_paid_order} bytes per paid order (${r.sizes.wal_orders} orders created and paid through the API right after a checkpoint, ${r.sizes.wal_full_page_images_per_order} full-page images per order)`,
     `          at 100 orders/s a year: ${r.sizes.yearly_gb_at_100_orders_per_s} GB of tables and indexes, ${r.sizes.yearly_wal_gb_at_100_orders_per_s} GB of WAL`,
     ...r.sizes.by_table.map((t) => `          ${t.table.padEnd(28)} ${String(t.mb).padStart(6)} MB  ${String(t.bytes_per_paid_order).padStart(6)} B/paid order`),
     ...r.not_measured.map((m) => `not measured: ${m}`),
