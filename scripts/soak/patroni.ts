@@ -17,6 +17,7 @@ import { existsSync, openSync, closeSync, readFileSync } from 'node:fs';
 import { chmod, chown, mkdir, writeFile } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
+import { newClient } from '../../db/database-hosts.ts';
 import { freePort, newPassword } from '../lib/cluster.ts';
 import { alive } from '../lib/orphan.ts';
 import type { CrashRecord, SoakPostgres } from './postgres.ts';
@@ -115,7 +116,7 @@ async function rest(node: Node, path: string): Promise<number> {
 
 /** Whether a write goes through `url` now: a session on the primary, not in recovery. */
 async function writable(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1_000 });
+  const client = newClient(url, { connectionTimeoutMillis: 1_000 });
   try {
     await client.connect();
     const { rows } = await client.query('select pg_is_in_recovery() as r');
