@@ -4,7 +4,7 @@
 // keeps them out of the environment that `ps e` and crash reports show.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { isMultiHost, parseDatabaseUrl } from './database-hosts.ts';
+import { isMultiHost, parseDatabaseUrl } from './database-url.ts';
 
 const ms = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
 
