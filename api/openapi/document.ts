@@ -1011,7 +1011,7 @@ export function openApiDocument(): Record<string, unknown> {
     webhooks: hooks,
     components: {
       securitySchemes: {
-        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The merchant\'s (or a team user\'s) API key: kasir_sk_ and 64 hex characters (keys issued before the prefix: the 64 hex characters alone). Never in the query string, never as Authorization: Bearer.' },
+        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The merchant\'s (or a team user\'s) API key: 64 hex characters (keys an earlier release issued with the kasir_sk_ prefix keep working as issued). Never in the query string, never as Authorization: Bearer.' },
       },
       responses,
     },
