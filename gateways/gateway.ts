@@ -96,9 +96,9 @@ export interface DisburseInput {
   amount: number;
   callbackUrl: string;
   /**
-   * Pay even if the vendor's account inquiry names another holder than accountName (compared
-   * with db/account-names.ts sameHolder); otherwise a connector that inquires refuses the payout
-   * with payoutRefusal ACCOUNT_NAME_MISMATCH.
+   * Pay even if the vendor's account inquiry names another holder than accountName; otherwise
+   * every connector whose vendor can inquire refuses the payout with payoutRefusal
+   * ACCOUNT_NAME_MISMATCH (the name rule, gateways/name-rule.ts).
    */
   acceptNameMismatch?: boolean;
 }
@@ -119,6 +119,12 @@ export interface AccountInquiryInput {
   bankCode: string | null;
   ewalletCode: string | null;
   accountNumber: string;
+  /**
+   * The holder's name as the merchant entered it, for a vendor whose inquiry carries one (the
+   * simulator's native API); Iris's and SNAP's inquiries carry none and ignore it. Whatever
+   * the vendor answers is compared by the name rule (gateways/name-rule.ts), never trusted.
+   */
+  accountName?: string | null;
 }
 
 /**

@@ -323,12 +323,14 @@ export const operations: readonly Operation[] = [
     description: 'WALLET merchants only. Checked in this order: idempotency_key unused, destination fields, bank or '
       + 'e-wallet, amount, per-transaction limit; then, holding the wallet, the daily limit and the balance against amount '
       + '+ fee. A beneficiary_id fills the destination from the saved beneficiary (channel then optional; a field that '
-      + 'disagrees is INVALID_BODY; a NAME_MISMATCH beneficiary is INVALID_BODY unless accept_name_mismatch is true). Answers '
-      + 'PENDING (IN_REVIEW above the merchant\'s review threshold); the worker sends it, and one whose vendor\'s account inquiry '
-      + 'names another holder ends FAILED with failure_reason ACCOUNT_NAME_MISMATCH unless accept_name_mismatch is true.',
+      + 'disagrees is INVALID_BODY; a NAME_MISMATCH beneficiary is 422 BENEFICIARY_NAME_MISMATCH unless accept_name_mismatch is '
+      + 'true: delete it and save it again with the bank\'s name). Answers PENDING (IN_REVIEW above the merchant\'s review '
+      + 'threshold); the worker sends it, and one whose holder the bank names otherwise (the account inquiry of every vendor '
+      + 'that can make one, the simulator included) ends FAILED with failure_reason ACCOUNT_NAME_MISMATCH, its debit returned, '
+      + 'unless accept_name_mismatch is true. The same rule holds for legacy creates and CSV imports.',
     body: { schema: disbursements.createBody },
     responses: { 201: { description: 'The disbursement, debited', schema: s.v1Data(s.disbursement) } },
-    errors: ['NOT_WALLET_MERCHANT', 'BENEFICIARY_NOT_FOUND', 'DUPLICATE_IDEMPOTENCY_KEY', 'MISSING_BANK_INFO', 'MISSING_EWALLET_INFO',
+    errors: ['NOT_WALLET_MERCHANT', 'BENEFICIARY_NOT_FOUND', 'BENEFICIARY_NAME_MISMATCH', 'DUPLICATE_IDEMPOTENCY_KEY', 'MISSING_BANK_INFO', 'MISSING_EWALLET_INFO',
       'BANK_NOT_FOUND', 'BANK_DISABLED', 'AMOUNT_EXCEEDS_LIMIT', 'DAILY_LIMIT_EXCEEDED', 'INSUFFICIENT_BALANCE'],
   },
   {
@@ -1011,7 +1013,7 @@ export function openApiDocument(): Record<string, unknown> {
     webhooks: hooks,
     components: {
       securitySchemes: {
-        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The merchant\'s (or a team user\'s) API key: kasir_sk_ and 64 hex characters (keys issued before the prefix: the 64 hex characters alone). Never in the query string, never as Authorization: Bearer.' },
+        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The merchant\'s (or a team user\'s) API key: 64 hex characters (keys an earlier release issued with the kasir_sk_ prefix keep working as issued). Never in the query string, never as Authorization: Bearer.' },
       },
       responses,
     },

@@ -126,6 +126,9 @@ export const disbursement = named('Disbursement', 'A payout from the wallet to a
   vendor_disbursement_id: text.nullable(),
   source: text.describe('API (V1 and legacy) or IMPORT (CSV import)'),
   status: disbursementStatus,
+  failure_reason: text.nullable().describe('Why a FAILED disbursement failed, null otherwise: ACCOUNT_NAME_MISMATCH (the bank names another '
+    + 'holder than account_name and accept_name_mismatch was not sent), NO_VENDOR or VENDOR_ERROR (no gateway took it), else the '
+    + 'gateway\'s code (ACCOUNT_CLOSED, INVALID_ACCOUNT, ...). Not in spec 2.3'),
   requested_at: instant,
   created_at: instant,
 }));

@@ -68,8 +68,8 @@ import {
 } from './transforms.ts';
 import { validateVendorQris } from '../qris.ts';
 import { midtransReport } from './report.ts';
-import { sameHolder } from '../../db/account-names.ts';
-import { failed, headerOf, nameMismatch, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND, unknown, unresolvable } from '../results.ts';
+import { holderRefusal } from '../name-rule.ts';
+import { failed, headerOf, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND, unknown, unresolvable } from '../results.ts';
 
 /** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
 const DEFAULT_TIMEOUT_MS = 5000;
@@ -193,8 +193,9 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
       if (inquiry.kind !== 'ok') return failed(`account validation before the payout: ${inquiry.reason}`);
       accountName = inquiry.value.status === 'FOUND' ? inquiry.value.accountName : null;
       if (!accountName) return failed('account validation gave no holder name');
-    } else if (inquiry.kind === 'ok' && inquiry.value.status === 'FOUND' && !input.acceptNameMismatch && !sameHolder(accountName, inquiry.value.accountName)) {
-      return nameMismatch(`ACCOUNT_NAME_MISMATCH: Iris names the holder ${inquiry.value.accountName}, not ${accountName}`);
+    } else {
+      const refusal = holderRefusal(input, inquiry, 'Iris');
+      if (refusal) return refusal;
     }
     const created = await client.iris('creator', 'POST', '/payouts', toPayoutRequest({ reference: input.reference, amount: input.amount, accountNumber: input.accountNumber, accountName, irisBank }));
     const logged = { reference: input.reference, bank: irisBank, account: lastFour(input.accountNumber), amount: input.amount };

@@ -96,7 +96,7 @@ console.log(JSON.stringify(out));
   }));
   await writeFile(join(project, 'shop.ts'), `
 import { createKasirClient, type Schemas } from 'kasir-client';
-const kasir = createKasirClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: 'kasir_sk_x' });
+const kasir = createKasirClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: '0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef' });
 const { data, error } = await kasir.POST('/v1/orders', { body: { merchant_order_id: 'INV-1', amount: 150000, payment_method: 'QRIS' } });
 const order: Schemas['Order'] | undefined = data?.data;
 const code: string | undefined = error?.error.code;

@@ -19,7 +19,7 @@ t.test('merchant:create prints credentials; the printed key authenticates', asyn
   const res = await ops('merchant:create', '--name', 'Toko Ops', '--settlement', 'WALLET', '--generate-webhook-secret', '--json');
   t.equal(res.code, 0, res.stderr);
   const out = JSON.parse(res.stdout);
-  t.match(out, { merchant_id: /^[0-9a-f-]{36}$/, api_key: /^kasir_sk_[0-9a-f]{64}$/, webhook_secret: /^whsec_/, legacy_client_id: String, legacy_client_secret: String });
+  t.match(out, { merchant_id: /^[0-9a-f-]{36}$/, api_key: /^[0-9a-f]{64}$/, webhook_secret: /^whsec_/, legacy_client_id: String, legacy_client_secret: String });
   const authed = await call(api.url, { path: '/v1/probe', headers: { 'x-api-key': out.api_key } });
   t.equal(authed.status, 404, 'past authentication');
   const row = await getMerchant(api.ctx.pool, out.merchant_id);

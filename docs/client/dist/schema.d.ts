@@ -230,7 +230,7 @@ export interface paths {
         put?: never;
         /**
          * Pay out from the wallet
-         * @description WALLET merchants only. Checked in this order: idempotency_key unused, destination fields, bank or e-wallet, amount, per-transaction limit; then, holding the wallet, the daily limit and the balance against amount + fee. A beneficiary_id fills the destination from the saved beneficiary (channel then optional; a field that disagrees is INVALID_BODY; a NAME_MISMATCH beneficiary is INVALID_BODY unless accept_name_mismatch is true). Answers PENDING (IN_REVIEW above the merchant's review threshold); the worker sends it, and one whose vendor's account inquiry names another holder ends FAILED with failure_reason ACCOUNT_NAME_MISMATCH unless accept_name_mismatch is true.
+         * @description WALLET merchants only. Checked in this order: idempotency_key unused, destination fields, bank or e-wallet, amount, per-transaction limit; then, holding the wallet, the daily limit and the balance against amount + fee. A beneficiary_id fills the destination from the saved beneficiary (channel then optional; a field that disagrees is INVALID_BODY; a NAME_MISMATCH beneficiary is 422 BENEFICIARY_NAME_MISMATCH unless accept_name_mismatch is true: delete it and save it again with the bank's name). Answers PENDING (IN_REVIEW above the merchant's review threshold); the worker sends it, and one whose holder the bank names otherwise (the account inquiry of every vendor that can make one, the simulator included) ends FAILED with failure_reason ACCOUNT_NAME_MISMATCH, its debit returned, unless accept_name_mismatch is true. The same rule holds for legacy creates and CSV imports.
          *
          *     Roles: owner, finance (the merchant's own key acts as owner).
          */
@@ -1893,6 +1893,8 @@ export interface components {
             source: string;
             /** @enum {string} */
             status: "PENDING" | "IN_REVIEW" | "ON_PROCESS" | "SUCCESS" | "FAILED" | "REJECTED";
+            /** @description Why a FAILED disbursement failed, null otherwise: ACCOUNT_NAME_MISMATCH (the bank names another holder than account_name and accept_name_mismatch was not sent), NO_VENDOR or VENDOR_ERROR (no gateway took it), else the gateway's code (ACCOUNT_CLOSED, INVALID_ACCOUNT, ...). Not in spec 2.3 */
+            failure_reason: string | null;
             requested_at: components["schemas"]["Instant"];
             created_at: components["schemas"]["Instant"];
         };
@@ -2043,6 +2045,8 @@ export interface components {
             source: string;
             /** @enum {string} */
             status: "PENDING" | "IN_REVIEW" | "ON_PROCESS" | "SUCCESS" | "FAILED" | "REJECTED";
+            /** @description Why a FAILED disbursement failed, null otherwise: ACCOUNT_NAME_MISMATCH (the bank names another holder than account_name and accept_name_mismatch was not sent), NO_VENDOR or VENDOR_ERROR (no gateway took it), else the gateway's code (ACCOUNT_CLOSED, INVALID_ACCOUNT, ...). Not in spec 2.3 */
+            failure_reason: string | null;
             requested_at: components["schemas"]["Instant"];
             created_at: components["schemas"]["Instant"];
             event: string;
@@ -2092,7 +2096,7 @@ export interface components {
          * @description Every V1 error code
          * @enum {string}
          */
-        ErrorCode: "UNAUTHORIZED" | "INVALID_SIGNATURE" | "MERCHANT_INACTIVE" | "NOT_WALLET_MERCHANT" | "FORBIDDEN" | "INVALID_BODY" | "INVALID_JSON" | "UNSUPPORTED_PAYMENT_METHOD" | "IDEMPOTENCY_KEY_REUSED" | "MERCHANT_ORDER_ID_REUSED" | "INVALID_ID" | "BANK_NOT_FOUND" | "MISSING_BANK_INFO" | "MISSING_EWALLET_INFO" | "INVALID_FILE" | "ORDER_NOT_FOUND" | "DISBURSEMENT_NOT_FOUND" | "BENEFICIARY_NOT_FOUND" | "NOT_FOUND" | "USER_NOT_FOUND" | "REFUND_NOT_FOUND" | "ORDER_PENDING_CONFIRMATION" | "DUPLICATE_IDEMPOTENCY_KEY" | "DUPLICATE_EMAIL" | "METHOD_NOT_ALLOWED" | "INVALID_STATUS" | "AMOUNT_EXCEEDS_ORDER" | "BANK_DISABLED" | "INSUFFICIENT_BALANCE" | "AMOUNT_EXCEEDS_LIMIT" | "DAILY_LIMIT_EXCEEDED" | "LAST_OWNER" | "TOO_MANY_REQUESTS" | "INTERNAL_ERROR" | "NO_VENDOR" | "VENDOR_ERROR" | "SERVICE_UNAVAILABLE";
+        ErrorCode: "UNAUTHORIZED" | "INVALID_SIGNATURE" | "MERCHANT_INACTIVE" | "NOT_WALLET_MERCHANT" | "FORBIDDEN" | "INVALID_BODY" | "INVALID_JSON" | "UNSUPPORTED_PAYMENT_METHOD" | "IDEMPOTENCY_KEY_REUSED" | "MERCHANT_ORDER_ID_REUSED" | "INVALID_ID" | "BANK_NOT_FOUND" | "MISSING_BANK_INFO" | "MISSING_EWALLET_INFO" | "INVALID_FILE" | "ORDER_NOT_FOUND" | "DISBURSEMENT_NOT_FOUND" | "BENEFICIARY_NOT_FOUND" | "NOT_FOUND" | "USER_NOT_FOUND" | "REFUND_NOT_FOUND" | "ORDER_PENDING_CONFIRMATION" | "DUPLICATE_IDEMPOTENCY_KEY" | "DUPLICATE_EMAIL" | "METHOD_NOT_ALLOWED" | "INVALID_STATUS" | "AMOUNT_EXCEEDS_ORDER" | "BANK_DISABLED" | "INSUFFICIENT_BALANCE" | "AMOUNT_EXCEEDS_LIMIT" | "DAILY_LIMIT_EXCEEDED" | "LAST_OWNER" | "BENEFICIARY_NAME_MISMATCH" | "TOO_MANY_REQUESTS" | "INTERNAL_ERROR" | "NO_VENDOR" | "VENDOR_ERROR" | "SERVICE_UNAVAILABLE";
         /** @description An enabled e-wallet destination. */
         Ewallet: {
             id: components["schemas"]["Uuid"];
@@ -3640,7 +3644,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["InvalidBody"];
-            /** @description BANK_DISABLED, AMOUNT_EXCEEDS_LIMIT, DAILY_LIMIT_EXCEEDED, INSUFFICIENT_BALANCE */
+            /** @description BENEFICIARY_NAME_MISMATCH, BANK_DISABLED, AMOUNT_EXCEEDS_LIMIT, DAILY_LIMIT_EXCEEDED, INSUFFICIENT_BALANCE */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3651,7 +3655,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "BANK_DISABLED" | "AMOUNT_EXCEEDS_LIMIT" | "DAILY_LIMIT_EXCEEDED" | "INSUFFICIENT_BALANCE";
+                            code: "BENEFICIARY_NAME_MISMATCH" | "BANK_DISABLED" | "AMOUNT_EXCEEDS_LIMIT" | "DAILY_LIMIT_EXCEEDED" | "INSUFFICIENT_BALANCE";
                             message: string;
                             request_id: components["schemas"]["RequestId"];
                         };
