@@ -295,6 +295,8 @@ export async function clientPackage(): Promise<string> {
     exports: { '.': { types: './dist/index.d.ts', default: './dist/index.js' } },
     types: './dist/index.d.ts',
     files: ['dist'],
+    // dist/ is built from index.ts and schema.d.ts at pack time (npm pack, npm publish).
+    scripts: { prepack: 'node ../../scripts/openapi.ts --client-dist' },
     engines: { node: '>=18' },
     dependencies: { 'openapi-fetch': root.devDependencies['openapi-fetch'] },
     sideEffects: false,
@@ -304,7 +306,9 @@ export async function clientPackage(): Promise<string> {
 
 /**
  * docs/client/dist/: index.ts compiled to ES2022 JavaScript (Node 18 runs it) with its .d.ts,
- * and the generated types beside them. The TypeScript 5 compiler API (as for clientTypes) emits
+ * and the generated types beside them. Built when the package is packed (its `prepack` script
+ * runs `node scripts/openapi.ts --client-dist`), never committed: the repository holds one copy
+ * of schema.d.ts. The TypeScript 5 compiler API (as for clientTypes) emits
  * to memory; the source's `.d.ts` import of the types becomes `.js`, which every TypeScript
  * resolution mode maps to schema.d.ts.
  */
@@ -346,16 +350,19 @@ export async function generatedFiles(): Promise<Record<string, string>> {
     'docs/openapi.json': openApiText(),
     'docs/client/schema.d.ts': schema,
     'docs/client/package.json': await clientPackage(),
-    ...(await clientBuild(schema)),
     'docs/kasir.postman_collection.json': await postmanCollection(),
     'docs/webhook-events.md': webhookEventsMarkdown(),
   };
 }
 
 if (import.meta.main) {
-  for (const [path, text] of Object.entries(await generatedFiles())) {
+  const files = process.argv.includes('--client-dist')
+    ? await clientBuild(await readFile(`${ROOT}docs/client/schema.d.ts`, 'utf8'))
+    : await generatedFiles();
+  for (const [path, text] of Object.entries(files)) {
     await mkdir(dirname(`${ROOT}${path}`), { recursive: true });
     await writeFile(`${ROOT}${path}`, text);
-    console.log(`wrote ${path} (${Buffer.byteLength(text)} bytes)`);
+    // On stderr: npm pack --json prints the prepack script's stdout into its JSON answer.
+    console.error(`wrote ${path} (${Buffer.byteLength(text)} bytes)`);
   }
 }
