@@ -165,16 +165,69 @@ export function findCheckoutOrder(db: Db, refCode: string) {
     where o.ref_code = ${refCode} and o.status not in ('CREATING', 'FAILED')`);
 }
 
-export function listMerchantOrders(db: Db, merchantId: string, filter: { merchantOrderId?: string }, page: number, limit: number) {
-  const where = sql.fragment`merchant_id = ${merchantId} and status not in ('CREATING', 'FAILED')
-    ${filter.merchantOrderId === undefined ? sql.fragment`` : sql.fragment`and merchant_order_id = ${filter.merchantOrderId}`}`;
-  return Promise.all([
-    db.any(sql.type(orderRow)`
-      select ${columns} from orders where ${where}
-      order by created_at desc, id desc
-      limit ${limit} offset ${(page - 1) * limit}`),
-    db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from orders where ${where}`),
-  ]);
+/** The listed statuses a filter may ask for (CREATING and FAILED attempts are never listed). */
+export const listedOrderStatus = z.enum(['PENDING', 'PAID', 'EXPIRED', 'REFUNDED']);
+
+export interface OrderFilter {
+  /** Exact merchant order id: at most one live order. */
+  merchantOrderId?: string;
+  status?: z.infer<typeof listedOrderStatus>;
+  /** WIB calendar days of created_at, inclusive (YYYY-MM-DD). */
+  dateFrom?: string;
+  dateTo?: string;
+}
+
+/** Where a cursor walk goes on from: the last row of the previous page, as (created_at, id). */
+export interface OrderKey {
+  /** created_at in microseconds since the epoch: a JS Date would drop the microseconds. */
+  micros: string;
+  id: string;
+}
+
+function listedWhere(merchantId: string, filter: OrderFilter) {
+  return sql.fragment`merchant_id = ${merchantId} and status not in ('CREATING', 'FAILED')
+    ${filter.merchantOrderId === undefined ? sql.fragment`` : sql.fragment`and merchant_order_id = ${filter.merchantOrderId}`}
+    ${filter.status === undefined ? sql.fragment`` : sql.fragment`and status = ${filter.status}`}
+    ${filter.dateFrom === undefined ? sql.fragment`` : sql.fragment`and created_at >= (${filter.dateFrom}::date)::timestamp at time zone 'Asia/Jakarta'`}
+    ${filter.dateTo === undefined ? sql.fragment`` : sql.fragment`and created_at < (${filter.dateTo}::date + 1)::timestamp at time zone 'Asia/Jakarta'`}`;
+}
+
+const listedOrderRow = orderRow.extend({ key_micros: z.string() });
+
+/**
+ * One page of a merchant's listed orders, newest first: after `after` (a cursor walk) or at
+ * `offset`. The page's ids are chosen on orders_merchant_listed_idx alone (an index-only scan:
+ * OFFSET skips index entries, not rows with their refunded_amount), then only those rows are
+ * read. `fromOldest` counts the offset from the list's other end (the caller knows the total):
+ * a page in the older half skips fewer entries that way, so the last page costs what the first
+ * half's middle does.
+ */
+export function listMerchantOrders(db: Db, merchantId: string, filter: OrderFilter, page: { limit: number; offset: number; after?: OrderKey; fromOldest?: boolean }) {
+  const after = page.after === undefined
+    ? sql.fragment``
+    : sql.fragment`and (created_at, id) < ('epoch'::timestamptz + ${page.after.micros}::bigint * interval '1 microsecond', ${page.after.id}::uuid)`;
+  const walk = page.fromOldest ? sql.fragment`order by created_at, id` : sql.fragment`order by created_at desc, id desc`;
+  return db.any(sql.type(listedOrderRow)`
+    select ${columns}, (extract(epoch from created_at) * 1000000)::bigint::text as key_micros
+    from orders
+    where id in (
+      select id from orders where ${listedWhere(merchantId, filter)} ${after}
+      ${walk}
+      limit ${page.limit} offset ${page.offset})
+    order by created_at desc, id desc`);
+}
+
+/**
+ * meta.total of the order list. Unfiltered or by status it sums the kept counts (order_counts,
+ * at most 16 rows a status); a date range or a merchant order id counts its range on the index.
+ */
+export function countMerchantOrders(db: Db, merchantId: string, filter: OrderFilter) {
+  if (filter.merchantOrderId === undefined && filter.dateFrom === undefined && filter.dateTo === undefined) {
+    return db.oneFirst(sql.type(z.object({ n: z.number() }))`
+      select coalesce(sum(n), 0)::bigint as n from order_counts
+      where merchant_id = ${merchantId} ${filter.status === undefined ? sql.fragment`` : sql.fragment`and status = ${filter.status}`}`);
+  }
+  return db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::bigint as n from orders where ${listedWhere(merchantId, filter)}`);
 }
 
 export function markVendorPending(db: Db, id: string, vendorCode: string) {

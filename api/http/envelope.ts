@@ -9,6 +9,8 @@ export interface PageMeta {
   limit: number;
   total: number;
   total_pages: number;
+  /** A list that can be walked by cursor (GET /v1/orders): where the next page starts, null after the last. */
+  next_cursor?: string | null;
 }
 
 export function sendData(res: Response, data: unknown, status = 200): void {

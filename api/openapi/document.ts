@@ -14,6 +14,7 @@ import { disbursementStatus } from '../../db/disbursements.sql.ts';
 import { transferKind } from '../../db/ledger.sql.ts';
 import { errorCatalogue, type ErrorCode } from '../../db/errors.ts';
 import { refundStatus } from '../../db/refunds.sql.ts';
+import { listedOrderStatus } from '../../db/orders.sql.ts';
 import { settlementStatus } from '../../db/settlements.sql.ts';
 import { role, type Role } from '../../db/users.sql.ts';
 import { IMPORT_COLUMNS } from '../csv/parse-import.ts';
@@ -231,7 +232,15 @@ export const operations: readonly Operation[] = [
     method: 'get', path: '/v1/orders', tag: 'Orders', summary: 'List orders, newest first',
     description: 'With merchant_order_id: the exact lookup to reconcile with after a timeout, VENDOR_ERROR or '
       + 'ORDER_PENDING_CONFIRMATION: look the order up here before creating it again under a new id.',
-    query: { ...paged(), merchant_order_id: z.string().meta({ description: 'Exact merchant order id', examples: ['INV-1001'] }) },
+    query: {
+      ...paged(),
+      cursor: z.string().meta({ description: 'Walks the whole list at any depth: empty to start, then the meta.next_cursor of the previous page (null after the last). '
+        + 'A walk\'s meta adds next_cursor; not with page.', examples: [''] }),
+      merchant_order_id: z.string().meta({ description: 'Exact merchant order id', examples: ['INV-1001'] }),
+      status: listedOrderStatus.describe('Only orders in this status'),
+      date_from: wibDay.describe('Orders created on or after this WIB (UTC+7) day, YYYY-MM-DD'),
+      date_to: wibDay.describe('Orders created on or before this WIB (UTC+7) day, YYYY-MM-DD; not before date_from'),
+    },
     responses: { 200: { description: 'A page of orders', schema: s.v1Page(s.order) } },
     errors: ['INVALID_BODY'],
   },
@@ -490,7 +499,7 @@ export const operations: readonly Operation[] = [
   {
     method: 'get', path: '/v1/reports/profits', tag: 'Reports', summary: 'Financial totals over WIB days',
     description: 'Defaults: the current WIB month.',
-    query: { date_from: wibDay, date_to: wibDay },
+    query: { date_from: wibDay, date_to: wibDay, from: wibDay.describe('date_from under another name'), to: wibDay.describe('date_to under another name') },
     responses: { 200: { description: 'The totals', schema: s.v1Data(s.profits) } },
     errors: ['INVALID_BODY'],
   },

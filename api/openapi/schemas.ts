@@ -54,6 +54,7 @@ export const pageMeta = named('PageMeta', 'Pagination of a list: page from 1, li
   limit: z.number().int().min(1),
   total: count,
   total_pages: count,
+  next_cursor: z.string().nullable().optional().describe('Only in a cursor walk (GET /v1/orders with cursor): the cursor of the next page, null after the last'),
 }));
 
 // ---------- V1 records

@@ -15,6 +15,7 @@ import { sentSampleBody, webhookEvent, webhookEvents } from '../openapi/webhook-
 import { pageMeta, sendData, sendPage } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
 import { parseBody } from '../http/validate.ts';
+import { knownQuery } from '../http/list-filters.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -42,7 +43,7 @@ async function merchantDelivery(ctx: AppContext, req: Request) {
 export function webhookDeliveryRoutes(ctx: AppContext): Router {
   const router = Router();
 
-  router.get('/v1/webhook-deliveries', async (req, res) => {
+  router.get('/v1/webhook-deliveries', knownQuery('page', 'limit', 'status', 'event'), async (req, res) => {
     const { page, limit } = pagination(req);
     const parsed = listQuery.safeParse({ status: req.query.status, event: req.query.event });
     if (!parsed.success) {

@@ -2408,6 +2408,8 @@ export interface components {
             limit: number;
             total: number;
             total_pages: number;
+            /** @description Only in a cursor walk (GET /v1/orders with cursor): the cursor of the next page, null after the last */
+            next_cursor?: string | null;
         };
         /** @description The merchant's totals over WIB calendar days date_from..date_to, inclusive. */
         ProfitsReport: {
@@ -3045,7 +3047,11 @@ export interface operations {
             query?: {
                 page?: number;
                 limit?: number;
+                cursor?: string;
                 merchant_order_id?: string;
+                status?: "PENDING" | "PAID" | "EXPIRED" | "REFUNDED";
+                date_from?: components["schemas"]["Day"];
+                date_to?: components["schemas"]["Day"];
             };
             header?: never;
             path?: never;
@@ -4422,6 +4428,8 @@ export interface operations {
             query?: {
                 date_from?: components["schemas"]["Day"];
                 date_to?: components["schemas"]["Day"];
+                from?: components["schemas"]["Day"];
+                to?: components["schemas"]["Day"];
             };
             header?: never;
             path?: never;
