@@ -94,6 +94,17 @@ export const configSchema = z.object({
   /** Interface of that listener; HOST when unset. Never one the merchant-facing load balancer forwards. */
   METRICS_HOST: z.string().min(1).optional(),
   DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20),
+  /**
+   * statement_timeout of the API's pooled connections, in ms: a request's statement that runs
+   * longer has failed its client anyway. Through a pooler the role's setting applies instead.
+   */
+  API_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  /**
+   * statement_timeout of the workers' pooled connections, in ms: a year's export is one
+   * transaction, a vendor's day of reconciliation scans a day of orders, the retention sweep
+   * drops a month. Longer than a request's, short enough that a runaway plan is cut off.
+   */
+  WORKER_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(300_000),
   BODY_LIMIT: z.string().default('100kb'),
   /**
    * Slow-client limits of the API's HTTP server (api/server.ts). A request's headers must arrive

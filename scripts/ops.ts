@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import type { PgBoss } from 'pg-boss';
 import { ConfigError, parseMasterKeys } from '../db/config.ts';
-import { createPool, type Pool } from '../db/pool.ts';
+import { createPool, OPS_STATEMENT_TIMEOUT_MS, type Pool } from '../db/pool.ts';
 import { startBoss } from '../db/queue.ts';
 import { createSealer, type Sealer } from '../db/secrets.ts';
 import { MerchantNotFound } from '../db/merchants.ts';
@@ -160,7 +160,7 @@ let pool: Pool | null = null;
 let boss: PgBoss | null = null;
 const ctx: OpsContext = {
   databaseUrl: database.url,
-  pool: async () => (pool ??= await createPool(database.url, { size: 2, name: 'ops' })),
+  pool: async () => (pool ??= await createPool(database.url, { size: 2, name: 'ops', statementTimeoutMs: OPS_STATEMENT_TIMEOUT_MS })),
   boss: async () => (boss ??= await startBoss(database.url, { role: 'sender', poolSize: 2 })),
   sealer: (): Sealer => {
     const env = { ...process.env };

@@ -22,8 +22,8 @@ if (!group) {
 const config = loadConfig();
 logger.level = config.LOG_LEVEL;
 await waitForDatabaseOrExit([config.DATABASE_URL, directDatabaseUrl(config)], config.DATABASE_WAIT_SECONDS, `worker-${name}`);
-const pool = await createPool(config.DATABASE_URL, { size: config.DB_POOL_SIZE, name: `worker-${name}`, ...pooledConnections(config) });
-const replica = group.replicaPoolSize ? await openReplica(config, pool, group.replicaPoolSize, `worker-${name}`) : primaryOnly(pool);
+const pool = await createPool(config.DATABASE_URL, { size: config.DB_POOL_SIZE, name: `worker-${name}`, statementTimeoutMs: config.WORKER_STATEMENT_TIMEOUT_MS, ...pooledConnections(config) });
+const replica = group.replicaPoolSize ? await openReplica(config, pool, group.replicaPoolSize, `worker-${name}`, config.WORKER_STATEMENT_TIMEOUT_MS) : primaryOnly(pool);
 const boss = await startBoss(config.DATABASE_URL, {
   role: 'worker',
   listenUrl: directDatabaseUrl(config),
