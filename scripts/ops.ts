@@ -25,6 +25,7 @@ import {
   merchantSetWebhookSecret,
 } from './ops/merchants.ts';
 import { ledgerAdjust, ledgerAudit, merchantSetFees } from './ops/ledger.ts';
+import { retentionRun } from './ops/retention.ts';
 import { disbursementsApprove, disbursementsReject } from './ops/disbursements.ts';
 import { payoutsSettle } from './ops/payouts.ts';
 import { reconExport, reconResolve, reconRun, reconSetCost, reconShow } from './ops/recon.ts';
@@ -50,6 +51,7 @@ const commands: Command[] = [
   merchantSetSettlementAccount,
   ledgerAudit,
   ledgerAdjust,
+  retentionRun,
   disbursementsApprove,
   disbursementsReject,
   payoutsSettle,

@@ -6,7 +6,7 @@ import { directDatabaseUrl, loadConfig, pooledConnections } from '../db/config.t
 import { logger } from '../db/logger.ts';
 import { startMetricsServer } from '../db/metrics.ts';
 import { createPool } from '../db/pool.ts';
-import { startBoss } from '../db/queue.ts';
+import { HIGH_VOLUME_QUEUES, startBoss } from '../db/queue.ts';
 import { openReplica, primaryOnly } from '../db/replica.ts';
 import { createSealer } from '../db/secrets.ts';
 import { waitForDatabaseOrExit } from '../db/wait-for-database.ts';
@@ -30,6 +30,7 @@ const boss = await startBoss(config.DATABASE_URL, {
   preparedStatements: pooledConnections(config).preparedStatements,
   monitorIntervalSeconds: config.QUEUE_MONITOR_INTERVAL_SECONDS,
   expireInSeconds: { 'order-create': config.ORDER_CREATE_JOB_EXPIRE_SECONDS },
+  deleteAfterSeconds: Object.fromEntries(HIGH_VOLUME_QUEUES.map((q) => [q, config.QUEUE_HIGH_VOLUME_DELETE_AFTER_HOURS * 3600])),
 });
 await group.start({ config, pool, replica, boss, sealer: createSealer(config) });
 const metrics = await startMetricsServer(config, pool);
