@@ -286,6 +286,29 @@ new Gauge({
   },
 });
 
+// ---------------------------------------------------------------- retention (db/retention.ts)
+
+export const retentionRowsRetired = new Counter({
+  name: 'kasir_retention_rows_retired_total',
+  help: 'Operational rows retired by the retention pass (scheduler, or ops retention:run in its own process): webhook_attempts (by partition drops), webhook_deliveries, vendor_callback_payloads (payload dropped, key kept), vendor_callback_keys',
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+
+export const retentionPartitionsDropped = new Counter({
+  name: 'kasir_retention_partitions_dropped_total',
+  help: 'Monthly partitions dropped by the retention pass, by table',
+  labelNames: ['table'] as const,
+  registers: [registry],
+});
+
+export const retentionOldestKept = new Gauge({
+  name: 'kasir_retention_oldest_kept_timestamp_seconds',
+  help: 'The cut-off of the last retention pass of this process, by kind (Unix time): what ended or came before it has been retired',
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+
 // ---------------------------------------------------------------- reads from a replica
 
 export const exportBuilds = new Counter({

@@ -72,7 +72,7 @@ export interface NewOrder {
 
 const insertedColumns = sql.fragment`
   id, merchant_id, ref_code, merchant_order_id, api, amount, status, customer_name, customer_email,
-  customer_phone, notify_url, return_url, metadata, expires_at, qr_token`;
+  customer_phone, notify_url, return_url, metadata, expires_at, qr_token, manual_settlement`;
 
 function insertedValues(o: NewOrder) {
   return sql.fragment`
@@ -80,7 +80,10 @@ function insertedValues(o: NewOrder) {
     ${o.customerName}, ${o.customerEmail}, ${o.customerPhone}, ${o.notifyUrl}, ${o.returnUrl},
     ${o.metadataJson}::json,
     ${o.expireMinutes === 0 ? null : sql.fragment`now() + make_interval(mins => ${o.expireMinutes})`},
-    ${o.qrToken}`;
+    ${o.qrToken},
+    -- A merchant's settlement type never changes: copied here, it lets orders_unsettled_idx
+    -- hold only the orders a settlement will take (migration 037).
+    (select settlement_type = 'MANUAL' from merchants where id = ${o.merchantId})`;
 }
 
 /** Inserts a CREATING attempt; null when a live order already holds the merchant_order_id. */

@@ -148,6 +148,11 @@ function keepRefusalsPooled(pool: DatabasePool): DatabasePool {
   return Object.create(pool, { transaction: { value: keeping, enumerable: true } }) as DatabasePool;
 }
 
+/** A request's statements: past this the request has failed anyway (its client gave up). */
+export const API_STATEMENT_TIMEOUT_MS = 30_000;
+/** An operator's command (ops): bulk reads and writes at a year of data. */
+export const OPS_STATEMENT_TIMEOUT_MS = 10 * 60_000;
+
 export interface PoolOptions {
   size?: number;
   name?: string;
@@ -165,6 +170,13 @@ export interface PoolOptions {
    * transaction going elsewhere). Only for the replica's read-only pool (db/replica.ts).
    */
   insideOtherTransactions?: boolean;
+  /**
+   * The longest one statement of this pool may run, in ms (its session's statement_timeout).
+   * Each process's pool has the limit of its use (db/config.ts): a request's statement 30 s, a
+   * worker's longer (a year's export, a day's reconciliation), an operator's command longer
+   * still. A statement that needs more sets its own with SET LOCAL (ops ledger:audit --full).
+   */
+  statementTimeoutMs?: number;
 }
 
 export async function createPool(url: string, options: PoolOptions = {}): Promise<Pool> {
@@ -178,7 +190,7 @@ export async function createPool(url: string, options: PoolOptions = {}): Promis
     interceptors: options.preparedStatements === false ? [validateRows] : [prepareStatements, validateRows],
     captureStackTrace: false,
     dangerouslyAllowForeignConnections: options.insideOtherTransactions === true,
-    statementTimeout: options.throughPooler ? 'DISABLE_TIMEOUT' : 30_000,
+    statementTimeout: options.throughPooler ? 'DISABLE_TIMEOUT' : (options.statementTimeoutMs ?? API_STATEMENT_TIMEOUT_MS),
     idleInTransactionSessionTimeout: options.throughPooler ? 'DISABLE_TIMEOUT' : 60_000,
     idleTimeout: 60_000,
     connectionTimeout: 10_000,

@@ -91,7 +91,11 @@ const { ConfigError, parseMasterKeys } = await import('../db/config.ts');
 const { createSealer } = await import('../db/secrets.ts');
 const ctx: OpsContext = {
   databaseUrl: database.url,
-  pool: async () => (pool ??= await (await import('../db/pool.ts')).createPool(database.url, { size: 2, name: 'ops' })),
+  pool: async () => {
+    if (pool) return pool;
+    const { createPool, OPS_STATEMENT_TIMEOUT_MS } = await import('../db/pool.ts');
+    return (pool = await createPool(database.url, { size: 2, name: 'ops', statementTimeoutMs: OPS_STATEMENT_TIMEOUT_MS }));
+  },
   boss: async () => (boss ??= await (await import('../db/queue.ts')).startBoss(database.url, { role: 'sender', poolSize: 2 })),
   sealer: (): Sealer => {
     const env = { ...process.env };

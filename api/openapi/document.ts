@@ -457,9 +457,10 @@ export const operations: readonly Operation[] = [
   // Webhook deliveries
   {
     method: 'get', path: '/v1/webhook-deliveries', tag: 'Webhooks', summary: 'List the webhooks sent to you, newest first',
-    description: 'Every delivery Kasir made or is making to your notify URLs, with its status and the resource it reports on.',
+    description: 'Every delivery Kasir made or is making to your notify URLs, with its status and the resource it reports on. '
+      + 'Deliveries that ended more than the installation\'s retention ago (90 days by default) are retired: meta.retained_since says from when the log is complete.',
     query: { ...paged(), status: webhookDeliveries.listQuery.shape.status, event: webhookDeliveries.listQuery.shape.event.meta({ examples: ['order.paid'] }) },
-    responses: { 200: { description: 'A page of deliveries', schema: s.v1Page(s.webhookDelivery) } },
+    responses: { 200: { description: 'A page of deliveries', schema: s.v1RetainedPage(s.webhookDelivery) } },
     errors: ['INVALID_BODY'],
   },
   {

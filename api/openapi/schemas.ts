@@ -370,6 +370,16 @@ export function v1Page<S extends z.ZodType>(item: S) {
   return z.strictObject({ success: z.literal(true), data: z.array(item), meta: pageMeta });
 }
 
+export const retainedPageMeta = named('RetainedPageMeta',
+  'Pagination of a log kept for a while: PageMeta, and how far back the log reaches.', pageMeta.extend({
+    retained_since: instant.describe('Deliveries that ended (delivered, or failed for good) before this instant have been retired and are no longer listed: WEBHOOK_RETENTION_DAYS before now'),
+  }));
+
+/** A page of a log that retires its old entries (retainedPageMeta). */
+export function v1RetainedPage<S extends z.ZodType>(item: S) {
+  return z.strictObject({ success: z.literal(true), data: z.array(item), meta: retainedPageMeta });
+}
+
 export const deleted = v1Data(z.strictObject({ deleted: z.literal(true) }));
 
 export const duplicateDisbursement = named('DuplicateDisbursement',

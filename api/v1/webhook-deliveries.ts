@@ -11,6 +11,7 @@ import { ApiError } from '../../db/errors.ts';
 import { checkNotifyUrl } from '../../db/notify-url.ts';
 import { enqueueWebhooks, findMerchantDelivery, listAttempts, listMerchantDeliveries, recentSamples, resendDelivery } from '../../db/webhooks.ts';
 import { presentDelivery } from '../../db/present/webhook-deliveries.ts';
+import { webhooksRetainedSince } from '../../db/retention.ts';
 import { sentSampleBody, webhookEvent, webhookEvents } from '../openapi/webhook-events.ts';
 import { pageMeta, sendData, sendPage } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
@@ -51,7 +52,9 @@ export function webhookDeliveryRoutes(ctx: AppContext): Router {
       throw new ApiError('INVALID_BODY', `${issue.path.join('.')}: ${issue.message}`);
     }
     const [rows, total] = await listMerchantDeliveries(ctx.pool, req.merchant.id, parsed.data, page, limit);
-    sendPage(res, rows.map((d) => presentDelivery(d)), pageMeta(page, limit, total));
+    // How far back the log reaches: deliveries that ended before this are retired (db/retention.ts).
+    const retainedSince = webhooksRetainedSince(ctx.config).toISOString();
+    sendPage(res, rows.map((d) => presentDelivery(d)), { ...pageMeta(page, limit, total), retained_since: retainedSince });
   });
 
   router.get('/v1/webhook-deliveries/:id', async (req, res) => {

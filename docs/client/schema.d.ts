@@ -508,7 +508,7 @@ export interface paths {
         };
         /**
          * List the webhooks sent to you, newest first
-         * @description Every delivery Kasir made or is making to your notify URLs, with its status and the resource it reports on.
+         * @description Every delivery Kasir made or is making to your notify URLs, with its status and the resource it reports on. Deliveries that ended more than the installation's retention ago (90 days by default) are retired: meta.retained_since says from when the log is complete.
          *
          *     Roles: owner, finance, ops, viewer (the merchant's own key acts as owner).
          */
@@ -2448,6 +2448,15 @@ export interface components {
         };
         /** @description The request's id, also in the X-Request-Id header: the caller's own X-Request-Id when it sent a usable one, else one Kasir made. Quote it to support. */
         RequestId: string;
+        /** @description Pagination of a log kept for a while: PageMeta, and how far back the log reaches. */
+        RetainedPageMeta: {
+            page: number;
+            limit: number;
+            total: number;
+            total_pages: number;
+            /** @description Deliveries that ended (delivered, or failed for good) before this instant have been retired and are no longer listed: WEBHOOK_RETENTION_DAYS before now */
+            retained_since: components["schemas"]["Instant"];
+        };
         /** @description A settlement of a MANUAL merchant's paid orders for one day (net_payout = gross_amount − mdr_total − refund_total − disbursement_fee). */
         Settlement: {
             id: components["schemas"]["Uuid"];
@@ -4230,7 +4239,7 @@ export interface operations {
                         /** @constant */
                         success: true;
                         data: components["schemas"]["WebhookDelivery"][];
-                        meta: components["schemas"]["PageMeta"];
+                        meta: components["schemas"]["RetainedPageMeta"];
                     };
                 };
             };
