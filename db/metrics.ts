@@ -128,12 +128,12 @@ export const qrRenders = new Counter({
 
 const vendorConflicts = new Counter({
   name: 'kasir_vendor_conflicts_total',
-  help: "Vendor words recorded and not applied (ops vendor:conflicts), by the vendor's code and kind: NOT_ITS_RECORD (about a record another vendor holds) or CONTRADICTION (a final word against Kasir's final state)",
+  help: "Vendor words recorded and not applied (ops vendor:conflicts), by the vendor's code and kind: NOT_ITS_RECORD (about a record another vendor holds), CONTRADICTION (a final word against Kasir's final state) or UNCONFIRMED (a payment callback the vendor's own read of the order's QR did not confirm)",
   labelNames: ['vendor', 'kind'] as const,
   registers: [registry],
 });
 
-export function observeVendorConflict(vendor: string, kind: 'NOT_ITS_RECORD' | 'CONTRADICTION'): void {
+export function observeVendorConflict(vendor: string, kind: 'NOT_ITS_RECORD' | 'CONTRADICTION' | 'UNCONFIRMED'): void {
   vendorConflicts.inc({ vendor, kind });
 }
 

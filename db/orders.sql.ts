@@ -130,6 +130,11 @@ export function lockOrder(db: Db, id: string) {
   return db.maybeOne(sql.type(orderRow)`select ${columns} from orders where id = ${id} for update`);
 }
 
+/** An order by ref_code, unlocked (a callback's hint is checked with the vendor before any lock is taken). */
+export function findOrderByRef(db: Db, refCode: string) {
+  return db.maybeOne(sql.type(orderRow)`select ${columns} from orders where ref_code = ${refCode}`);
+}
+
 export function lockOrderByRef(db: Db, refCode: string) {
   return db.maybeOne(sql.type(orderRow)`select ${columns} from orders where ref_code = ${refCode} for update`);
 }
@@ -233,24 +238,36 @@ export function countMerchantOrders(db: Db, merchantId: string, filter: OrderFil
   return db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::bigint as n from orders where ${listedWhere(merchantId, filter)}`);
 }
 
-export function markVendorPending(db: Db, id: string, vendorCode: string) {
-  return db.query(sql.unsafe`
+/**
+ * A vendor that may be handed a record now: enabled and not removed, as its row says at this
+ * statement. Workers cache routes for up to 5 s (db/cache.ts), so every statement that hands a
+ * vendor a record checks its row again, in the statement itself.
+ */
+export const vendorUsable = (vendorCode: string) =>
+  sql.fragment`exists (select 1 from vendors where code = ${vendorCode} and enabled and removed_at is null)`;
+
+/** Records `vendorCode` as the one the create call goes to; false when it is disabled or removed now. */
+export async function markVendorPending(db: Db, id: string, vendorCode: string): Promise<boolean> {
+  const marked = await db.query(sql.unsafe`
     update orders
     set pending_vendor = ${vendorCode}, vendors_tried = array_append(vendors_tried, ${vendorCode}), updated_at = now()
-    where id = ${id}`);
+    where id = ${id} and ${vendorUsable(vendorCode)}`);
+  return marked.rowCount === 1;
 }
 
 /**
  * The vendor worker's load and its first markVendorPending in one statement: the attempt, if it
  * is still CREATING with no vendor pending and `vendorCode` not tried yet, is now pending at
  * that vendor, and comes back as it is after that. Null otherwise (resolved, a crash left a
- * vendor pending, or this vendor was tried): the worker then loads it and decides the long way.
+ * vendor pending, this vendor was tried, or it was disabled or removed since the worker read its
+ * routes): the worker then loads it and decides the long way.
  */
 export function loadAndMarkVendorPending(db: Db, id: string, vendorCode: string) {
   return db.maybeOne(sql.type(orderRow)`
     update orders
     set pending_vendor = ${vendorCode}, vendors_tried = array_append(vendors_tried, ${vendorCode}), updated_at = now()
     where id = ${id} and status = 'CREATING' and pending_vendor is null and not (${vendorCode} = any(vendors_tried))
+      and ${vendorUsable(vendorCode)}
     returning ${columns}`);
 }
 

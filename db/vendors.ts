@@ -182,6 +182,17 @@ export async function routeVendors(db: Db, sealer: Sealer, merchantId: string, m
   return rows.map((row) => openVendor(sealer, row));
 }
 
+/**
+ * Whether `code` may be handed a record now (enabled, not removed), holding its row FOR SHARE to
+ * the end of the transaction: a disable or removal committed before this is seen, and one after
+ * waits until the record handed over is committed (and counted by removeVendor's in-flight check).
+ */
+export async function holdUsableVendor(db: Db, code: string): Promise<boolean> {
+  const row = await db.maybeOneFirst(sql.type(z.object({ code: z.string() }))`
+    select code from vendors where code = ${code} and enabled and removed_at is null for share`);
+  return row !== null;
+}
+
 export async function setRoute(
   db: Db,
   input: { merchantId: string | null; method: RouteMethod; vendorCode: string; priority: number },

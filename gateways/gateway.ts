@@ -57,6 +57,12 @@ export interface QrisStatus {
   qrisString: string | null;
   paidAt: Date | null;
   rrn: string | null;
+  /**
+   * What the vendor's own record of this QR shows paid, in whole rupiah (null unless PAID, or
+   * when the read names no amount). Kasir credits a payment it learns by reading only when this
+   * equals the order's amount: a read that shows PAID without it confirms nothing.
+   */
+  amount: number | null;
 }
 
 export interface RefundInput {
@@ -249,6 +255,15 @@ export interface Gateway {
    * vendor answers `retry_later` when the re-read fails.
    */
   parseCallback(headers: Record<string, string | string[] | undefined>, rawBody: Buffer, path?: string): Promise<CallbackEvent | null>;
+  /**
+   * True when this vendor's payment callbacks are authenticated by a secret the account holder
+   * can read too (Xendit's static callback token, a shared HMAC secret), not by a signature over
+   * the body with a key only the vendor holds. Such a `qris.paid` is only a hint: Kasir reads
+   * the order's own QR (queryQris with the vendor id stored at creation) and credits what that
+   * read shows (api/payment-hints.ts). Vendors whose parseCallback already answers from its own
+   * read (Midtrans) or whose notifies are signed asymmetrically (SNAP RSA) leave it unset.
+   */
+  paymentCallbacksAreHints?: boolean;
   /**
    * The HTTP answer this vendor expects to a callback, when it prescribes one (SNAP's
    * responseCode bodies). `path` is the part of the URL after /callbacks/<code> ('' for none);

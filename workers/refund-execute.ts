@@ -47,9 +47,8 @@ export async function handleRefundExecute(ctx: WorkerContext, payload: { refund_
       throw new Error(`refund ${refund.ref_code} still pending at ${vendor.code}`);
     }
     logger.info({ refund: refund.ref_code, vendor: vendor.code }, 'the vendor proves it never took this refund: sending it again');
-  } else {
-    await markRefundSent(ctx.pool, refund.id);
   }
+  if (!(await markRefundSent(ctx.pool, refund.id, vendor.code))) throw new Error(`vendor ${vendor.code} of ${order.ref_code} was removed: the refund is not sent`);
 
   const answer = await gateway.refund(input);
   if (answer.kind === 'failed') return { result: await complete({ status: 'FAILED', vendorRefundId: null, reason: answer.reason }, { kasir: 'vendor-worker' }) };

@@ -119,6 +119,7 @@ const qrisBody = z.object({
   reference: z.string(),
   status: z.string(),
   qris_string: z.string().min(1),
+  amount: z.number().int().positive().optional(),
   paid_at: timestamp.nullish(),
   rrn: z.string().nullish(),
 });
@@ -147,6 +148,8 @@ export function fromQrisStatus(body: unknown, reference: string): QrisStatus | n
     qrisString: data.qris_string,
     paidAt: data.paid_at ? new Date(data.paid_at) : null,
     rrn: data.rrn ?? null,
+    // A QR is paid its own amount: the amount the simulator's record of it shows.
+    amount: status === 'PAID' ? (data.amount ?? null) : null,
   };
 }
 
@@ -322,6 +325,9 @@ export function createSimulatorGateway(vendor: VendorRecord, opts: { timeoutMs?:
     },
 
     reportDay: (day) => simulatorReport(request, day),
+
+    // The callback secret is the account's shared HMAC secret: whoever holds the account can sign.
+    paymentCallbacksAreHints: true,
 
     async parseCallback(headers, rawBody) {
       if (!verifyCallback(secret, headers, rawBody)) return null;

@@ -258,6 +258,10 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
 
     reportDay: (day) => snapReport(ask, settings, day),
 
+    // An HMAC notify is signed with the client secret the merchant holds too; an RSA notify with
+    // the provider's private key, which only the provider holds.
+    paymentCallbacksAreHints: creds.notifySignature === 'hmac',
+
     answerCallback: snapAnswer,
 
     // HMAC-notify providers first fetch a B2B token from Kasir, at <notify base>/v1.x/access-token/b2b.

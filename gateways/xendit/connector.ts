@@ -229,6 +229,9 @@ export function createXenditGateway(vendor: VendorRecord, opts: { timeoutMs?: nu
 
     reportDay: (day) => xenditReport(request, day),
 
+    // x-callback-token is a static token the account holder reads in its dashboard.
+    paymentCallbacksAreHints: true,
+
     async parseCallback(headers, rawBody) {
       if (!sameToken(creds.callbackToken, headerOf(headers, 'x-callback-token'))) return null;
       let body: unknown;
