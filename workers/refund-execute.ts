@@ -51,7 +51,7 @@ export async function handleRefundExecute(ctx: WorkerContext, payload: { refund_
     await markRefundSent(ctx.pool, refund.id);
   }
 
-  const answer = await gateway.refund(input);
+  const answer = await gateway.refund({ ...input, resent: refund.sent_at !== null });
   if (answer.kind === 'failed') return { result: await complete({ status: 'FAILED', vendorRefundId: null, reason: answer.reason }, { kasir: 'vendor-worker' }) };
   if (answer.kind === 'unknown') return unsettled(ctx, refund, vendor, answer, 'send');
   const { status, vendorRefundId } = answer.value;
