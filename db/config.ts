@@ -4,6 +4,7 @@
 // keeps them out of the environment that `ps e` and crash reports show.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { isMultiHost, parseDatabaseUrl } from './database-hosts.ts';
 
 const ms = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
 
@@ -12,7 +13,25 @@ const schedule = z
   .regex(/^\d+(,\d+)*$/, 'a comma-separated list of whole seconds')
   .transform((s) => s.split(',').map(Number));
 
-const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, 'a postgres:// connection URL');
+const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, 'a postgres:// connection URL').superRefine((url, ctx) => {
+  try {
+    parseDatabaseUrl(url);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
+  }
+});
+
+/**
+ * A URL that writes: a libpq host list must say which node to take (target_session_attrs
+ * read-write or primary), or a connection could land on a standby and every write there fail.
+ */
+const writableUrl = postgresUrl.superRefine((url, ctx) => {
+  if (!isMultiHost(url)) return;
+  const attrs = parseDatabaseUrl(url).targetSessionAttrs;
+  if (attrs !== 'read-write' && attrs !== 'primary') {
+    ctx.addIssue({ code: 'custom', message: 'a URL with several hosts needs target_session_attrs=read-write (or primary), so only the primary is written to' });
+  }
+});
 
 /** Unset and empty both mean "not set" (an env file's `NAME=` line). */
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
@@ -54,7 +73,7 @@ export const configSchema = z.object({
    * Where the pooled queries go: Postgres itself, or a pooler in front of it (PgBouncer in
    * transaction pooling mode). Through a pooler, set DATABASE_DIRECT_URL too.
    */
-  DATABASE_URL: postgresUrl,
+  DATABASE_URL: writableUrl,
   /**
    * Postgres itself, for everything that needs a session of its own: the API's LISTEN
    * connection, pg-boss's LISTEN connection, migrations (a session advisory lock) and the ops
@@ -63,7 +82,7 @@ export const configSchema = z.object({
    * idle_in_transaction_session_timeout come from the role: README, PgBouncer) and, by
    * default, no named prepared statements.
    */
-  DATABASE_DIRECT_URL: optional(postgresUrl),
+  DATABASE_DIRECT_URL: optional(writableUrl),
   /**
    * Whether pooled connections use named prepared statements (parse and plan once per
    * connection). Unset: on when DATABASE_URL is Postgres itself, off behind a pooler, since

@@ -18,6 +18,7 @@ import {
   SlonikError,
 } from 'slonik';
 import { z } from 'zod';
+import { isMultiHost, multiHostDriverFactory, parseDatabaseUrl } from './database-hosts.ts';
 
 export { sql };
 export type Pool = DatabasePool;
@@ -85,7 +86,9 @@ const refusedTransactions = new WeakSet<object>();
  */
 // SQLSTATEs of a server that is gone or not there yet: class 08 (connection exceptions),
 // admin/crash shutdown and "the database system is starting up" (57P01-57P03).
-const SERVER_GONE = /^(08...|57P0[123])$/;
+// 25006 (read-only transaction): a connection still open to a node that came back as a standby
+// after a failover; the next connection finds the new primary (db/database-hosts.ts).
+const SERVER_GONE = /^(08...|57P0[123]|25006)$/;
 const SOCKET_GONE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN']);
 
 /**
@@ -165,7 +168,10 @@ export interface PoolOptions {
 }
 
 export async function createPool(url: string, options: PoolOptions = {}): Promise<Pool> {
-  const pool = await createSlonikPool(url, {
+  // A multi-host URL (db/database-hosts.ts): slonik's own driver, pointed at the node that fits.
+  const multiHost = isMultiHost(url);
+  const pool = await createSlonikPool(multiHost ? parseDatabaseUrl(url).forHost(parseDatabaseUrl(url).hosts[0]!) : url, {
+    ...(multiHost ? { driverFactory: multiHostDriverFactory(url) } : {}),
     maxPoolSize: options.size ?? 10,
     poolName: options.name,
     typeParsers,

@@ -4,6 +4,7 @@
 // milliseconds instead of waiting out a polling interval.
 import { PgBoss, type ConstructorOptions, type Job, type QueueOptions, type SendOptions, type StopOptions } from 'pg-boss';
 import { z } from 'zod';
+import { isMultiHost } from './database-hosts.ts';
 import { logger } from './logger.ts';
 import { rawQuery, type Db } from './pool.ts';
 import { QueueConnections } from './queue-connections.ts';
@@ -135,7 +136,7 @@ export async function startBoss(url: string, options: BossOptions): Promise<PgBo
     schedule: worker,
     migrate: true,
   };
-  const boss = split || preparedStatements
+  const boss = split || preparedStatements || isMultiHost(url)
     ? new OwnConnectionsBoss(config, new QueueConnections({ url, max, preparedStatements, listenUrl: split ? options.listenUrl : undefined }))
     : new PgBoss({ ...config, connectionString: url });
   boss.on('error', (err) => logger.error({ err }, 'pg-boss error'));
