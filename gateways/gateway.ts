@@ -70,6 +70,11 @@ export interface RefundInput {
   vendorOrderId: string;
   refundReference: string;
   amount: number;
+  /**
+   * True when Kasir sent this refund before and a read proved nothing of it: a refusal of this
+   * send may be about the first one, still in flight, so it is never "failed".
+   */
+  resent?: boolean;
 }
 
 export interface RefundResult {

@@ -193,8 +193,12 @@ export function toQrisStatus(qr: z.infer<typeof qrCode>, payments: z.infer<typeo
   return { status: expired ? 'EXPIRED' : 'PENDING', vendorOrderId: qr.id, qrisString: qr.qr_string, paidAt: null, rrn: null, amount: null };
 }
 
-/** Duplicate answers to a reused payout key: v2's documented one, and the 409 Xendit's SDK gives for a reused key (xendit-node refund/models/CreateRefund409Response.ts; Payouts v3). */
-export const DUPLICATE_PAYOUT = (status: number, code: string | null) => (status === 400 && code === 'DUPLICATE_TRANSACTION_ERROR') || (status === 409 && code === 'DUPLICATE_ERROR');
+/**
+ * Answers to a reused payout key: v2's documented 400 DUPLICATE_TRANSACTION_ERROR, and any 409
+ * whatever its code (DUPLICATE_ERROR as Xendit's SDK answers a reused key, a request still in
+ * progress...): a conflict means Xendit already received this key, never "did nothing".
+ */
+export const DUPLICATE_PAYOUT = (status: number, code: string | null) => (status === 400 && code === 'DUPLICATE_TRANSACTION_ERROR') || status === 409;
 
 const REFUND_STATUS: Readonly<Record<string, RefundResult['status']>> = { SUCCEEDED: 'SUCCEEDED', FAILED: 'FAILED', CANCELLED: 'FAILED' };
 /** Anything else (PENDING, or a status Xendit adds later) is still in progress. */
