@@ -2454,6 +2454,8 @@ export interface components {
             limit: number;
             total: number;
             total_pages: number;
+            /** @description Only in a cursor walk (GET /v1/orders with cursor): the cursor of the next page, null after the last */
+            next_cursor?: string | null;
             /** @description Deliveries that ended (delivered, or failed for good) before this instant have been retired and are no longer listed: WEBHOOK_RETENTION_DAYS before now */
             retained_since: components["schemas"]["Instant"];
         };
