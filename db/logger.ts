@@ -1,8 +1,10 @@
 // One pino logger for every process. Secrets are redacted by path so a careless log call
-// cannot leak an API key, a signature or a vendor credential.
-import { pino } from 'pino';
+// cannot leak an API key, a signature or a vendor credential. Logs go to stdout (the process
+// supervisor collects them), or to stderr with KASIR_LOG_TO=stderr: a CLI whose stdout is its
+// answer (scripts/ops/logs-to-stderr.ts).
+import { pino, type LoggerOptions } from 'pino';
 
-export const logger = pino({
+const options: LoggerOptions = {
   level: process.env.LOG_LEVEL ?? 'info',
   base: { proc: process.env.KASIR_PROCESS ?? undefined },
   redact: {
@@ -20,6 +22,8 @@ export const logger = pino({
     ],
     censor: '[redacted]',
   },
-});
+};
+
+export const logger = process.env.KASIR_LOG_TO === 'stderr' ? pino(options, pino.destination(2)) : pino(options);
 
 export type Logger = typeof logger;

@@ -7,11 +7,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { directDatabaseUrl, parseConfig, publicBaseUrl, type Config } from '../db/config.ts';
 import { prepareDatabase } from '../db/migrate.ts';
 import { stopChild, type Cluster } from './lib/cluster.ts';
-import { createPool } from '../db/pool.ts';
+import { createPool, isDatabaseUnavailable } from '../db/pool.ts';
 import { createSealer } from '../db/secrets.ts';
 import { PUBLISHED_SECRETS } from '../db/published-secrets.ts';
 import { getVendor, setRoute, updateVendorConnection, upsertVendor } from '../db/vendors.ts';
-import { clearRunning, localState, recordRunning, ROOT, startLocalCluster } from './lib/local.ts';
+import { clearRunning, databaseUnreachable, localState, recordRunning, ROOT, startLocalCluster } from './lib/local.ts';
 import { isSimulator, readProcfile, servesMetrics, simulatorEnv } from './lib/procfile.ts';
 import { Secret } from 'otpauth';
 import { ensureSimulatorVendor, newSimulatorSecret } from './lib/simulator-vendor.ts';
@@ -46,7 +46,19 @@ try {
   process.exit(78);
 }
 
-const applied = await prepareDatabase(directDatabaseUrl(config));
+let applied: string[];
+try {
+  applied = await prepareDatabase(directDatabaseUrl(config));
+} catch (err) {
+  if (!isDatabaseUnavailable(err)) throw err;
+  // A DATABASE_URL pointing where nothing listens: one line saying so, not a stack trace.
+  process.stderr.write(`${databaseUnreachable(directDatabaseUrl(config), err)}\n`);
+  if (cluster) {
+    await cluster.stop();
+    await clearRunning();
+  }
+  process.exit(1);
+}
 if (applied.length) process.stdout.write(`migrations applied: ${applied.join(', ')}\n`);
 
 // The built-in simulator is the default vendor of a development stack, so a merchant made with

@@ -1,7 +1,9 @@
 // The operator CLI: `npm run --silent ops -- <command> [flags] [--json]`.
 // Human text by default, one JSON object with --json; bad input exits non-zero with a message
 // naming the flag. With DATABASE_URL unset it uses the embedded cluster of a running
-// `npm start`, or starts that cluster for the duration of the command.
+// `npm start`, or starts that cluster for the duration of the command. Logs go to stderr, so
+// stdout holds only the answer.
+import './ops/logs-to-stderr.ts';
 import module from 'node:module';
 import { parseArgs } from 'node:util';
 import type { PgBoss } from 'pg-boss';
@@ -82,7 +84,7 @@ if (!parsed.success) {
   fail(`${text}\nusage: ${cmd.usage}`, json, 64);
 }
 
-const { resolveDatabase } = await import('./lib/local.ts');
+const { databaseUnreachable, resolveDatabase } = await import('./lib/local.ts');
 const database = await resolveDatabase();
 let pool: Pool | null = null;
 let boss: PgBoss | null = null;
@@ -118,12 +120,18 @@ try {
   exitCode = result.exitCode ?? 0;
 } catch (err) {
   const { MerchantNotFound } = await import('../db/merchants.ts');
-  if (err instanceof OpsError || err instanceof MerchantNotFound) {
-    if (json) process.stdout.write(`${JSON.stringify({ error: err.message })}\n`);
-    else process.stderr.write(`error: ${err.message}\n`);
-  } else {
-    process.stderr.write(`error: ${(err as Error).stack ?? err}\n`);
-  }
+  const { isDatabaseUnavailable } = await import('../db/pool.ts');
+  // Refusals and an unreachable database are one line; anything else is a bug, with its stack
+  // on stderr (and, with --json, its message as the one object on stdout).
+  const message =
+    err instanceof OpsError || err instanceof MerchantNotFound
+      ? err.message
+      : isDatabaseUnavailable(err)
+        ? databaseUnreachable(database.url, err)
+        : null;
+  if (message === null) process.stderr.write(`error: ${(err as Error).stack ?? err}\n`);
+  if (json) process.stdout.write(`${JSON.stringify({ error: message ?? String((err as Error).message ?? err) })}\n`);
+  else if (message !== null) process.stderr.write(`error: ${message}\n`);
   exitCode = 1;
 } finally {
   await (boss as PgBoss | null)?.stop({ graceful: false });

@@ -8,9 +8,10 @@
 // noted and the callback (or the reconcile poll) brings the final status. Surely refused: the
 // next routed vendor; none left: the kind's no-vendor outcome. Unknown (timeout, 5xx): never
 // re-sent blindly: reconcile asks that same vendor by our reference.
-// reconcile: SUCCESS/FAILED complete it; PROCESSING throws so pg-boss retries with backoff;
+// reconcile: SUCCESS/FAILED complete it; PROCESSING throws NotYet so pg-boss retries with backoff;
 // NOT_FOUND after an unknown send means the vendor proved it never took it: sent again to that
-// vendor, under the same reference (gateways/gateway.ts, the rule on unclear answers). A retried job reloads and locks the row and checks its
+// vendor, under the same reference (gateways/gateway.ts, the rule on unclear answers); NOT_FOUND
+// after the vendor accepted it means the vendor lost it: unresolved, for an operator. A retried job reloads and locks the row and checks its
 // state first, so duplicates are harmless.
 // stale sweep: chains nobody worked on for an hour (jobs exhausted while a vendor was down,
 // or lost) are restarted: claimable rows executed again, in-flight ones reconciled.
@@ -31,6 +32,7 @@ import { completeSettlement, moveSettlement, payoutReference } from '../db/settl
 import * as settlements from '../db/settlements.sql.ts';
 import { getVendor, holdUsableVendor, routeVendors, type RouteMethod, type VendorRecord } from '../db/vendors.ts';
 import type { WorkerContext } from './context.ts';
+import { NotYet } from './work.ts';
 import { gatewayOf } from './gateway.ts';
 
 /** The columns the state machine reads, whatever the table. */
@@ -228,13 +230,18 @@ async function reconcile<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKi
   if (answer.kind !== 'ok') throw new Error(`query at ${vendor.code} failed: ${answer.reason}`);
   const status = answer.value;
   if (status.status === 'NOT_FOUND') {
-    if (!row.vendor_call_pending && row.vendor_disbursement_id) throw new Error(`${vendor.code} lost ${reference} after accepting it`);
+    // Lost: the vendor accepted it (its id is noted) and now has no such payout. Sending again
+    // could pay twice, and no later read can say more than this one: it waits for an operator
+    // from now on (ops unresolved:list), its money held; a callback that still comes completes it.
+    if (!row.vendor_call_pending && row.vendor_disbursement_id) {
+      return park(ctx, kind, row, vendor, `LOST: ${vendor.code} accepted it as ${row.vendor_disbursement_id}, then answered that it has no such payout`);
+    }
     return (await send(ctx, kind, row, vendor)) ?? execute(ctx, kind, id);
   }
   if (status.status === 'PROCESSING') {
     // Also marks the row as heard of: the stale sweep leaves live chains alone.
     await kind.noteVendorAnswer(ctx.pool, row.id, { vendorDisbursementId: status.vendorDisbursementId, vendorCallPending: false });
-    throw new Error(`${reference} still processing at ${vendor.code}`);
+    throw new NotYet(`${reference} still processing at ${vendor.code}`);
   }
   const outcome: PayoutCompletion =
     status.status === 'SUCCESS'

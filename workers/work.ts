@@ -6,6 +6,9 @@ import type { Job, PgBoss } from 'pg-boss';
 import { logger } from '../db/logger.ts';
 import { parsePayload, type Payload, type QueueName } from '../db/queue.ts';
 
+/** Thrown by a handler to say "not yet" (a payout still processing at its vendor): retried, not a failure. */
+export class NotYet extends Error {}
+
 export interface WorkOptions {
   /** Jobs fetched per round trip; bounds this process's concurrency on the queue. */
   batchSize: number;
@@ -38,7 +41,10 @@ export async function workQueue<Q extends QueueName>(
             const output = await handle(parsePayload(name, job), job);
             return { id: job.id, status: 'completed' as const, output: (output ?? undefined) as object | undefined };
           } catch (err) {
-            logger.warn({ err, queue: name, jobId: job.id, retry: job.retryCount }, 'job failed');
+            // A job asking to be retried later is expected, and silent at info; any other
+            // failure is logged with its stack.
+            if (err instanceof NotYet) logger.debug({ queue: name, jobId: job.id, retry: job.retryCount, reason: err.message }, 'job retried later');
+            else logger.warn({ err, queue: name, jobId: job.id, retry: job.retryCount }, 'job failed');
             return { id: job.id, status: 'failed' as const, output: { message: (err as Error).message } };
           }
         }),

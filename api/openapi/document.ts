@@ -193,6 +193,14 @@ const createIdempotencyHeader: HeaderParam = {
   schema: idempotencyKey,
 };
 
+const disbursementIdempotencyHeader: HeaderParam = {
+  name: 'Idempotency-Key',
+  required: false,
+  description: 'The disbursement\'s idempotency_key, as a header: required when the body has no idempotency_key; sent with '
+    + 'one, the two must be equal (else 400 INVALID_BODY). Either way the key is unique: a repeat is 409 DUPLICATE_IDEMPOTENCY_KEY.',
+  schema: idempotencyKey,
+};
+
 const signatureHeader: HeaderParam = {
   name: 'X-Signature',
   required: false,
@@ -337,6 +345,7 @@ export const operations: readonly Operation[] = [
       + 'threshold); the worker sends it, and one whose holder the bank names otherwise (the account inquiry of every vendor '
       + 'that can make one, the simulator included) ends FAILED with failure_reason ACCOUNT_NAME_MISMATCH, its debit returned, '
       + 'unless accept_name_mismatch is true. The same rule holds for legacy creates and CSV imports.',
+    headers: [disbursementIdempotencyHeader],
     body: { schema: disbursements.createBody },
     responses: { 201: { description: 'The disbursement, debited', schema: s.v1Data(s.disbursement) } },
     errors: ['NOT_WALLET_MERCHANT', 'BENEFICIARY_NOT_FOUND', 'BENEFICIARY_NAME_MISMATCH', 'DUPLICATE_IDEMPOTENCY_KEY', 'MISSING_BANK_INFO', 'MISSING_EWALLET_INFO',

@@ -15,7 +15,7 @@ import { checkNotifyUrl } from '../../db/notify-url.ts';
 import { pageMeta, sendData, sendPage } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
 import { normalizePhone } from '../http/phone.ts';
-import { expects, parseBody } from '../http/validate.ts';
+import { expects, idempotencyKeyOf, parseBody } from '../http/validate.ts';
 import { requireWalletMerchant } from '../http/wallet.ts';
 import { presentDisbursement } from '../../db/present/disbursements.ts';
 
@@ -27,7 +27,13 @@ export const accountNumber = expects(z.string().trim().regex(/^(\d{5,34})?$/), '
 // Only the shape is checked here; the rules (and their order) live in db/disbursements.ts.
 // Messages come from api/http/validate.ts.
 export const createBody = z.strictObject({
-  idempotency_key: z.string().min(1).max(255),
+  // Required, here or as the Idempotency-Key header (keyOf below): the body's field is the spec's.
+  idempotency_key: z
+    .string()
+    .min(1)
+    .max(255)
+    .optional()
+    .describe('Required unless the Idempotency-Key header carries the key; when both are sent they must be equal. Unique: a repeat gives 409 DUPLICATE_IDEMPOTENCY_KEY'),
   channel: z.enum(['BANK', 'EWALLET']).nullish().transform((v) => v ?? null),
   bank_short_code: optionalText(32),
   account_number: accountNumber,
@@ -62,6 +68,21 @@ export function checkContactFields(body: { ewallet_phone?: string | null; notify
   return phone;
 }
 
+/**
+ * The disbursement's idempotency key: the body's idempotency_key (the spec's field) or the
+ * Idempotency-Key header the orders and refunds take; both sent must be equal. Either way it is
+ * the disbursement's unique key (a repeat is 409 DUPLICATE_IDEMPOTENCY_KEY), not a replay key.
+ */
+function keyOf(req: Request, fromBody: string | undefined): string {
+  const header = idempotencyKeyOf(req);
+  if (header !== undefined && fromBody !== undefined && header !== fromBody) {
+    throw new ApiError('INVALID_BODY', `idempotency_key "${fromBody}" and the Idempotency-Key header "${header}" differ: send one, or both equal`);
+  }
+  const key = fromBody ?? header;
+  if (key === undefined) throw new ApiError('INVALID_BODY', 'idempotency_key: is required (in the body, or as the Idempotency-Key header)');
+  return key;
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function disbursementRoutes(ctx: AppContext): Router {
@@ -70,11 +91,7 @@ export function disbursementRoutes(ctx: AppContext): Router {
 
   router.post('/v1/disbursements', async (req, res) => {
     const body = parseBody(createBody, req.body);
-    // The key is the body's field (the spec's); a header, when sent as well, must say the same.
-    const header = req.get('idempotency-key');
-    if (header !== undefined && header !== body.idempotency_key) {
-      throw new ApiError('INVALID_BODY', 'Idempotency-Key header must equal idempotency_key when both are sent');
-    }
+    const idempotencyKey = keyOf(req, body.idempotency_key);
     const phone = checkContactFields(body, ctx.config.NOTIFY_URL_ALLOWLIST);
     const given: Destination = {
       channel: body.channel,
@@ -93,7 +110,7 @@ export function disbursementRoutes(ctx: AppContext): Router {
       merchantId: req.merchant.id,
       api: 'V1',
       source: 'API',
-      idempotencyKey: body.idempotency_key,
+      idempotencyKey,
       channel: to.channel,
       bankShortCode: to.bankShortCode,
       accountNumber: to.accountNumber,

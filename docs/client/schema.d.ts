@@ -3571,15 +3571,21 @@ export interface operations {
     postV1Disbursements: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The disbursement's idempotency_key, as a header: required when the body has no idempotency_key; sent with one, the two must be equal (else 400 INVALID_BODY). Either way the key is unique: a repeat is 409 DUPLICATE_IDEMPOTENCY_KEY. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
                 "application/json": {
-                    /** @example payout-2026-11-21-001 */
-                    idempotency_key: string;
+                    /**
+                     * @description Required unless the Idempotency-Key header carries the key; when both are sent they must be equal. Unique: a repeat gives 409 DUPLICATE_IDEMPOTENCY_KEY
+                     * @example payout-2026-11-21-001
+                     */
+                    idempotency_key?: string;
                     /** @example BANK */
                     channel?: ("BANK" | "EWALLET") | null;
                     /** @example BCA */

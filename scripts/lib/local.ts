@@ -73,3 +73,20 @@ export async function resolveDatabase(): Promise<{ url: string; masterKey: strin
   await prepareDatabase(url); // a first-ever command may come before the first `npm start`
   return { url, masterKey: masterKey ?? state.master_key, release: () => cluster.stop() };
 }
+
+/**
+ * The one line a script prints when its database cannot be reached (no stack: the cause is
+ * the address, not the code): where it tried, why, and the two ways out.
+ */
+export function databaseUnreachable(url: string, err: unknown): string {
+  let where = 'the database';
+  try {
+    const u = new URL(url);
+    where = `the database at ${u.hostname || 'localhost'}:${u.port || 5432}`;
+  } catch {
+    // not a URL (a key=value connection string): say no more than "the database"
+  }
+  let why: unknown;
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5 && why === undefined; e = e.cause, depth++) why = (e as { code?: unknown }).code;
+  return `cannot reach ${where}${typeof why === 'string' ? ` (${why})` : ''}: check DATABASE_URL, or leave it unset and \`npm start\` runs an embedded Postgres (ops commands then use that one)`;
+}

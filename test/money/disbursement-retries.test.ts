@@ -1,6 +1,7 @@
 // A client that lost a disbursement's answer finds what it made: the 409 of a repeated key names
 // the disbursement, GET /v1/disbursements?idempotency_key= finds it, and the list filters by
-// status and WIB day. A header Idempotency-Key, when sent too, must equal the body's key.
+// status and WIB day. The key may come as the Idempotency-Key header instead of the body's field
+// (a repeat is the same 409); both sent must be equal.
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { makeMerchant } from '../helpers/factories.ts';
@@ -60,13 +61,28 @@ t.test('the 409 names the disbursement; the key finds it; lists filter', async (
   await ledgerAudit(t, stack.env);
 });
 
-t.test('a header Idempotency-Key must equal the body field', async (t) => {
+t.test('the Idempotency-Key header carries the key when the body has none; both must be equal', async (t) => {
   const merchant = await makeMerchant(stack.api.ctx);
   await fundWallet(pool, merchant, 100_000);
   const mismatch = await post(merchant, { idempotency_key: 'a-1', ...bankPayout(1_000, '1234567890') }, { 'idempotency-key': 'a-2' });
   t.equal(mismatch.status, 400);
-  t.match(mismatch.json.error, { code: 'INVALID_BODY', message: /header must equal idempotency_key/ });
+  t.match(mismatch.json.error, { code: 'INVALID_BODY', message: /idempotency_key "a-1" and the Idempotency-Key header "a-2" differ/ });
   const same = await post(merchant, { idempotency_key: 'a-1', ...bankPayout(1_000, '1234567890') }, { 'idempotency-key': 'a-1' });
   t.equal(same.status, 201, same.text);
+
+  const key = `hdr-${randomUUID()}`;
+  const byHeader = await post(merchant, bankPayout(2_000, '1234567890'), { 'idempotency-key': key });
+  t.equal(byHeader.status, 201, byHeader.text);
+  const found = await list(merchant, `idempotency_key=${key}`);
+  t.same(found.json.data.map((d: { id: string }) => d.id), [byHeader.json.data.id], 'stored as the disbursement\'s idempotency_key');
+  const repeat = await post(merchant, bankPayout(2_000, '1234567890'), { 'idempotency-key': key });
+  t.equal(repeat.status, 409, 'a repeat by header is the same 409 as by body');
+  t.equal(repeat.json.error.code, 'DUPLICATE_IDEMPOTENCY_KEY');
+
+  const neither = await post(merchant, bankPayout(1_000, '1234567890'));
+  t.equal(neither.status, 400);
+  t.match(neither.json.error, { code: 'INVALID_BODY', message: /idempotency_key: is required.*Idempotency-Key header/ });
+  const malformed = await post(merchant, bankPayout(1_000, '1234567890'), { 'idempotency-key': 'has space' });
+  t.match(malformed.json.error, { code: 'INVALID_BODY', message: /Idempotency-Key/ });
   await ledgerAudit(t, stack.env);
 });
