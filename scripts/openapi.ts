@@ -239,7 +239,11 @@ function sendable(item: Item): void {
   }
   request.header = (request.header ?? []).filter((h) => h.key !== 'X-Signature');
   for (const header of request.header) {
-    if (header.key === 'Idempotency-Key') header.value = IDEMPOTENCY_KEYS[name] ?? header.value;
+    if (header.key !== 'Idempotency-Key') continue;
+    header.value = IDEMPOTENCY_KEYS[name] ?? header.value;
+    // A disbursement's example body carries idempotency_key: the header is its alternative, off
+    // (both, differing, are refused), there for a merchant who keeps the key out of the body.
+    if (name === 'POST /v1/disbursements') (header as { disabled?: boolean }).disabled = true;
   }
   if (request.body?.mode === 'raw' && op.body && !op.body.multipart) {
     let body = requestExample(op).body;
