@@ -12,7 +12,9 @@
 // answered exactly like a bad signature, so codes cannot be enumerated. Only a callback whose
 // authentication fails counts against the callbacks' failed-authentication budget; an authentic
 // one Kasir does not act on is acknowledged, and one Kasir cannot check now (its vendor cannot
-// be read) is answered 503 so the vendor sends it again.
+// be read) is answered 503 so the vendor sends it again. A payment callback authenticated only
+// by a secret the account holder can read too is a hint, credited as the vendor's own read of
+// the order's QR shows it (api/payment-hints.ts).
 import { Router, type Request, type Response } from 'express';
 import type { AppContext } from './context.ts';
 import { ApiError } from '../db/errors.ts';
@@ -30,6 +32,7 @@ import type { CallbackAnswer, CallbackEvent } from '../gateways/gateway.ts';
 import { gatewayFor } from '../gateways/registry.ts';
 import { refuseUnverifiable } from '../gateways/snap/client.ts';
 import { sendData } from './http/envelope.ts';
+import { confirmPaymentHint, recordUnconfirmed } from './payment-hints.ts';
 import type { PgBoss } from 'pg-boss';
 
 export function callbackRoutes(ctx: AppContext): Router {
@@ -84,9 +87,22 @@ export function callbackRoutes(ctx: AppContext): Router {
     }
 
     const speaker = { vendor: vendor.code, via: 'callback', eventId: storedEventId(parsed.eventId) } satisfies Speaker;
-    let event: CallbackEvent = parsed;
+    // A payment callback only a shared secret authenticates is a hint: the vendor's own read of
+    // the order's QR decides what is credited (api/payment-hints.ts).
+    const hint = parsed.type === 'qris.paid' && gateway.paymentCallbacksAreHints ? await confirmPaymentHint(ctx.pool, gateway, vendor.code, parsed) : null;
+    if (hint?.kind === 'retry_later') {
+      logger.warn({ vendor: vendor.code, reference: parsed.reference, reason: hint.reason }, 'payment callback not confirmable now; answered 503 so the vendor sends it again');
+      throw new ApiError('SERVICE_UNAVAILABLE', 'The payment cannot be confirmed with the vendor now; send it again later');
+    }
+    if (hint?.kind === 'unconfirmed') {
+      // Recorded as a conflict, not as the vendor's event: a genuine callback under the same
+      // event id, once the vendor's record shows the payment, is still fresh.
+      await ctx.pool.transaction((tx) => recordUnconfirmed(tx, vendor.code, speaker.eventId, hint));
+      return answer('accepted', 'unconfirmed');
+    }
+    let event: CallbackEvent = hint?.event ?? parsed;
     const result = await ctx.pool.transaction(async (tx) => {
-      event = await withReference(tx, vendor.code, parsed);
+      event = await withReference(tx, vendor.code, event);
       const fresh = await recordCallback(tx, {
         vendorCode: vendor.code,
         eventId: event.eventId,

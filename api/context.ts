@@ -38,8 +38,8 @@ declare module 'express-serve-static-core' {
 
 /** Opens what an API process needs; `close` releases it in reverse order. */
 export async function openContext(config: Config, options: { poolSize?: number; bossPoolSize?: number } = {}) {
-  const pool = await createPool(config.DATABASE_URL, { size: options.poolSize ?? config.DB_POOL_SIZE, name: 'api', ...pooledConnections(config) });
-  const replica = await openReplica(config, pool, options.poolSize ?? config.DB_POOL_SIZE, 'api');
+  const pool = await createPool(config.DATABASE_URL, { size: options.poolSize ?? config.DB_POOL_SIZE, name: 'api', statementTimeoutMs: config.API_STATEMENT_TIMEOUT_MS, ...pooledConnections(config) });
+  const replica = await openReplica(config, pool, options.poolSize ?? config.DB_POOL_SIZE, 'api', config.API_STATEMENT_TIMEOUT_MS);
   const boss = await startBoss(config.DATABASE_URL, { role: 'sender', poolSize: options.bossPoolSize });
   const waiter = createOutcomeWaiter();
   const masterData = createMasterDataCache(pool);

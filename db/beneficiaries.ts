@@ -161,8 +161,9 @@ const FIELDS = [
  * the request, and a field the request gives too must agree with the saved one (400
  * INVALID_BODY naming it). A bank beneficiary saved without account_name takes the request's,
  * else the name the vendor verified. One whose bank names another holder (NAME_MISMATCH) is
- * refused unless the request accepts that (accept_name_mismatch). Unknown, deleted or another
- * merchant's: 404.
+ * refused with 422 BENEFICIARY_NAME_MISMATCH unless the request accepts that
+ * (accept_name_mismatch): a saved beneficiary is never edited, so the fix is to save it again
+ * with the bank's name. Unknown, deleted or another merchant's: 404.
  */
 export async function destinationOf(db: Db, merchantId: string, beneficiaryId: string, given: Destination, acceptNameMismatch = false): Promise<Destination> {
   const b = await findMerchantBeneficiary(db, merchantId, beneficiaryId);
@@ -170,7 +171,10 @@ export async function destinationOf(db: Db, merchantId: string, beneficiaryId: s
   if (!b.is_enabled) throw new ApiError('INVALID_BODY', 'beneficiary_id: the beneficiary is disabled');
   if (b.verification_status === 'FAILED') throw new ApiError('INVALID_BODY', 'beneficiary_id: the beneficiary failed account verification');
   if (b.verification_status === 'NAME_MISMATCH' && !acceptNameMismatch) {
-    throw new ApiError('INVALID_BODY', `beneficiary_id: the bank names the account holder ${b.verified_name}, not ${b.account_name}; send accept_name_mismatch: true to pay it anyway`);
+    throw new ApiError(
+      'BENEFICIARY_NAME_MISMATCH',
+      `beneficiary_id: the bank names the account holder ${b.verified_name}, not ${b.account_name}. To pay ${b.verified_name}, delete this beneficiary (DELETE /v1/beneficiaries/${b.id}) and save it again with account_name "${b.verified_name}"; or send accept_name_mismatch: true to pay this account anyway`,
+    );
   }
   const bank = b.bank_id ? await findBankById(db, b.bank_id) : null;
   const saved: Destination = {

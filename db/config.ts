@@ -4,6 +4,7 @@
 // keeps them out of the environment that `ps e` and crash reports show.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { isMultiHost, parseDatabaseUrl } from './database-url.ts';
 
 const ms = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
 
@@ -12,7 +13,25 @@ const schedule = z
   .regex(/^\d+(,\d+)*$/, 'a comma-separated list of whole seconds')
   .transform((s) => s.split(',').map(Number));
 
-const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, 'a postgres:// connection URL');
+const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, 'a postgres:// connection URL').superRefine((url, ctx) => {
+  try {
+    parseDatabaseUrl(url);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
+  }
+});
+
+/**
+ * A URL that writes: a libpq host list must say which node to take (target_session_attrs
+ * read-write or primary), or a connection could land on a standby and every write there fail.
+ */
+const writableUrl = postgresUrl.superRefine((url, ctx) => {
+  if (!isMultiHost(url)) return;
+  const attrs = parseDatabaseUrl(url).targetSessionAttrs;
+  if (attrs !== 'read-write' && attrs !== 'primary') {
+    ctx.addIssue({ code: 'custom', message: 'a URL with several hosts needs target_session_attrs=read-write (or primary), so only the primary is written to' });
+  }
+});
 
 /** Unset and empty both mean "not set" (an env file's `NAME=` line). */
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
@@ -47,14 +66,43 @@ const masterKeySettings = {
   KASIR_SEALED_REQUIRE_BOUND: optional(z.enum(['true', 'false'], 'true or false').transform((v) => v === 'true')).transform((v) => v ?? false),
 };
 
+/**
+ * How long operational records are kept (db/retention.ts, docs/deploy.md "Retention"); the
+ * scheduler retires older ones, and so does `ops retention:run`, which reads only these.
+ * Financial records (orders, the ledger, disbursements, refunds, settlements) are never retired.
+ */
+const retentionSettings = {
+  /**
+   * Webhook deliveries (with their signed bodies) are deleted this many days after they ended
+   * (delivered, or failed for good), and a month of attempts once it ended this long ago.
+   * GET /v1/webhook-deliveries says how far back it reaches (meta.retained_since).
+   */
+  WEBHOOK_RETENTION_DAYS: z.coerce.number().int().min(7, 'at least 7 (days)').max(3650).default(90),
+  /** A vendor callback's payload is dropped this many days after it came (its key stays). */
+  VENDOR_CALLBACK_PAYLOAD_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  /**
+   * A vendor callback's key (vendor and event id, which recognises a repeated callback) is
+   * deleted this many days after it came: far past any vendor's retries (a day at most,
+   * docs/callbacks.md).
+   */
+  VENDOR_CALLBACK_KEY_DAYS: z.coerce.number().int().min(7, 'at least 7 (days)').max(3650).default(90),
+  /**
+   * Completed jobs of the high-volume queues (order-create, webhook-deliver) are deleted by
+   * pg-boss this many hours after they completed; other queues keep theirs 7 days. Their
+   * outcome is in Kasir's own tables; the job row is only for diagnosis (ops jobs:list).
+   */
+  QUEUE_HIGH_VOLUME_DELETE_AFTER_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(6),
+};
+
 export const configSchema = z.object({
+  ...retentionSettings,
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
   /**
    * Where the pooled queries go: Postgres itself, or a pooler in front of it (PgBouncer in
    * transaction pooling mode). Through a pooler, set DATABASE_DIRECT_URL too.
    */
-  DATABASE_URL: postgresUrl,
+  DATABASE_URL: writableUrl,
   /**
    * Postgres itself, for everything that needs a session of its own: the API's LISTEN
    * connection, pg-boss's LISTEN connection, migrations (a session advisory lock) and the ops
@@ -63,7 +111,7 @@ export const configSchema = z.object({
    * idle_in_transaction_session_timeout come from the role: README, PgBouncer) and, by
    * default, no named prepared statements.
    */
-  DATABASE_DIRECT_URL: optional(postgresUrl),
+  DATABASE_DIRECT_URL: optional(writableUrl),
   /**
    * Whether pooled connections use named prepared statements (parse and plan once per
    * connection). Unset: on when DATABASE_URL is Postgres itself, off behind a pooler, since
@@ -94,6 +142,17 @@ export const configSchema = z.object({
   /** Interface of that listener; HOST when unset. Never one the merchant-facing load balancer forwards. */
   METRICS_HOST: z.string().min(1).optional(),
   DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20),
+  /**
+   * statement_timeout of the API's pooled connections, in ms: a request's statement that runs
+   * longer has failed its client anyway. Through a pooler the role's setting applies instead.
+   */
+  API_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  /**
+   * statement_timeout of the workers' pooled connections, in ms: a year's export is one
+   * transaction, a vendor's day of reconciliation scans a day of orders, the retention sweep
+   * drops a month. Longer than a request's, short enough that a runaway plan is cut off.
+   */
+  WORKER_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(300_000),
   BODY_LIMIT: z.string().default('100kb'),
   /**
    * Slow-client limits of the API's HTTP server (api/server.ts). A request's headers must arrive
@@ -249,6 +308,13 @@ export type MasterKeyConfig = Pick<Config, keyof typeof masterKeySettings>;
 /** Only the master-key settings: for the ops CLI, which opens secrets but runs no server. */
 export function parseMasterKeys(env: Env = process.env): MasterKeyConfig {
   return parseWith(z.object(masterKeySettings), env);
+}
+
+export type RetentionConfig = Pick<Config, keyof typeof retentionSettings>;
+
+/** Only the retention settings: for `ops retention:run`. */
+export function parseRetention(env: Env = process.env): RetentionConfig {
+  return parseWith(z.object(retentionSettings), env);
 }
 
 /** Parses the configuration or exits with the message; for process entry points. */

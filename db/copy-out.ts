@@ -13,8 +13,8 @@
 //   aborted), its socket is destroyed: the backend's next send fails and its transaction ends
 //   (one still computing its first rows finds out at its first send, or at statement_timeout).
 import { addAbortSignal, type Readable } from 'node:stream';
-import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
+import { newClient } from './database-hosts.ts';
 
 export interface CopyOutOptions {
   /** Postgres, or a transaction pooler in front of it. */
@@ -33,7 +33,7 @@ export interface CopyOutOptions {
  * line not counted) once the COPY has ended.
  */
 export async function copyOut(statement: string, options: CopyOutOptions, consume: (data: Readable) => Promise<void>): Promise<number> {
-  const client = new pg.Client({ connectionString: options.url, keepAlive: true, application_name: options.applicationName });
+  const client = newClient(options.url, { keepAlive: true, application_name: options.applicationName });
   // A socket error while no query runs is emitted on the client; the query in flight, if any,
   // fails with it, which is what the caller hears.
   client.on('error', () => undefined);

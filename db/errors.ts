@@ -35,6 +35,9 @@ export const errorCatalogue = {
   AMOUNT_EXCEEDS_LIMIT: [422, 'Amount is above the per-transaction limit'],
   DAILY_LIMIT_EXCEEDED: [422, 'Daily disbursement limit would be exceeded'],
   LAST_OWNER: [422, 'The last owner can be neither removed nor demoted'],
+  // Not in the contract, which has no NAME_MISMATCH beneficiaries: a valid request the state of
+  // the saved destination refuses, so 422 beside INSUFFICIENT_BALANCE rather than INVALID_BODY.
+  BENEFICIARY_NAME_MISMATCH: [422, 'The bank names another account holder than the beneficiary\'s account_name: delete the beneficiary and save it again with the bank\'s name (verified_name), or send accept_name_mismatch: true to pay it anyway'],
   TOO_MANY_REQUESTS: [429, 'Too many requests; retry after the Retry-After seconds'],
   INTERNAL_ERROR: [500, 'Internal error'],
   NO_VENDOR: [503, 'No gateway is configured for this payment method'],

@@ -273,6 +273,25 @@ function cell(kind: Kind, value: Fragment): Fragment {
   }
 }
 
+/**
+ * Each exported order's payment transfer and its fee leg. For a period, looked up order by order
+ * on their unique and transfer indexes (lateral; `limit 1`, one payment transfer per order and one
+ * fee leg per transfer, keeps Postgres from turning it back into a join): joined plainly, it hashed every
+ * ORDER_PAYMENT transfer of the installation for a month's file (12.7 s for 85k rows at a year
+ * of data). The whole history keeps the hash join, cheaper when most transfers are needed anyway.
+ */
+function orderPayments(f: FilterSql) {
+  const feeAccount = sql.fragment`(select a.id from ledger_accounts a where a.merchant_id = ${f.merchantId} and a.kind = 'FEE_REVENUE')`;
+  if (f.dateFrom === null && f.dateTo === null) {
+    return sql.fragment`
+      left join ledger_transfers pay on pay.kind = 'ORDER_PAYMENT' and pay.reference_id = x.id
+      left join ledger_postings fee on fee.transfer_id = pay.id and fee.account_id = ${feeAccount}`;
+  }
+  return sql.fragment`
+      left join lateral (select t.id from ledger_transfers t where t.kind = 'ORDER_PAYMENT' and t.reference_id = x.id limit 1) pay on true
+      left join lateral (select p.amount from ledger_postings p where p.transfer_id = pay.id and p.account_id = ${feeAccount} limit 1) fee on true`;
+}
+
 type Column = readonly [name: string, kind: Kind, value: Fragment];
 const col = (name: string, kind: Kind, value = sql.fragment`${sql.identifier(['x', name])}`): Column => [name, kind, value];
 /** A timestamptz column of the same name, as ISO 8601 UTC. */
@@ -302,9 +321,7 @@ const sources: Record<StoredExportType, { columns: readonly Column[]; from: (f: 
       cross join lateral (
         select coalesce(sum(r.amount), 0)::bigint as total from refunds r where r.order_id = x.id and r.status <> 'FAILED'
       ) refunded
-      left join ledger_transfers pay on pay.kind = 'ORDER_PAYMENT' and pay.reference_id = x.id
-      left join ledger_postings fee on fee.transfer_id = pay.id
-        and fee.account_id = (select a.id from ledger_accounts a where a.merchant_id = ${f.merchantId} and a.kind = 'FEE_REVENUE')
+      ${orderPayments(f)}
       where x.merchant_id = ${f.merchantId} and x.status not in ('CREATING', 'FAILED') and ${inWibDays('x.created_at', f)}
       order by x.created_at, x.id`,
   },

@@ -144,29 +144,41 @@ export interface MovementFilter {
   dateTo?: string;
 }
 
+// The account is found first, as a value (an InitPlan), so its postings are read on
+// ledger_postings_account_idx (account_id, seq desc) or ..._account_created_idx for a period, and
+// only the page's postings are joined to their transfers; joined before the limit, Postgres read
+// every posting of the wallet and probed each one's transfer (43 s at 830,000 postings).
+function accountOf(merchantId: string, kind: AccountKind) {
+  return sql.fragment`(select id from ledger_accounts where merchant_id = ${merchantId} and kind = ${kind})`;
+}
+
 export function listMovements(db: Db, merchantId: string, kind: AccountKind, page: number, limit: number, filter: MovementFilter = {}) {
-  if (filter.type !== undefined || filter.dateFrom !== undefined || filter.dateTo !== undefined) return listMovementsFiltered(db, merchantId, kind, page, limit, filter);
+  if (filter.type !== undefined) return listMovementsOfType(db, merchantId, kind, page, limit, filter);
+  const period = sql.fragment`
+    ${filter.dateFrom === undefined ? sql.fragment`` : sql.fragment`and created_at >= (${filter.dateFrom}::date)::timestamp at time zone 'Asia/Jakarta'`}
+    ${filter.dateTo === undefined ? sql.fragment`` : sql.fragment`and created_at < (${filter.dateTo}::date + 1)::timestamp at time zone 'Asia/Jakarta'`}`;
+  const dated = filter.dateFrom !== undefined || filter.dateTo !== undefined;
   return Promise.all([
     db.any(sql.type(movementRow)`
       select ${movementColumns}
-      from ledger_accounts a
-      join ledger_postings p on p.account_id = a.id
+      from (select * from ledger_postings where account_id = ${accountOf(merchantId, kind)} ${period}
+            order by seq desc limit ${limit} offset ${(page - 1) * limit}) p
       join ledger_transfers t on t.id = p.transfer_id
-      where a.merchant_id = ${merchantId} and a.kind = ${kind}
-      order by p.seq desc
-      limit ${limit} offset ${(page - 1) * limit}`),
-    db.oneFirst(sql.type(z.object({ n: z.number() }))`
-      select coalesce((select version from ledger_accounts where merchant_id = ${merchantId} and kind = ${kind}), 0)::int as n`),
+      order by p.seq desc`),
+    // Unfiltered, the account's version counts its postings; a period counts its range on the index.
+    dated
+      ? db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from ledger_postings where account_id = ${accountOf(merchantId, kind)} ${period}`)
+      : db.oneFirst(sql.type(z.object({ n: z.number() }))`
+          select coalesce((select version from ledger_accounts where merchant_id = ${merchantId} and kind = ${kind}), 0)::int as n`),
   ]);
 }
 
-/** Filtered, the total is counted (the account's version counts every posting, unfiltered). */
-function listMovementsFiltered(db: Db, merchantId: string, kind: AccountKind, page: number, limit: number, filter: MovementFilter) {
-  const where = sql.fragment`a.merchant_id = ${merchantId} and a.kind = ${kind}
-    ${filter.type === undefined ? sql.fragment`` : sql.fragment`and t.kind = ${filter.type}`}
+/** By type, the postings are joined to their transfers to be told apart; the total is counted. */
+function listMovementsOfType(db: Db, merchantId: string, kind: AccountKind, page: number, limit: number, filter: MovementFilter) {
+  const where = sql.fragment`p.account_id = ${accountOf(merchantId, kind)} and t.kind = ${filter.type ?? null}
     ${filter.dateFrom === undefined ? sql.fragment`` : sql.fragment`and p.created_at >= (${filter.dateFrom}::date)::timestamp at time zone 'Asia/Jakarta'`}
     ${filter.dateTo === undefined ? sql.fragment`` : sql.fragment`and p.created_at < (${filter.dateTo}::date + 1)::timestamp at time zone 'Asia/Jakarta'`}`;
-  const from = sql.fragment`ledger_accounts a join ledger_postings p on p.account_id = a.id join ledger_transfers t on t.id = p.transfer_id`;
+  const from = sql.fragment`ledger_postings p join ledger_transfers t on t.id = p.transfer_id`;
   return Promise.all([
     db.any(sql.type(movementRow)`select ${movementColumns} from ${from} where ${where} order by p.seq desc limit ${limit} offset ${(page - 1) * limit}`),
     db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from ${from} where ${where}`),
@@ -186,55 +198,94 @@ const problemRow = z.object({ check: z.string(), subject: z.string(), detail: z.
 export type AuditProblem = z.infer<typeof problemRow>;
 
 /**
+ * Which part of the ledger an audit statement proves. `merchants` null: every merchant.
+ * `fromCheckpoint`: each account from its last proved posting (ledger_audit_balances) instead of
+ * its first, and only accounts that changed since. `paidSince`: the unposted-payment check reads
+ * orders paid since then (of any merchant) instead of every paid order of the merchants in scope.
+ */
+export interface AuditScope {
+  merchants: readonly string[] | null;
+  fromCheckpoint: boolean;
+  paidSince: Date | null;
+}
+
+export const WHOLE_LEDGER: AuditScope = { merchants: null, fromCheckpoint: false, paidSince: null };
+
+/**
  * Every way the ledger can be wrong, as rows: cached balances or versions that differ from their
  * postings, transfers that do not sum to zero (or have fewer than two legs, or legs on another
  * merchant's accounts), broken balance chains, overdrawn accounts, paid orders with no posting,
  * daily running totals that differ from the rows, and disbursements whose money is not
  * accounted for (a debit, then a completion or a reversal, each exactly once; an import's one
  * debit equal to its disbursements; what is in flight equal to the unfinished disbursements).
+ *
+ * Within `scope` (AuditScope). Transfers are reached through the postings checked, so a transfer
+ * with no posting at all is found only by findTransfersWithoutPostings (a whole-ledger scope
+ * finds it here too). Each scope is its own statement text, so each gets its own plan.
  */
-export function findLedgerProblems(db: Db) {
+export function findLedgerProblems(db: Db, scope: AuditScope = WHOLE_LEDGER) {
+  const merchants = scope.merchants === null ? null : sql.array([...scope.merchants], 'uuid');
+  const inScope = (column: ReturnType<typeof sql.fragment>) => (merchants === null ? sql.fragment`true` : sql.fragment`${column} = any(${merchants})`);
+  const base = scope.fromCheckpoint
+    ? sql.fragment`coalesce(b.last_seq, 0) as from_seq, coalesce(b.balance, 0) as from_balance, coalesce(b.version, 0) as from_version`
+    : sql.fragment`0::bigint as from_seq, 0::bigint as from_balance, 0::bigint as from_version`;
+  const changed = scope.fromCheckpoint ? sql.fragment`where balance <> from_balance or version <> from_version` : sql.fragment``;
+  const whole = scope.merchants === null && !scope.fromCheckpoint;
+  const transfers = whole
+    ? sql.fragment`select id from ledger_transfers`
+    : sql.fragment`select distinct transfer_id as id from fresh`;
+  const paid = scope.paidSince === null ? inScope(sql.fragment`o.merchant_id`) : sql.fragment`o.paid_at >= ${scope.paidSince.toISOString()}::timestamptz`;
   return db.any(sql.type(problemRow)`
+    with acc as materialized (
+      select a.id, a.merchant_id, a.kind, a.balance, a.version, a.allow_negative, ${base}
+      from ledger_accounts a left join ledger_audit_balances b on b.account_id = a.id
+      where ${inScope(sql.fragment`a.merchant_id`)}
+    ), touched as materialized (
+      select * from acc ${changed}
+    ), fresh as materialized (
+      select p.id, p.seq, p.transfer_id, p.account_id, p.amount, p.balance_before, p.balance_after, a.from_balance
+      from touched a join ledger_postings p on p.account_id = a.id and p.seq > a.from_seq
+    )
     select 'account_balance' as check, a.id::text as subject,
-           format('cached %s/%s, postings %s/%s', a.balance, a.version, coalesce(s.total, 0), coalesce(s.n, 0)) as detail
-    from ledger_accounts a
-    left join (select account_id, sum(amount)::bigint as total, count(*) as n from ledger_postings group by account_id) s
+           format('cached %s/%s, postings %s/%s', a.balance, a.version, a.from_balance + coalesce(s.total, 0), a.from_version + coalesce(s.n, 0)) as detail
+    from touched a
+    left join (select account_id, sum(amount)::bigint as total, count(*) as n from fresh group by account_id) s
       on s.account_id = a.id
-    where a.balance <> coalesce(s.total, 0) or a.version <> coalesce(s.n, 0)
+    where a.balance <> a.from_balance + coalesce(s.total, 0) or a.version <> a.from_version + coalesce(s.n, 0)
     union all
     select 'transfer_sum', t.id::text, format('sum %s over %s postings', coalesce(sum(p.amount), 0), count(p.id))
-    from ledger_transfers t left join ledger_postings p on p.transfer_id = t.id
+    from (${transfers}) t left join ledger_postings p on p.transfer_id = t.id
     group by t.id
     having coalesce(sum(p.amount), 0) <> 0 or count(p.id) < 2
     union all
     select 'transfer_merchant', p.transfer_id::text, format('posting %s on account %s of merchant %s', p.id, a.id, a.merchant_id)
-    from ledger_postings p
-    join ledger_accounts a on a.id = p.account_id
+    from fresh p
+    join acc a on a.id = p.account_id
     join ledger_transfers t on t.id = p.transfer_id
     where a.merchant_id <> t.merchant_id
     union all
     select 'balance_chain', c.id::text, format('balance_before %s, previous balance_after %s', c.balance_before, c.previous)
     from (
-      select id, balance_before, coalesce(lag(balance_after) over (partition by account_id order by seq), 0) as previous
-      from ledger_postings
+      select id, balance_before, lag(balance_after, 1, from_balance) over (partition by account_id order by seq) as previous
+      from fresh
     ) c
     where c.balance_before <> c.previous
     union all
     select 'overdrawn', a.id::text, format('%s account at %s', a.kind, a.balance)
-    from ledger_accounts a where a.balance < 0 and not a.allow_negative
+    from acc a where a.balance < 0 and not a.allow_negative
     union all
     select 'unposted_payment', o.ref_code, format('order %s is %s with no ledger payment', o.id, o.status)
     from orders o
-    where o.status in ('PAID', 'REFUNDED')
+    where o.status in ('PAID', 'REFUNDED') and ${paid}
       and not exists (select 1 from ledger_transfers t where t.kind = 'ORDER_PAYMENT' and t.reference_id = o.id)
     union all
     -- The daily limit's running total (migration 020) must equal the day's live disbursements.
     select 'daily_total', coalesce(t.merchant_id, r.merchant_id)::text || ' ' || coalesce(t.wib_date, r.wib_date)::text,
            format('running total %s, disbursements %s', coalesce(t.total, 0), coalesce(r.total, 0))
-    from disbursement_daily_totals t
+    from (select * from disbursement_daily_totals t where ${inScope(sql.fragment`t.merchant_id`)}) t
     full join (
-      select merchant_id, wib_date, sum(request_amount)::bigint as total from disbursements
-      where status not in ('FAILED', 'REJECTED') group by merchant_id, wib_date
+      select merchant_id, wib_date, sum(request_amount)::bigint as total from disbursements d
+      where status not in ('FAILED', 'REJECTED') and ${inScope(sql.fragment`d.merchant_id`)} group by merchant_id, wib_date
     ) r on r.merchant_id = t.merchant_id and r.wib_date = t.wib_date
     where coalesce(t.total, 0) <> coalesce(r.total, 0)
     union all
@@ -244,19 +295,19 @@ export function findLedgerProblems(db: Db) {
     select 'disbursement_transfers', d.ref_code,
            format('%s: debited %s, completed %s, reversed %s', d.status, coalesce(o.own, 0) + coalesce(i.n, 0), coalesce(o.completed, 0), coalesce(o.reversed, 0))
     from disbursements d
-    left join (
-      select reference_id,
-             count(*) filter (where kind = 'DISBURSEMENT') as own,
+    left join lateral (
+      select count(*) filter (where kind = 'DISBURSEMENT') as own,
              count(*) filter (where kind = 'DISBURSEMENT_COMPLETED') as completed,
              count(*) filter (where kind = 'DISBURSEMENT_REVERSAL') as reversed
-      from ledger_transfers where reference_type = 'DISBURSEMENT' group by reference_id
-    ) o on o.reference_id = d.id
-    left join (
-      select reference_id, count(*) as n from ledger_transfers where kind = 'DISBURSEMENT_IMPORT' group by reference_id
-    ) i on i.reference_id = d.import_id
-    where coalesce(o.own, 0) + coalesce(i.n, 0) <> 1
+      from ledger_transfers where reference_type = 'DISBURSEMENT' and reference_id = d.id
+    ) o on true
+    left join lateral (
+      select count(*) as n from ledger_transfers where kind = 'DISBURSEMENT_IMPORT' and reference_id = d.import_id
+    ) i on true
+    where ${inScope(sql.fragment`d.merchant_id`)}
+      and (coalesce(o.own, 0) + coalesce(i.n, 0) <> 1
        or coalesce(o.completed, 0) <> (d.status = 'SUCCESS')::int
-       or coalesce(o.reversed, 0) <> (d.status in ('FAILED', 'REJECTED'))::int
+       or coalesce(o.reversed, 0) <> (d.status in ('FAILED', 'REJECTED'))::int)
     union all
     -- An import's one debit is exactly its disbursements' total debit, and what its record says.
     select 'import_debit', t.reference_id::text,
@@ -268,16 +319,77 @@ export function findLedgerProblems(db: Db) {
       select import_id, sum(total_debit)::bigint as total from disbursements where import_id is not null group by import_id
     ) s on s.import_id = t.reference_id
     left join disbursement_imports r on r.id = t.reference_id
-    where t.kind = 'DISBURSEMENT_IMPORT' and (p.amount <> coalesce(s.total, 0) or r.total_debit is distinct from p.amount)
+    where t.kind = 'DISBURSEMENT_IMPORT' and ${inScope(sql.fragment`a.merchant_id`)}
+      and (p.amount <> coalesce(s.total, 0) or r.total_debit is distinct from p.amount)
     union all
     -- Money in flight is exactly the total debit of the disbursements not finished yet.
     select 'disbursements_in_flight', a.merchant_id::text, format('account %s, unfinished disbursements %s', a.balance, coalesce(u.total, 0))
-    from ledger_accounts a
+    from acc a
     left join (
-      select merchant_id, sum(total_debit)::bigint as total from disbursements
-      where status not in ('SUCCESS', 'FAILED', 'REJECTED') group by merchant_id
+      select merchant_id, sum(total_debit)::bigint as total from disbursements d
+      where status not in ('SUCCESS', 'FAILED', 'REJECTED') and ${inScope(sql.fragment`d.merchant_id`)} group by merchant_id
     ) u on u.merchant_id = a.merchant_id
     where a.kind = 'DISBURSEMENTS_IN_FLIGHT' and a.balance <> coalesce(u.total, 0)`);
+}
+
+/** Transfers with no posting at all (the scoped audits reach transfers through their postings). */
+export function findTransfersWithoutPostings(db: Db) {
+  return db.any(sql.type(problemRow)`
+    select 'transfer_sum' as check, t.id::text as subject, 'sum 0 over 0 postings' as detail
+    from ledger_transfers t
+    where not exists (select 1 from ledger_postings p where p.transfer_id = t.id)`);
+}
+
+/** The merchants whose accounts changed since their last proved posting (all, before any audit). */
+export function merchantsChangedSinceCheckpoint(db: Db) {
+  return db.anyFirst(sql.type(z.object({ merchant_id: z.string() }))`
+    select distinct a.merchant_id from ledger_accounts a left join ledger_audit_balances b on b.account_id = a.id
+    where a.balance <> coalesce(b.balance, 0) or a.version <> coalesce(b.version, 0)`);
+}
+
+/** Every merchant holding ledger accounts, in id order: the full audit's chunks. */
+export function ledgerMerchants(db: Db) {
+  return db.anyFirst(sql.type(z.object({ merchant_id: z.string() }))`
+    select distinct merchant_id from ledger_accounts order by merchant_id`);
+}
+
+/**
+ * Records the accounts of `merchants` (null: all) as proved up to their latest posting, at the
+ * balance and version cached. Only after a clean audit of them in this same snapshot, where
+ * the cached values were shown to equal the postings. Returns the postings the accounts hold.
+ */
+export function recordAuditCheckpoint(db: Db, merchants: readonly string[] | null) {
+  const where = merchants === null ? sql.fragment`true` : sql.fragment`a.merchant_id = any(${sql.array([...merchants], 'uuid')})`;
+  return db.oneFirst(sql.type(z.object({ postings: z.number() }))`
+    with proved as (
+      insert into ledger_audit_balances as b (account_id, last_seq, balance, version)
+      select a.id, coalesce((select max(p.seq) from ledger_postings p where p.account_id = a.id), 0), a.balance, a.version
+      from ledger_accounts a where ${where}
+      on conflict (account_id) do update
+        set last_seq = excluded.last_seq, balance = excluded.balance, version = excluded.version, proved_at = now()
+        where b.version <> excluded.version or b.balance <> excluded.balance
+      returning 1
+    )
+    select coalesce(sum(a.version), 0)::bigint as postings from ledger_accounts a where ${where}`);
+}
+
+/** When the last clean audit run started: the incremental audit reads payments since then. */
+export function lastCleanAuditStart(db: Db) {
+  return db.maybeOneFirst(sql.type(z.object({ started_at: z.date() }))`
+    select started_at from ledger_audit_runs where problems = 0 order by started_at desc limit 1`);
+}
+
+export function recordAuditRun(db: Db, run: { mode: 'FULL' | 'INCREMENTAL'; startedAt: Date; accounts: number; postings: number; problems: number }) {
+  return db.query(sql.unsafe`
+    insert into ledger_audit_runs (mode, started_at, accounts, postings, problems)
+    values (${run.mode}, ${run.startedAt.toISOString()}, ${run.accounts}, ${run.postings}, ${run.problems})`);
+}
+
+/** Each account's cached version is its count of postings: a count of the scope's postings without reading them. */
+export function accountsAndPostings(db: Db, merchants: readonly string[] | null) {
+  const where = merchants === null ? sql.fragment`true` : sql.fragment`merchant_id = any(${sql.array([...merchants], 'uuid')})`;
+  return db.one(sql.type(z.object({ accounts: z.number(), postings: z.number() }))`
+    select count(*)::int as accounts, coalesce(sum(version), 0)::bigint as postings from ledger_accounts where ${where}`);
 }
 
 export function ledgerCounts(db: Db) {

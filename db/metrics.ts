@@ -128,12 +128,12 @@ export const qrRenders = new Counter({
 
 const vendorConflicts = new Counter({
   name: 'kasir_vendor_conflicts_total',
-  help: "Vendor words recorded and not applied (ops vendor:conflicts), by the vendor's code and kind: NOT_ITS_RECORD (about a record another vendor holds) or CONTRADICTION (a final word against Kasir's final state)",
+  help: "Vendor words recorded and not applied (ops vendor:conflicts), by the vendor's code and kind: NOT_ITS_RECORD (about a record another vendor holds), CONTRADICTION (a final word against Kasir's final state) or UNCONFIRMED (a payment callback the vendor's own read of the order's QR did not confirm)",
   labelNames: ['vendor', 'kind'] as const,
   registers: [registry],
 });
 
-export function observeVendorConflict(vendor: string, kind: 'NOT_ITS_RECORD' | 'CONTRADICTION'): void {
+export function observeVendorConflict(vendor: string, kind: 'NOT_ITS_RECORD' | 'CONTRADICTION' | 'UNCONFIRMED'): void {
   vendorConflicts.inc({ vendor, kind });
 }
 
@@ -284,6 +284,29 @@ new Gauge({
     this.reset();
     for (const d of facts?.differences ?? []) this.set({ vendor: d.vendor, kind: d.kind }, d.count);
   },
+});
+
+// ---------------------------------------------------------------- retention (db/retention.ts)
+
+export const retentionRowsRetired = new Counter({
+  name: 'kasir_retention_rows_retired_total',
+  help: 'Operational rows retired by the retention pass (scheduler, or ops retention:run in its own process): webhook_attempts (by partition drops), webhook_deliveries, vendor_callback_payloads (payload dropped, key kept), vendor_callback_keys',
+  labelNames: ['kind'] as const,
+  registers: [registry],
+});
+
+export const retentionPartitionsDropped = new Counter({
+  name: 'kasir_retention_partitions_dropped_total',
+  help: 'Monthly partitions dropped by the retention pass, by table',
+  labelNames: ['table'] as const,
+  registers: [registry],
+});
+
+export const retentionOldestKept = new Gauge({
+  name: 'kasir_retention_oldest_kept_timestamp_seconds',
+  help: 'The cut-off of the last retention pass of this process, by kind (Unix time): what ended or came before it has been retired',
+  labelNames: ['kind'] as const,
+  registers: [registry],
 });
 
 // ---------------------------------------------------------------- reads from a replica

@@ -4,7 +4,7 @@
 // starting at once): the second waits, then finds nothing left to do.
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
-import pg from 'pg';
+import { newClient } from './database-hosts.ts';
 
 const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
 // Arbitrary but fixed: the key every Kasir migrator locks on.
@@ -36,7 +36,7 @@ export async function readMigrations(dir: URL = MIGRATIONS_DIR): Promise<Migrati
 export async function migrate(url: string, dir: URL = MIGRATIONS_DIR): Promise<string[]> {
   const migrations = await readMigrations(dir);
   // A plain pg client: migration files hold many statements, which slonik refuses by design.
-  const client = new pg.Client({ connectionString: url });
+  const client = newClient(url);
   await client.connect();
   try {
     await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
@@ -99,7 +99,7 @@ export async function prepareDatabase(url: string): Promise<string[]> {
  * instead of 8-10k jobs/s, docs/performance.md). Analyze it after every 1% change instead.
  */
 async function tuneJobTable(url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
+  const client = newClient(url);
   await client.connect();
   try {
     await client.query(`

@@ -72,7 +72,7 @@ export interface NewOrder {
 
 const insertedColumns = sql.fragment`
   id, merchant_id, ref_code, merchant_order_id, api, amount, status, customer_name, customer_email,
-  customer_phone, notify_url, return_url, metadata, expires_at, qr_token`;
+  customer_phone, notify_url, return_url, metadata, expires_at, qr_token, manual_settlement`;
 
 function insertedValues(o: NewOrder) {
   return sql.fragment`
@@ -80,7 +80,10 @@ function insertedValues(o: NewOrder) {
     ${o.customerName}, ${o.customerEmail}, ${o.customerPhone}, ${o.notifyUrl}, ${o.returnUrl},
     ${o.metadataJson}::json,
     ${o.expireMinutes === 0 ? null : sql.fragment`now() + make_interval(mins => ${o.expireMinutes})`},
-    ${o.qrToken}`;
+    ${o.qrToken},
+    -- A merchant's settlement type never changes: copied here, it lets orders_unsettled_idx
+    -- hold only the orders a settlement will take (migration 037).
+    (select settlement_type = 'MANUAL' from merchants where id = ${o.merchantId})`;
 }
 
 /** Inserts a CREATING attempt; null when a live order already holds the merchant_order_id. */
@@ -127,6 +130,11 @@ export function lockOrder(db: Db, id: string) {
   return db.maybeOne(sql.type(orderRow)`select ${columns} from orders where id = ${id} for update`);
 }
 
+/** An order by ref_code, unlocked (a callback's hint is checked with the vendor before any lock is taken). */
+export function findOrderByRef(db: Db, refCode: string) {
+  return db.maybeOne(sql.type(orderRow)`select ${columns} from orders where ref_code = ${refCode}`);
+}
+
 export function lockOrderByRef(db: Db, refCode: string) {
   return db.maybeOne(sql.type(orderRow)`select ${columns} from orders where ref_code = ${refCode} for update`);
 }
@@ -165,36 +173,101 @@ export function findCheckoutOrder(db: Db, refCode: string) {
     where o.ref_code = ${refCode} and o.status not in ('CREATING', 'FAILED')`);
 }
 
-export function listMerchantOrders(db: Db, merchantId: string, filter: { merchantOrderId?: string }, page: number, limit: number) {
-  const where = sql.fragment`merchant_id = ${merchantId} and status not in ('CREATING', 'FAILED')
-    ${filter.merchantOrderId === undefined ? sql.fragment`` : sql.fragment`and merchant_order_id = ${filter.merchantOrderId}`}`;
-  return Promise.all([
-    db.any(sql.type(orderRow)`
-      select ${columns} from orders where ${where}
-      order by created_at desc, id desc
-      limit ${limit} offset ${(page - 1) * limit}`),
-    db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from orders where ${where}`),
-  ]);
+/** The listed statuses a filter may ask for (CREATING and FAILED attempts are never listed). */
+export const listedOrderStatus = z.enum(['PENDING', 'PAID', 'EXPIRED', 'REFUNDED']);
+
+export interface OrderFilter {
+  /** Exact merchant order id: at most one live order. */
+  merchantOrderId?: string;
+  status?: z.infer<typeof listedOrderStatus>;
+  /** WIB calendar days of created_at, inclusive (YYYY-MM-DD). */
+  dateFrom?: string;
+  dateTo?: string;
 }
 
-export function markVendorPending(db: Db, id: string, vendorCode: string) {
-  return db.query(sql.unsafe`
+/** Where a cursor walk goes on from: the last row of the previous page, as (created_at, id). */
+export interface OrderKey {
+  /** created_at in microseconds since the epoch: a JS Date would drop the microseconds. */
+  micros: string;
+  id: string;
+}
+
+function listedWhere(merchantId: string, filter: OrderFilter) {
+  return sql.fragment`merchant_id = ${merchantId} and status not in ('CREATING', 'FAILED')
+    ${filter.merchantOrderId === undefined ? sql.fragment`` : sql.fragment`and merchant_order_id = ${filter.merchantOrderId}`}
+    ${filter.status === undefined ? sql.fragment`` : sql.fragment`and status = ${filter.status}`}
+    ${filter.dateFrom === undefined ? sql.fragment`` : sql.fragment`and created_at >= (${filter.dateFrom}::date)::timestamp at time zone 'Asia/Jakarta'`}
+    ${filter.dateTo === undefined ? sql.fragment`` : sql.fragment`and created_at < (${filter.dateTo}::date + 1)::timestamp at time zone 'Asia/Jakarta'`}`;
+}
+
+const listedOrderRow = orderRow.extend({ key_micros: z.string() });
+
+/**
+ * One page of a merchant's listed orders, newest first: after `after` (a cursor walk) or at
+ * `offset`. The page's ids are chosen on orders_merchant_listed_idx alone (an index-only scan:
+ * OFFSET skips index entries, not rows with their refunded_amount), then only those rows are
+ * read. `fromOldest` counts the offset from the list's other end (the caller knows the total):
+ * a page in the older half skips fewer entries that way, so the last page costs what the first
+ * half's middle does.
+ */
+export function listMerchantOrders(db: Db, merchantId: string, filter: OrderFilter, page: { limit: number; offset: number; after?: OrderKey; fromOldest?: boolean }) {
+  const after = page.after === undefined
+    ? sql.fragment``
+    : sql.fragment`and (created_at, id) < ('epoch'::timestamptz + ${page.after.micros}::bigint * interval '1 microsecond', ${page.after.id}::uuid)`;
+  const walk = page.fromOldest ? sql.fragment`order by created_at, id` : sql.fragment`order by created_at desc, id desc`;
+  return db.any(sql.type(listedOrderRow)`
+    select ${columns}, (extract(epoch from created_at) * 1000000)::bigint::text as key_micros
+    from orders
+    where id in (
+      select id from orders where ${listedWhere(merchantId, filter)} ${after}
+      ${walk}
+      limit ${page.limit} offset ${page.offset})
+    order by created_at desc, id desc`);
+}
+
+/**
+ * meta.total of the order list. Unfiltered or by status it sums the kept counts (order_counts,
+ * at most 16 rows a status); a date range or a merchant order id counts its range on the index.
+ */
+export function countMerchantOrders(db: Db, merchantId: string, filter: OrderFilter) {
+  if (filter.merchantOrderId === undefined && filter.dateFrom === undefined && filter.dateTo === undefined) {
+    return db.oneFirst(sql.type(z.object({ n: z.number() }))`
+      select coalesce(sum(n), 0)::bigint as n from order_counts
+      where merchant_id = ${merchantId} ${filter.status === undefined ? sql.fragment`` : sql.fragment`and status = ${filter.status}`}`);
+  }
+  return db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::bigint as n from orders where ${listedWhere(merchantId, filter)}`);
+}
+
+/**
+ * A vendor that may be handed a record now: enabled and not removed, as its row says at this
+ * statement. Workers cache routes for up to 5 s (db/cache.ts), so every statement that hands a
+ * vendor a record checks its row again, in the statement itself.
+ */
+export const vendorUsable = (vendorCode: string) =>
+  sql.fragment`exists (select 1 from vendors where code = ${vendorCode} and enabled and removed_at is null)`;
+
+/** Records `vendorCode` as the one the create call goes to; false when it is disabled or removed now. */
+export async function markVendorPending(db: Db, id: string, vendorCode: string): Promise<boolean> {
+  const marked = await db.query(sql.unsafe`
     update orders
     set pending_vendor = ${vendorCode}, vendors_tried = array_append(vendors_tried, ${vendorCode}), updated_at = now()
-    where id = ${id}`);
+    where id = ${id} and ${vendorUsable(vendorCode)}`);
+  return marked.rowCount === 1;
 }
 
 /**
  * The vendor worker's load and its first markVendorPending in one statement: the attempt, if it
  * is still CREATING with no vendor pending and `vendorCode` not tried yet, is now pending at
  * that vendor, and comes back as it is after that. Null otherwise (resolved, a crash left a
- * vendor pending, or this vendor was tried): the worker then loads it and decides the long way.
+ * vendor pending, this vendor was tried, or it was disabled or removed since the worker read its
+ * routes): the worker then loads it and decides the long way.
  */
 export function loadAndMarkVendorPending(db: Db, id: string, vendorCode: string) {
   return db.maybeOne(sql.type(orderRow)`
     update orders
     set pending_vendor = ${vendorCode}, vendors_tried = array_append(vendors_tried, ${vendorCode}), updated_at = now()
     where id = ${id} and status = 'CREATING' and pending_vendor is null and not (${vendorCode} = any(vendors_tried))
+      and ${vendorUsable(vendorCode)}
     returning ${columns}`);
 }
 

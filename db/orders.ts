@@ -38,7 +38,11 @@ import {
   setOrderFailed,
   setOrderPaid,
   storeIdempotentResponse,
+  countMerchantOrders,
+  listMerchantOrders,
   type NewOrder,
+  type OrderFilter,
+  type OrderKey,
   type OrderRow,
 } from './orders.sql.ts';
 import { postOrderPayment } from './ledger.ts';
@@ -307,4 +311,29 @@ export async function expireBatch(pool: Pool, boss: PgBoss, batchSize: number): 
   });
   if (count) ordersExpired.inc(count);
   return count;
+}
+
+/** Where a page of the order list starts: a page number (spec 8), or after the cursor's row. */
+export type OrderListPosition = { page: number } | { page: number; after: OrderKey };
+
+/**
+ * A page of GET /v1/orders with its exact total, and the key the next page goes on from (null on
+ * the last page). A cursor page's number is the one its walk reached: the cursor carries it.
+ */
+export async function orderListPage(db: Db, merchantId: string, filter: OrderFilter, limit: number, at: OrderListPosition) {
+  const total = await countMerchantOrders(db, merchantId, filter);
+  let rows;
+  if ('after' in at) {
+    rows = await listMerchantOrders(db, merchantId, filter, { limit, offset: 0, after: at.after });
+  } else {
+    const offset = (at.page - 1) * limit;
+    // A page in the older half is found from the oldest end, skipping fewer index entries.
+    const fromOldest = offset >= total / 2 && offset < total;
+    rows = fromOldest
+      ? await listMerchantOrders(db, merchantId, filter, { limit: Math.min(limit, total - offset), offset: Math.max(0, total - offset - limit), fromOldest })
+      : await listMerchantOrders(db, merchantId, filter, { limit, offset });
+  }
+  const last = rows.at(-1);
+  const next: OrderKey | null = rows.length === limit && last ? { micros: last.key_micros, id: last.id } : null;
+  return { rows, total, next };
 }

@@ -18,6 +18,7 @@ import {
   SlonikError,
 } from 'slonik';
 import { z } from 'zod';
+import { isMultiHost, multiHostDriverFactory, parseDatabaseUrl } from './database-hosts.ts';
 
 export { sql };
 export type Pool = DatabasePool;
@@ -85,7 +86,9 @@ const refusedTransactions = new WeakSet<object>();
  */
 // SQLSTATEs of a server that is gone or not there yet: class 08 (connection exceptions),
 // admin/crash shutdown and "the database system is starting up" (57P01-57P03).
-const SERVER_GONE = /^(08...|57P0[123])$/;
+// 25006 (read-only transaction): a connection still open to a node that came back as a standby
+// after a failover; the next connection finds the new primary (db/database-hosts.ts).
+const SERVER_GONE = /^(08...|57P0[123]|25006)$/;
 const SOCKET_GONE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN']);
 
 /**
@@ -145,6 +148,11 @@ function keepRefusalsPooled(pool: DatabasePool): DatabasePool {
   return Object.create(pool, { transaction: { value: keeping, enumerable: true } }) as DatabasePool;
 }
 
+/** A request's statements: past this the request has failed anyway (its client gave up). */
+export const API_STATEMENT_TIMEOUT_MS = 30_000;
+/** An operator's command (ops): bulk reads and writes at a year of data. */
+export const OPS_STATEMENT_TIMEOUT_MS = 10 * 60_000;
+
 export interface PoolOptions {
   size?: number;
   name?: string;
@@ -162,17 +170,27 @@ export interface PoolOptions {
    * transaction going elsewhere). Only for the replica's read-only pool (db/replica.ts).
    */
   insideOtherTransactions?: boolean;
+  /**
+   * The longest one statement of this pool may run, in ms (its session's statement_timeout).
+   * Each process's pool has the limit of its use (db/config.ts): a request's statement 30 s, a
+   * worker's longer (a year's export, a day's reconciliation), an operator's command longer
+   * still. A statement that needs more sets its own with SET LOCAL (ops ledger:audit --full).
+   */
+  statementTimeoutMs?: number;
 }
 
 export async function createPool(url: string, options: PoolOptions = {}): Promise<Pool> {
-  const pool = await createSlonikPool(url, {
+  // A multi-host URL (db/database-hosts.ts): slonik's own driver, pointed at the node that fits.
+  const multiHost = isMultiHost(url);
+  const pool = await createSlonikPool(multiHost ? parseDatabaseUrl(url).forHost(parseDatabaseUrl(url).hosts[0]!) : url, {
+    ...(multiHost ? { driverFactory: multiHostDriverFactory(url) } : {}),
     maxPoolSize: options.size ?? 10,
     poolName: options.name,
     typeParsers,
     interceptors: options.preparedStatements === false ? [validateRows] : [prepareStatements, validateRows],
     captureStackTrace: false,
     dangerouslyAllowForeignConnections: options.insideOtherTransactions === true,
-    statementTimeout: options.throughPooler ? 'DISABLE_TIMEOUT' : 30_000,
+    statementTimeout: options.throughPooler ? 'DISABLE_TIMEOUT' : (options.statementTimeoutMs ?? API_STATEMENT_TIMEOUT_MS),
     idleInTransactionSessionTimeout: options.throughPooler ? 'DISABLE_TIMEOUT' : 60_000,
     idleTimeout: 60_000,
     connectionTimeout: 10_000,

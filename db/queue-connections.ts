@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Db as BossDb } from 'pg-boss';
+import { newClient, poolConnection } from './database-hosts.ts';
 import { logger } from './logger.ts';
 
 type ListenHandle = Awaited<ReturnType<NonNullable<BossDb['listen']>>>;
@@ -36,7 +37,7 @@ export class QueueConnections implements BossDb {
 
   constructor(options: QueueConnectionsOptions) {
     this.#pool = new pg.Pool({
-      connectionString: options.url,
+      ...poolConnection(options.url),
       max: options.max,
       application_name: 'pgboss',
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
@@ -77,8 +78,7 @@ export class QueueConnections implements BossDb {
     };
 
     const connect = async () => {
-      const next = new pg.Client({
-        connectionString: this.#listenUrl,
+      const next = newClient(this.#listenUrl, {
         application_name: 'pgboss-listen',
         connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
         keepAlive: true,

@@ -4,6 +4,7 @@
 // milliseconds instead of waiting out a polling interval.
 import { PgBoss, type ConstructorOptions, type Job, type QueueOptions, type SendOptions, type StopOptions } from 'pg-boss';
 import { z } from 'zod';
+import { isMultiHost } from './database-hosts.ts';
 import { logger } from './logger.ts';
 import { rawQuery, type Db } from './pool.ts';
 import { QueueConnections } from './queue-connections.ts';
@@ -20,6 +21,15 @@ const uuid = z.uuid();
  */
 const HEARTBEAT_SECONDS = 10;
 
+/**
+ * Completed jobs of the queues that take one or more jobs per order are kept hours, not pg-boss's
+ * default 7 days: at 100 orders/s that is 60 million job rows a week, and the job table's size
+ * is what every fetch pays for. What a job did is in Kasir's own tables; the row is only for
+ * diagnosis. Workers apply QUEUE_HIGH_VOLUME_DELETE_AFTER_HOURS (db/config.ts) over this.
+ */
+export const HIGH_VOLUME_DELETE_AFTER_SECONDS = 6 * 3600;
+export const HIGH_VOLUME_QUEUES = ['order-create', 'webhook-deliver'] as const;
+
 export const queues = {
   /** Diagnostic: proves a job reaches a worker (ops jobs:ping, tests). */
   ping: {
@@ -30,7 +40,7 @@ export const queues = {
     // merchant_id (absent from jobs the stale sweep re-queues) lets the worker pick the first
     // vendor from its routing cache and load the attempt and mark it pending in one statement.
     schema: z.object({ order_id: uuid, merchant_id: uuid.optional() }),
-    options: { retryLimit: 5, retryDelay: 1, retryBackoff: true, expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS },
+    options: { retryLimit: 5, retryDelay: 1, retryBackoff: true, expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS, deleteAfterSeconds: HIGH_VOLUME_DELETE_AFTER_SECONDS },
   },
   'order-reconcile': {
     schema: z.object({ order_id: uuid }),
@@ -62,7 +72,7 @@ export const queues = {
     schema: z.object({ delivery_id: uuid }),
     // Webhook retries follow their own schedule (WEBHOOK_RETRY_SCHEDULE), recorded per attempt;
     // pg-boss retries only cover a worker dying mid-delivery.
-    options: { retryLimit: 3, retryDelay: 5, expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS },
+    options: { retryLimit: 3, retryDelay: 5, expireInSeconds: 120, heartbeatSeconds: HEARTBEAT_SECONDS, deleteAfterSeconds: HIGH_VOLUME_DELETE_AFTER_SECONDS },
   },
   // A day's settlement build over every MANUAL merchant (pg-boss schedule, or ops). Each
   // merchant is its own transaction and reruns are idempotent, so a run cut off by a crash is
@@ -117,6 +127,8 @@ export interface BossOptions {
   monitorIntervalSeconds?: number;
   /** Expiry overrides, applied to existing queues too (jobs take the queue's value when sent). */
   expireInSeconds?: Partial<Record<QueueName, number>>;
+  /** Completed jobs' retention overrides (seconds), applied to existing queues too. */
+  deleteAfterSeconds?: Partial<Record<QueueName, number>>;
 }
 
 export async function startBoss(url: string, options: BossOptions): Promise<PgBoss> {
@@ -135,13 +147,13 @@ export async function startBoss(url: string, options: BossOptions): Promise<PgBo
     schedule: worker,
     migrate: true,
   };
-  const boss = split || preparedStatements
+  const boss = split || preparedStatements || isMultiHost(url)
     ? new OwnConnectionsBoss(config, new QueueConnections({ url, max, preparedStatements, listenUrl: split ? options.listenUrl : undefined }))
     : new PgBoss({ ...config, connectionString: url });
   boss.on('error', (err) => logger.error({ err }, 'pg-boss error'));
   boss.on('warning', (warning) => logger.warn({ warning }, 'pg-boss warning'));
   await boss.start();
-  await createQueues(boss, options.expireInSeconds);
+  await createQueues(boss, options.expireInSeconds, options.deleteAfterSeconds);
   return boss;
 }
 
@@ -165,11 +177,16 @@ class OwnConnectionsBoss extends PgBoss {
  * heartbeat and retry timing to the contract's (queues made by an older Kasir). Idempotent;
  * run at every process start.
  */
-export async function createQueues(boss: PgBoss, expireInSeconds: Partial<Record<QueueName, number>> = {}): Promise<void> {
+export async function createQueues(
+  boss: PgBoss,
+  expireInSeconds: Partial<Record<QueueName, number>> = {},
+  deleteAfterSeconds: Partial<Record<QueueName, number>> = {},
+): Promise<void> {
   const existing = new Map((await boss.getQueues()).map((q) => [q.name, q]));
   for (const name of queueNames) {
     const expire = expireInSeconds[name];
-    const options = { ...queues[name].options, ...(expire ? { expireInSeconds: expire } : {}), notify: true };
+    const deleteAfter = deleteAfterSeconds[name];
+    const options = { ...queues[name].options, ...(expire ? { expireInSeconds: expire } : {}), ...(deleteAfter ? { deleteAfterSeconds: deleteAfter } : {}), notify: true };
     const queue = existing.get(name);
     if (!queue) {
       await boss.createQueue(name, options);
@@ -179,6 +196,7 @@ export async function createQueues(boss: PgBoss, expireInSeconds: Partial<Record
     const heartbeat = contract.heartbeatSeconds ?? null;
     const changes = {
       ...(expire && queue.expireInSeconds !== expire ? { expireInSeconds: expire } : {}),
+      ...(deleteAfter && queue.deleteAfterSeconds !== deleteAfter ? { deleteAfterSeconds: deleteAfter } : {}),
       ...(queue.heartbeatSeconds !== heartbeat ? { heartbeatSeconds: heartbeat } : {}),
       // Retry timing changes with the code (jobs take the queue's values when sent).
       ...(contract.retryLimit !== undefined && queue.retryLimit !== contract.retryLimit ? { retryLimit: contract.retryLimit } : {}),

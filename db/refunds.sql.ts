@@ -125,8 +125,16 @@ export function findRefundByVendorId(db: Db, vendorCode: string, vendorRefundId:
  * Records, committed before the call, that the vendor is about to be asked: whatever the answer,
  * a later attempt reads the vendor first (gateways/gateway.ts, the rule on unclear answers).
  */
-export function markRefundSent(db: Db, id: string) {
-  return db.query(sql.unsafe`update refunds set sent_at = coalesce(sent_at, now()), updated_at = now() where id = ${id}`);
+/**
+ * Marks the refund sent to `vendorCode` (the vendor holding its order); false when that vendor
+ * was removed since the worker read it: a removed vendor is handed nothing. A disabled vendor
+ * still takes the refunds of payments it holds (disabling stops new business, not old money).
+ */
+export async function markRefundSent(db: Db, id: string, vendorCode: string): Promise<boolean> {
+  const marked = await db.query(sql.unsafe`
+    update refunds set sent_at = coalesce(sent_at, now()), updated_at = now()
+    where id = ${id} and exists (select 1 from vendors where code = ${vendorCode} and removed_at is null)`);
+  return marked.rowCount === 1;
 }
 
 /** No read at the vendor can settle this refund: it waits for an operator. */

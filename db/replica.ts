@@ -143,8 +143,8 @@ export async function startReplica(primary: Pool, replica: Pool, maxLagMs: numbe
 }
 
 /** The process's Replica: DATABASE_REPLICA_URL's pool (same connection rules as DATABASE_URL's), or none. */
-export async function openReplica(config: Config, primary: Pool, size: number, name: string): Promise<Replica> {
+export async function openReplica(config: Config, primary: Pool, size: number, name: string, statementTimeoutMs?: number): Promise<Replica> {
   if (!config.DATABASE_REPLICA_URL) return primaryOnly(primary);
-  const replica = await createPool(config.DATABASE_REPLICA_URL, { size, name: `${name}-replica`, ...pooledConnections(config), insideOtherTransactions: true });
+  const replica = await createPool(config.DATABASE_REPLICA_URL, { size, name: `${name}-replica`, statementTimeoutMs, ...pooledConnections(config), insideOtherTransactions: true });
   return startReplica(primary, replica, config.DATABASE_REPLICA_MAX_LAG_MS);
 }

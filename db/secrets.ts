@@ -166,14 +166,14 @@ export function newMasterKey(): string {
 }
 
 /**
- * The prefix of every API key issued now: a leaked key is recognisable by secret scanners
- * (README.md, API keys). Keys issued before it, 64 bare hex characters, keep working.
+ * Keys issued by earlier releases carried this prefix; they keep working (their digest covers
+ * the prefix as issued). New keys are the spec's form again (5.1), without it.
  */
-export const API_KEY_PREFIX = 'kasir_sk_';
+export const LEGACY_API_KEY_PREFIX = 'kasir_sk_';
 
-/** A merchant or team API key: kasir_sk_ and 64 lowercase hex characters (256 random bits). */
+/** A merchant or team API key: 64 lowercase hex characters (256 random bits), the spec's form (5.1). */
 export function newApiKey(): string {
-  return `${API_KEY_PREFIX}${randomBytes(32).toString('hex')}`;
+  return randomBytes(32).toString('hex');
 }
 
 export function hashApiKey(apiKey: string): Buffer {

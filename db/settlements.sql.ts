@@ -75,7 +75,7 @@ const settleableOrders = (m: { merchantId: string; periodEnd: Date; accrualAccou
   from orders o
   join ledger_transfers t on t.kind = 'ORDER_PAYMENT' and t.reference_id = o.id
   join ledger_postings p on p.transfer_id = t.id and p.account_id = ${m.accrualAccountId}
-  where o.merchant_id = ${m.merchantId} and o.status in ('PAID', 'REFUNDED') and not o.is_settled
+  where o.merchant_id = ${m.merchantId} and o.manual_settlement and o.status in ('PAID', 'REFUNDED') and not o.is_settled
     and o.paid_at < ${sql.timestamp(m.periodEnd)}`;
 
 /** Locks the orders a build would settle and sums them. */
@@ -97,7 +97,7 @@ export function markOrdersSettled(db: Db, m: { merchantId: string; periodEnd: Da
       update orders o set is_settled = true, settlement_id = ${m.settlementId}, updated_at = now()
       from ledger_transfers t, ledger_postings p
       where t.kind = 'ORDER_PAYMENT' and t.reference_id = o.id and p.transfer_id = t.id and p.account_id = ${m.accrualAccountId}
-        and o.merchant_id = ${m.merchantId} and o.status in ('PAID', 'REFUNDED') and not o.is_settled
+        and o.merchant_id = ${m.merchantId} and o.manual_settlement and o.status in ('PAID', 'REFUNDED') and not o.is_settled
         and o.paid_at < ${sql.timestamp(m.periodEnd)}
       returning o.amount
     )
@@ -235,7 +235,7 @@ export function merchantsToSettle(db: Db, periodEnd: Date, merchantId: string | 
     where m.settlement_type = 'MANUAL' and m.status = 'ACTIVE'
       and (${merchantId}::uuid is null or m.id = ${merchantId}::uuid)
       and (exists (select 1 from orders o
-                   where o.merchant_id = m.id and o.status in ('PAID', 'REFUNDED') and not o.is_settled
+                   where o.merchant_id = m.id and o.manual_settlement and o.status in ('PAID', 'REFUNDED') and not o.is_settled
                      and o.paid_at < ${sql.timestamp(periodEnd)})
            or exists (select 1 from refunds r where ${refundsToGiveBack(sql.fragment`m.id`)}))
     order by m.id`);

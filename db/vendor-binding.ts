@@ -58,7 +58,8 @@ export function vendorHolds(vendorCode: string, record: HeldRecord): boolean {
 }
 
 export interface Conflict {
-  kind: 'NOT_ITS_RECORD' | 'CONTRADICTION';
+  /** UNCONFIRMED: a payment callback that is only a hint, which the vendor's own read did not confirm (api/payment-hints.ts). */
+  kind: 'NOT_ITS_RECORD' | 'CONTRADICTION' | 'UNCONFIRMED';
   vendorCode: string;
   recordType: RecordType;
   recordId: string;
@@ -80,7 +81,11 @@ export async function recordConflict(tx: Db, c: Conflict): Promise<void> {
             ${c.source}, ${c.eventId ?? null}, ${sql.jsonb((c.detail ?? {}) as never)})`);
   afterCommit(tx, () => {
     observeVendorConflict(c.vendorCode, c.kind);
-    const what = c.kind === 'NOT_ITS_RECORD' ? "a vendor's word on a record another vendor holds: not applied" : "a vendor's final word contradicts Kasir's: not applied";
+    const what = {
+      NOT_ITS_RECORD: "a vendor's word on a record another vendor holds: not applied",
+      CONTRADICTION: "a vendor's final word contradicts Kasir's: not applied",
+      UNCONFIRMED: "a payment callback the vendor's own read of the order's QR does not confirm: not applied",
+    }[c.kind];
     logger.warn(
       { kind: c.kind, vendor: c.vendorCode, record: c.recordType, reference: c.reference, recordVendor: c.recordVendor, kasirStatus: c.kasirStatus, vendorStatus: c.vendorStatus, source: c.source },
       what,

@@ -182,6 +182,17 @@ export async function routeVendors(db: Db, sealer: Sealer, merchantId: string, m
   return rows.map((row) => openVendor(sealer, row));
 }
 
+/**
+ * Whether `code` may be handed a record now (enabled, not removed), holding its row FOR SHARE to
+ * the end of the transaction: a disable or removal committed before this is seen, and one after
+ * waits until the record handed over is committed (and counted by removeVendor's in-flight check).
+ */
+export async function holdUsableVendor(db: Db, code: string): Promise<boolean> {
+  const row = await db.maybeOneFirst(sql.type(z.object({ code: z.string() }))`
+    select code from vendors where code = ${code} and enabled and removed_at is null for share`);
+  return row !== null;
+}
+
 export async function setRoute(
   db: Db,
   input: { merchantId: string | null; method: RouteMethod; vendorCode: string; priority: number },
@@ -232,4 +243,46 @@ export async function recordCallback(
     on conflict do nothing
     returning event_id`);
   return inserted !== null;
+}
+
+// ---------------------------------------------------------------- retention (db/retention.ts)
+
+/** Callbacks received before `before` that still hold their payload. */
+export function countCallbackPayloads(db: Db, before: Date) {
+  return db.oneFirst(sql.type(z.object({ n: z.number() }))`
+    select count(*)::bigint as n from vendor_callbacks where received_at < ${before.toISOString()}::timestamptz and payload is not null`);
+}
+
+/**
+ * Drops the payload of up to `batch` callbacks received before `before`; their key (vendor and
+ * event id), which recognises a repeated callback, stays until deleteCallbackKeys.
+ */
+export function dropCallbackPayloads(db: Db, before: Date, batch: number) {
+  return db.oneFirst(sql.type(z.object({ n: z.number() }))`
+    with dropped as (
+      update vendor_callbacks c set payload = null
+      from (select vendor_code, event_id from vendor_callbacks
+            where received_at < ${before.toISOString()}::timestamptz and payload is not null
+            limit ${batch} for update skip locked) k
+      where c.vendor_code = k.vendor_code and c.event_id = k.event_id
+      returning 1
+    )
+    select count(*)::int as n from dropped`);
+}
+
+export function countCallbackKeys(db: Db, before: Date) {
+  return db.oneFirst(sql.type(z.object({ n: z.number() }))`
+    select count(*)::bigint as n from vendor_callbacks where received_at < ${before.toISOString()}::timestamptz`);
+}
+
+/** Deletes up to `batch` callback keys received before `before`: long past any vendor's retries. */
+export function deleteCallbackKeys(db: Db, before: Date, batch: number) {
+  return db.oneFirst(sql.type(z.object({ n: z.number() }))`
+    with gone as (
+      delete from vendor_callbacks where (vendor_code, event_id) in (
+        select vendor_code, event_id from vendor_callbacks where received_at < ${before.toISOString()}::timestamptz
+        limit ${batch} for update skip locked)
+      returning 1
+    )
+    select count(*)::int as n from gone`);
 }

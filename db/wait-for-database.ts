@@ -7,7 +7,7 @@
 // starting up or shutting down); a wrong password or database name fails at once, and so does a
 // database still unreachable after `waitSeconds`: then the process exits 1 with one log line.
 import { setTimeout as pause } from 'node:timers/promises';
-import pg from 'pg';
+import { newClient } from './database-hosts.ts';
 import { logger } from './logger.ts';
 import { isDatabaseUnavailable } from './pool.ts';
 
@@ -34,7 +34,7 @@ export async function waitForDatabase(urls: readonly string[], waitSeconds: numb
 
 /** One connection attempt: null when it answered, else why not. */
 async function reach(url: string, processName: string): Promise<unknown> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000, application_name: `${processName}-start` });
+  const client = newClient(url, { connectionTimeoutMillis: 5_000, application_name: `${processName}-start` });
   // A socket error after connect() has settled would otherwise be an unhandled 'error' event.
   client.on('error', () => undefined);
   try {

@@ -296,3 +296,62 @@ export async function recentSamples(tx: Db, merchantId: string, windowSeconds: n
     where merchant_id = ${merchantId} and sample and created_at > now() - make_interval(secs => ${windowSeconds})`);
   return { count: row.count, freeInSeconds: Math.max(1, row.free_in ?? 1) };
 }
+
+// ---------------------------------------------------------------- retention (db/retention.ts)
+
+/** Makes sure the partitions of this month and the next `ahead` exist (migration 036). */
+export function ensureAttemptPartitions(db: Db, ahead: number) {
+  return db.query(sql.unsafe`
+    select webhook_attempts_month(now() + make_interval(months => m)) from generate_series(0, ${ahead}) as m`);
+}
+
+/** The monthly partitions of webhook_attempts whose month ended before `before`, oldest first, with their rows. */
+export async function attemptMonthsEndedBefore(db: Db, before: Date) {
+  const months = await db.any(sql.type(z.object({ name: z.string(), month_end: z.date() }))`
+    select c.relname as name,
+           (to_date(right(c.relname, 8), '"y"YYYY"m"MM') + interval '1 month')::timestamp at time zone 'UTC' as month_end
+    from pg_inherits i join pg_class c on c.oid = i.inhrelid
+    where i.inhparent = 'webhook_attempts'::regclass and c.relname ~ '^webhook_attempts_y[0-9]{4}m[0-9]{2}$'
+    order by month_end`);
+  return months.filter((m) => m.month_end.getTime() <= before.getTime());
+}
+
+/** Rows in one partition (named by attemptMonthsEndedBefore). */
+export function countAttemptPartition(db: Db, name: string) {
+  return db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::bigint as n from ${sql.identifier([name])}`);
+}
+
+/**
+ * Drops a month of attempts: the whole table at once. It briefly takes the parent's lock, so a
+ * lock wait longer than a few seconds (a long query on the attempts) gives up for this pass
+ * rather than queue every attempt's insert behind it.
+ */
+export function dropAttemptPartition(pool: Pool, name: string) {
+  return pool.transaction(async (tx) => {
+    await tx.query(sql.unsafe`select set_config('lock_timeout', '5s', true)`);
+    await tx.query(sql.unsafe`drop table ${sql.identifier([name])}`);
+  });
+}
+
+/** Deliveries that ended (DELIVERED or FAILED, not reopened) before `before`. */
+const endedBefore = (before: Date) =>
+  sql.fragment`created_at < ${before.toISOString()}::timestamptz and status <> 'PENDING' and updated_at < ${before.toISOString()}::timestamptz`;
+
+export function countEndedDeliveries(db: Db, before: Date) {
+  return db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::bigint as n from webhook_deliveries where ${endedBefore(before)}`);
+}
+
+/**
+ * Deletes up to `batch` deliveries that ended before `before`, with their bodies. Deliveries
+ * are not an append-only log (each attempt updates its row), so they go in short batches, each
+ * its own transaction; SKIP LOCKED passes over a row a resend is reopening.
+ */
+export function deleteEndedDeliveries(db: Db, before: Date, batch: number) {
+  return db.oneFirst(sql.type(z.object({ n: z.number() }))`
+    with gone as (
+      delete from webhook_deliveries where id in (
+        select id from webhook_deliveries where ${endedBefore(before)} limit ${batch} for update skip locked)
+      returning 1
+    )
+    select count(*)::int as n from gone`);
+}

@@ -13,3 +13,14 @@ alter default privileges in schema public, pgboss grant select, insert, update, 
 alter default privileges in schema public, pgboss grant usage, select on sequences to kasir_app;
 -- The migration record is the owner's alone.
 revoke insert, update, delete on kasir_migrations from kasir_app;
+-- ANALYZE, for the scheduler's statistics sweep (db/table-statistics.ts): PostgreSQL 17 and
+-- later grant it as MAINTAIN. Before 17 only the owner may analyze, the sweep's ANALYZE is
+-- skipped with a warning, and autovacuum alone refreshes statistics (within about a minute).
+do $$
+begin
+  if current_setting('server_version_num')::int >= 170000 then
+    execute 'grant maintain on all tables in schema public, pgboss to kasir_app';
+    execute 'alter default privileges in schema public, pgboss grant maintain on tables to kasir_app';
+  end if;
+end
+$$;

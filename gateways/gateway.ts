@@ -57,6 +57,12 @@ export interface QrisStatus {
   qrisString: string | null;
   paidAt: Date | null;
   rrn: string | null;
+  /**
+   * What the vendor's own record of this QR shows paid, in whole rupiah (null unless PAID, or
+   * when the read names no amount). Kasir credits a payment it learns by reading only when this
+   * equals the order's amount: a read that shows PAID without it confirms nothing.
+   */
+  amount: number | null;
 }
 
 export interface RefundInput {
@@ -64,6 +70,11 @@ export interface RefundInput {
   vendorOrderId: string;
   refundReference: string;
   amount: number;
+  /**
+   * True when Kasir sent this refund before and a read proved nothing of it: a refusal of this
+   * send may be about the first one, still in flight, so it is never "failed".
+   */
+  resent?: boolean;
 }
 
 export interface RefundResult {
@@ -96,9 +107,9 @@ export interface DisburseInput {
   amount: number;
   callbackUrl: string;
   /**
-   * Pay even if the vendor's account inquiry names another holder than accountName (compared
-   * with db/account-names.ts sameHolder); otherwise a connector that inquires refuses the payout
-   * with payoutRefusal ACCOUNT_NAME_MISMATCH.
+   * Pay even if the vendor's account inquiry names another holder than accountName; otherwise
+   * every connector whose vendor can inquire refuses the payout with payoutRefusal
+   * ACCOUNT_NAME_MISMATCH (the name rule, gateways/name-rule.ts).
    */
   acceptNameMismatch?: boolean;
 }
@@ -119,6 +130,12 @@ export interface AccountInquiryInput {
   bankCode: string | null;
   ewalletCode: string | null;
   accountNumber: string;
+  /**
+   * The holder's name as the merchant entered it, for a vendor whose inquiry carries one (the
+   * simulator's native API); Iris's and SNAP's inquiries carry none and ignore it. Whatever
+   * the vendor answers is compared by the name rule (gateways/name-rule.ts), never trusted.
+   */
+  accountName?: string | null;
 }
 
 /**
@@ -243,6 +260,15 @@ export interface Gateway {
    * vendor answers `retry_later` when the re-read fails.
    */
   parseCallback(headers: Record<string, string | string[] | undefined>, rawBody: Buffer, path?: string): Promise<CallbackEvent | null>;
+  /**
+   * True when this vendor's payment callbacks are authenticated by a secret the account holder
+   * can read too (Xendit's static callback token, a shared HMAC secret), not by a signature over
+   * the body with a key only the vendor holds. Such a `qris.paid` is only a hint: Kasir reads
+   * the order's own QR (queryQris with the vendor id stored at creation) and credits what that
+   * read shows (api/payment-hints.ts). Vendors whose parseCallback already answers from its own
+   * read (Midtrans) or whose notifies are signed asymmetrically (SNAP RSA) leave it unset.
+   */
+  paymentCallbacksAreHints?: boolean;
   /**
    * The HTTP answer this vendor expects to a callback, when it prescribes one (SNAP's
    * responseCode bodies). `path` is the part of the URL after /callbacks/<code> ('' for none);

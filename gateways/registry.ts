@@ -54,5 +54,6 @@ function measured(vendor: string, gateway: Gateway): Gateway {
     answerRequest: gateway.answerRequest?.bind(gateway),
     check: () => gateway.check(),
     reportDay: gateway.reportDay?.bind(gateway),
+    paymentCallbacksAreHints: gateway.paymentCallbacksAreHints,
   };
 }

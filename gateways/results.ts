@@ -13,7 +13,7 @@ export const unknown = (reason: string): Outcome<never> => ({ kind: 'unknown', r
 export const unresolvable = (reason: string): Outcome<never> => ({ kind: 'unknown', reason, unresolvable: true });
 
 /** A QR read's answer when the vendor proves it never took the reference. */
-export const QR_NOT_FOUND: QrisStatus = Object.freeze({ status: 'NOT_FOUND', vendorOrderId: null, qrisString: null, paidAt: null, rrn: null });
+export const QR_NOT_FOUND: QrisStatus = Object.freeze({ status: 'NOT_FOUND', vendorOrderId: null, qrisString: null, paidAt: null, rrn: null, amount: null });
 /** A payout read's answer when the vendor proves it never took the reference. */
 export const PAYOUT_NOT_FOUND: DisbursementStatus = Object.freeze({ status: 'NOT_FOUND', vendorDisbursementId: null, failureReason: null });
 

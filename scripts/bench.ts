@@ -42,6 +42,13 @@ const benches: Record<string, { summary: string; load: () => Promise<{ run(args:
     summary: 'one reconciliation run (and its rerun) of a day of orders and payouts at the simulator, read over HTTP\n' + '                [--orders 10000] [--payouts 2000]',
     load: () => import('./bench/recon.ts'),
   },
+  history: {
+    summary:
+      'a synthetic year (one merchant of --orders in an installation ~20 % larger), then every merchant read over HTTP at\n' +
+      '                concurrency 1 and 10, the exports, the ledger audit, bytes and WAL per paid order\n' +
+      '                [--orders 1000000] [--requests 20] [--budget 20]',
+    load: () => import('./bench/history.ts'),
+  },
   export: {
     summary:
       'orders CSV export through one csv worker process: rows/s and the worker\'s peak RSS per size\n' +

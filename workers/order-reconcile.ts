@@ -33,12 +33,13 @@ async function reconcilePayment(ctx: WorkerContext, order: OrderRow) {
   const answer = await gatewayOf(ctx, vendor).queryQris(order.ref_code, order.vendor_order_id);
   if (answer.kind !== 'ok') throw new Error(`query at ${vendor.code} failed: ${answer.reason}`);
   const status = answer.value;
-  if (status.status !== 'PAID' || !status.paidAt) return { status: order.status, vendor_status: status.status };
+  if (status.status !== 'PAID' || !status.paidAt || status.amount === null) return { status: order.status, vendor_status: status.status };
+  // The read's amount, not the order's: applyPayment credits it only when the two are equal.
   const result = await ctx.pool.transaction((tx) =>
     applyPayment(
       tx,
       ctx.boss,
-      { refCode: order.ref_code, amount: order.amount, paidAt: status.paidAt!, rrn: status.rrn, vendorOrderId: status.vendorOrderId },
+      { refCode: order.ref_code, amount: status.amount!, paidAt: status.paidAt!, rrn: status.rrn, vendorOrderId: status.vendorOrderId },
       { vendor: vendor.code, via: 'reconcile' },
     ),
   );

@@ -30,7 +30,7 @@ import { sendJob } from '../db/queue.ts';
 import type { Speaker } from '../db/vendor-binding.ts';
 import { completeSettlement, moveSettlement, payoutReference } from '../db/settlements.ts';
 import * as settlements from '../db/settlements.sql.ts';
-import { getVendor, routeVendors, type RouteMethod, type VendorRecord } from '../db/vendors.ts';
+import { getVendor, holdUsableVendor, routeVendors, type RouteMethod, type VendorRecord } from '../db/vendors.ts';
 import type { WorkerContext } from './context.ts';
 import { NotYet } from './work.ts';
 import { gatewayOf } from './gateway.ts';
@@ -155,7 +155,15 @@ async function claimVendor<R extends PayoutRow>(ctx: WorkerContext, kind: Payout
     if (!row) return { done: 'missing' };
     if (!claimable(kind, row)) return { done: row.status };
     const routed = await routeVendors(tx, ctx.sealer, row.merchant_id, kind.method(row));
-    const vendor = routed.find((v) => !row.vendors_tried.includes(v.code));
+    let vendor: VendorRecord | undefined;
+    for (const candidate of routed) {
+      if (row.vendors_tried.includes(candidate.code)) continue;
+      // Disabled or removed since the routes were read: handed nothing, the next one is tried.
+      if (await holdUsableVendor(tx, candidate.code)) {
+        vendor = candidate;
+        break;
+      }
+    }
     if (!vendor) {
       const reason = routed.length === 0 ? 'NO_VENDOR' : 'VENDOR_ERROR';
       await kind.noVendor(tx, ctx, row, reason);

@@ -110,7 +110,10 @@ async function repair(deps: ReconDeps, gateway: Gateway, run: RunRef, d: Found):
     if (read.kind !== 'ok') return refuse(`${run.vendorCode}'s read of ${r.refCode} failed (${read.reason})`);
     const q = read.value;
     if (q.status !== 'PAID' || !q.paidAt) return refuse(`${run.vendorCode}'s read says ${r.refCode} is ${q.status}`);
-    return settle(await repairPayment(deps.pool, deps.boss, run, d, { refCode: r.refCode, amount: d.vendorAmount!, paidAt: q.paidAt, rrn: q.rrn, vendorOrderId: q.vendorOrderId }));
+    // The read of the record decides the amount, not the list: a repair credits only what the
+    // vendor's own record of the QR shows paid, and only when that is Kasir's amount.
+    if (q.amount === null || q.amount !== d.kasirAmount) return refuse(`${run.vendorCode}'s read of ${r.refCode} shows ${q.amount ?? 'no amount'} paid, Kasir's amount is ${d.kasirAmount}`);
+    return settle(await repairPayment(deps.pool, deps.boss, run, d, { refCode: r.refCode, amount: q.amount, paidAt: q.paidAt, rrn: q.rrn, vendorOrderId: q.vendorOrderId }));
   }
   const read = await gateway.queryDisbursement(r.reference, r.vendorId);
   if (read.kind !== 'ok') return refuse(`${run.vendorCode}'s read of ${r.reference} failed (${read.reason})`);

@@ -47,11 +47,10 @@ export async function handleRefundExecute(ctx: WorkerContext, payload: { refund_
       throw new Error(`refund ${refund.ref_code} still pending at ${vendor.code}`);
     }
     logger.info({ refund: refund.ref_code, vendor: vendor.code }, 'the vendor proves it never took this refund: sending it again');
-  } else {
-    await markRefundSent(ctx.pool, refund.id);
   }
+  if (!(await markRefundSent(ctx.pool, refund.id, vendor.code))) throw new Error(`vendor ${vendor.code} of ${order.ref_code} was removed: the refund is not sent`);
 
-  const answer = await gateway.refund(input);
+  const answer = await gateway.refund({ ...input, resent: refund.sent_at !== null });
   if (answer.kind === 'failed') return { result: await complete({ status: 'FAILED', vendorRefundId: null, reason: answer.reason }, { kasir: 'vendor-worker' }) };
   if (answer.kind === 'unknown') return unsettled(ctx, refund, vendor, answer, 'send');
   const { status, vendorRefundId } = answer.value;

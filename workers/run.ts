@@ -6,7 +6,7 @@ import { directDatabaseUrl, loadConfig, pooledConnections } from '../db/config.t
 import { logger } from '../db/logger.ts';
 import { startMetricsServer } from '../db/metrics.ts';
 import { createPool } from '../db/pool.ts';
-import { startBoss } from '../db/queue.ts';
+import { HIGH_VOLUME_QUEUES, startBoss } from '../db/queue.ts';
 import { openReplica, primaryOnly } from '../db/replica.ts';
 import { createSealer } from '../db/secrets.ts';
 import { waitForDatabaseOrExit } from '../db/wait-for-database.ts';
@@ -22,14 +22,15 @@ if (!group) {
 const config = loadConfig();
 logger.level = config.LOG_LEVEL;
 await waitForDatabaseOrExit([config.DATABASE_URL, directDatabaseUrl(config)], config.DATABASE_WAIT_SECONDS, `worker-${name}`);
-const pool = await createPool(config.DATABASE_URL, { size: config.DB_POOL_SIZE, name: `worker-${name}`, ...pooledConnections(config) });
-const replica = group.replicaPoolSize ? await openReplica(config, pool, group.replicaPoolSize, `worker-${name}`) : primaryOnly(pool);
+const pool = await createPool(config.DATABASE_URL, { size: config.DB_POOL_SIZE, name: `worker-${name}`, statementTimeoutMs: config.WORKER_STATEMENT_TIMEOUT_MS, ...pooledConnections(config) });
+const replica = group.replicaPoolSize ? await openReplica(config, pool, group.replicaPoolSize, `worker-${name}`, config.WORKER_STATEMENT_TIMEOUT_MS) : primaryOnly(pool);
 const boss = await startBoss(config.DATABASE_URL, {
   role: 'worker',
   listenUrl: directDatabaseUrl(config),
   preparedStatements: pooledConnections(config).preparedStatements,
   monitorIntervalSeconds: config.QUEUE_MONITOR_INTERVAL_SECONDS,
   expireInSeconds: { 'order-create': config.ORDER_CREATE_JOB_EXPIRE_SECONDS },
+  deleteAfterSeconds: Object.fromEntries(HIGH_VOLUME_QUEUES.map((q) => [q, config.QUEUE_HIGH_VOLUME_DELETE_AFTER_HOURS * 3600])),
 });
 await group.start({ config, pool, replica, boss, sealer: createSealer(config) });
 const metrics = await startMetricsServer(config, pool);

@@ -8,7 +8,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Db } from '../../db/pool.ts';
 import type { AuthThrottle } from './auth-throttle.ts';
-import { API_KEY_PREFIX, constantTimeEqual, hashApiKey } from '../../db/secrets.ts';
+import { LEGACY_API_KEY_PREFIX, constantTimeEqual, hashApiKey } from '../../db/secrets.ts';
 import { ApiError } from '../../db/errors.ts';
 import type { MerchantMoneySettings } from '../../db/merchants.ts';
 import { findCredential, type Role } from '../../db/users.sql.ts';
@@ -24,15 +24,15 @@ declare module 'express-serve-static-core' {
   }
 }
 
-/** kasir_sk_ and 64 hex characters; keys issued before the prefix are the 64 hex characters alone. */
-const API_KEY = new RegExp(`^(?:${API_KEY_PREFIX})?[0-9a-f]{64}$`, 'i');
+/** 64 hex characters (spec 5.1); keys an earlier release issued with the kasir_sk_ prefix stay valid. */
+const API_KEY = new RegExp(`^(?:${LEGACY_API_KEY_PREFIX})?[0-9a-f]{64}$`, 'i');
 const QUERY_KEY_NAMES = ['api_key', 'apikey', 'apiKey', 'key', 'x-api-key', 'X-API-Key'];
 
 // What each refusal says: the header to send and what a key looks like. A wrong key and a key of
 // another brand read the same (nothing tells a prober which keys exist).
 const NO_KEY = 'Missing API key: send it in the X-API-Key header';
 const BEARER = 'API keys go in the X-API-Key header, not Authorization: send X-API-Key: <key> instead of Authorization: Bearer <key>';
-const MALFORMED = `X-API-Key is not an API key: expected ${API_KEY_PREFIX} and 64 hex characters (or, for keys issued before the prefix, the 64 hex characters alone)`;
+const MALFORMED = `X-API-Key is not an API key: expected 64 hex characters (or, for keys issued with the ${LEGACY_API_KEY_PREFIX} prefix, the prefix and 64 hex characters)`;
 const UNKNOWN = 'Invalid API key: the X-API-Key header matches no active key on this domain (revoked, rotated, mistyped, or of another brand)';
 
 export function requireApiKey(db: Db, throttle: AuthThrottle) {

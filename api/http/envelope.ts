@@ -9,6 +9,8 @@ export interface PageMeta {
   limit: number;
   total: number;
   total_pages: number;
+  /** A list that can be walked by cursor (GET /v1/orders): where the next page starts, null after the last. */
+  next_cursor?: string | null;
 }
 
 export function sendData(res: Response, data: unknown, status = 200): void {
@@ -21,7 +23,8 @@ export function sendStored(res: Response, status: number, body: string, replayed
   res.status(status).type('application/json').send(body);
 }
 
-export function sendPage(res: Response, data: unknown[], meta: PageMeta): void {
+/** `meta` may carry more than the page (a log's retained_since). */
+export function sendPage(res: Response, data: unknown[], meta: PageMeta & { retained_since?: string }): void {
   res.status(200).type('application/json').send(toJson({ success: true, data, meta }));
 }
 

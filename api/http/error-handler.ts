@@ -26,15 +26,22 @@ function fromHttpError(err: HttpError, limit: string): ApiError | null {
   return null;
 }
 
+// A primary failover takes about 10 s (docs/deploy.md, High availability); a client that
+// retries every 2 s gets through within a few tries of the new primary, without a stampede.
+const DATABASE_RETRY_AFTER_SECONDS = 2;
+
 export function errorHandler(bodyLimit: string) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
     let known = err instanceof ApiError || err instanceof LegacyError ? err : fromHttpError(err as HttpError, bodyLimit);
     if (!known && isDatabaseUnavailable(err)) {
-      // Postgres down, restarting or cut off: nothing was done that the client cannot retry
-      // (every write is one transaction), so 503 with a short Retry-After, not a 500.
+      // Postgres down, restarting, failing over or cut off: every write is one transaction, so
+      // the request was done wholly or not at all, and a retry under the same Idempotency-Key
+      // answers the first one if its commit landed just before the connection broke (a 503 can
+      // hide a created order; docs/idempotency.md). 503 with Retry-After, not a 500.
       logger.warn({ err, requestId: req.requestId, path: req.path }, 'database unavailable');
-      known = new ApiError('SERVICE_UNAVAILABLE', 'The database is unavailable; retry shortly');
-      known.retryAfterSeconds = 1;
+      known = new ApiError('SERVICE_UNAVAILABLE',
+        'The database is unavailable (restarting or failing over); retry after Retry-After seconds with the same Idempotency-Key: the retry is safe and answers the first request if it was done');
+      known.retryAfterSeconds = DATABASE_RETRY_AFTER_SECONDS;
     }
     if (!known) logger.error({ err, requestId: req.requestId, path: req.path }, 'unhandled error');
     if (res.headersSent) return;

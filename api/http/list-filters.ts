@@ -5,6 +5,7 @@
 import type { Request } from 'express';
 import { z } from 'zod';
 import { ApiError, describeReceived } from '../../db/errors.ts';
+import { closestName } from './validate.ts';
 
 const DATE = /^(19|[2-9]\d)\d{2}-\d{2}-\d{2}$/;
 
@@ -43,4 +44,30 @@ export function oneOf<T extends string>(req: Request, name: string, values: read
   if (raw === undefined) return undefined;
   if (typeof raw === 'string' && (values as readonly string[]).includes(raw)) return raw as T;
   throw new ApiError('INVALID_BODY', `${name}: must be one of ${values.join(', ')}; got ${describeReceived(raw)}`);
+}
+
+/**
+ * Refuses what a list or report cannot have meant: a query parameter it does not know (named,
+ * with the known name it was probably meant to be, as unknown body fields are), and a NUL
+ * character in any value (Postgres text cannot hold one: it would be a 500).
+ */
+export function knownQuery(...names: string[]) {
+  return (req: Request, _res: unknown, next: () => void) => {
+    const query = req.query as Record<string, unknown>;
+    const unknown = Object.keys(query).filter((name) => !names.includes(name));
+    if (unknown.length) {
+      const named = unknown.map((name) => {
+        const near = closestName(name, names);
+        return near ? `${name} (did you mean ${near}?)` : name;
+      });
+      const known = names.length ? `; known: ${names.join(', ')}` : '; this takes no query parameters';
+      throw new ApiError('INVALID_BODY', `Received unknown query parameter${unknown.length > 1 ? 's' : ''}: ${named.join(', ')}${known}`);
+    }
+    for (const [name, value] of Object.entries(query)) {
+      if ((Array.isArray(value) ? value : [value]).some((v) => typeof v === 'string' && v.includes('\u0000'))) {
+        throw new ApiError('INVALID_BODY', `${name}: must not contain a NUL character`);
+      }
+    }
+    next();
+  };
 }

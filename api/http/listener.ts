@@ -4,6 +4,7 @@
 // subscribers can assume anything changed meanwhile (caches drop, waiters re-read at their
 // deadline anyway). A lost connection is re-opened every RECONNECT_DELAY_MS until it succeeds.
 import pg from 'pg';
+import { newClient } from '../../db/database-hosts.ts';
 import { logger } from '../../db/logger.ts';
 
 const RECONNECT_DELAY_MS = 500;
@@ -20,7 +21,7 @@ export async function startListener(databaseUrl: string, handlers: ChannelHandle
   let closed = false;
 
   async function connect(): Promise<void> {
-    const next = new pg.Client({ connectionString: databaseUrl, keepAlive: true, application_name: 'kasir-api-listener' });
+    const next = newClient(databaseUrl, { keepAlive: true, application_name: 'kasir-api-listener' });
     let lost = false;
     const lose = (err?: unknown) => {
       if (lost) return;

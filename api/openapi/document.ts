@@ -14,6 +14,7 @@ import { disbursementStatus } from '../../db/disbursements.sql.ts';
 import { transferKind } from '../../db/ledger.sql.ts';
 import { errorCatalogue, type ErrorCode } from '../../db/errors.ts';
 import { refundStatus } from '../../db/refunds.sql.ts';
+import { listedOrderStatus } from '../../db/orders.sql.ts';
 import { settlementStatus } from '../../db/settlements.sql.ts';
 import { role, type Role } from '../../db/users.sql.ts';
 import { IMPORT_COLUMNS } from '../csv/parse-import.ts';
@@ -239,7 +240,15 @@ export const operations: readonly Operation[] = [
     method: 'get', path: '/v1/orders', tag: 'Orders', summary: 'List orders, newest first',
     description: 'With merchant_order_id: the exact lookup to reconcile with after a timeout, VENDOR_ERROR or '
       + 'ORDER_PENDING_CONFIRMATION: look the order up here before creating it again under a new id.',
-    query: { ...paged(), merchant_order_id: z.string().meta({ description: 'Exact merchant order id', examples: ['INV-1001'] }) },
+    query: {
+      ...paged(),
+      cursor: z.string().meta({ description: 'Walks the whole list at any depth: empty to start, then the meta.next_cursor of the previous page (null after the last). '
+        + 'A walk\'s meta adds next_cursor; not with page.', examples: [''] }),
+      merchant_order_id: z.string().meta({ description: 'Exact merchant order id', examples: ['INV-1001'] }),
+      status: listedOrderStatus.describe('Only orders in this status'),
+      date_from: wibDay.describe('Orders created on or after this WIB (UTC+7) day, YYYY-MM-DD'),
+      date_to: wibDay.describe('Orders created on or before this WIB (UTC+7) day, YYYY-MM-DD; not before date_from'),
+    },
     responses: { 200: { description: 'A page of orders', schema: s.v1Page(s.order) } },
     errors: ['INVALID_BODY'],
   },
@@ -331,13 +340,15 @@ export const operations: readonly Operation[] = [
     description: 'WALLET merchants only. Checked in this order: idempotency_key unused, destination fields, bank or '
       + 'e-wallet, amount, per-transaction limit; then, holding the wallet, the daily limit and the balance against amount '
       + '+ fee. A beneficiary_id fills the destination from the saved beneficiary (channel then optional; a field that '
-      + 'disagrees is INVALID_BODY; a NAME_MISMATCH beneficiary is INVALID_BODY unless accept_name_mismatch is true). Answers '
-      + 'PENDING (IN_REVIEW above the merchant\'s review threshold); the worker sends it, and one whose vendor\'s account inquiry '
-      + 'names another holder ends FAILED with failure_reason ACCOUNT_NAME_MISMATCH unless accept_name_mismatch is true.',
+      + 'disagrees is INVALID_BODY; a NAME_MISMATCH beneficiary is 422 BENEFICIARY_NAME_MISMATCH unless accept_name_mismatch is '
+      + 'true: delete it and save it again with the bank\'s name). Answers PENDING (IN_REVIEW above the merchant\'s review '
+      + 'threshold); the worker sends it, and one whose holder the bank names otherwise (the account inquiry of every vendor '
+      + 'that can make one, the simulator included) ends FAILED with failure_reason ACCOUNT_NAME_MISMATCH, its debit returned, '
+      + 'unless accept_name_mismatch is true. The same rule holds for legacy creates and CSV imports.',
     headers: [disbursementIdempotencyHeader],
     body: { schema: disbursements.createBody },
     responses: { 201: { description: 'The disbursement, debited', schema: s.v1Data(s.disbursement) } },
-    errors: ['NOT_WALLET_MERCHANT', 'BENEFICIARY_NOT_FOUND', 'DUPLICATE_IDEMPOTENCY_KEY', 'MISSING_BANK_INFO', 'MISSING_EWALLET_INFO',
+    errors: ['NOT_WALLET_MERCHANT', 'BENEFICIARY_NOT_FOUND', 'BENEFICIARY_NAME_MISMATCH', 'DUPLICATE_IDEMPOTENCY_KEY', 'MISSING_BANK_INFO', 'MISSING_EWALLET_INFO',
       'BANK_NOT_FOUND', 'BANK_DISABLED', 'AMOUNT_EXCEEDS_LIMIT', 'DAILY_LIMIT_EXCEEDED', 'INSUFFICIENT_BALANCE'],
   },
   {
@@ -455,9 +466,10 @@ export const operations: readonly Operation[] = [
   // Webhook deliveries
   {
     method: 'get', path: '/v1/webhook-deliveries', tag: 'Webhooks', summary: 'List the webhooks sent to you, newest first',
-    description: 'Every delivery Kasir made or is making to your notify URLs, with its status and the resource it reports on.',
+    description: 'Every delivery Kasir made or is making to your notify URLs, with its status and the resource it reports on. '
+      + 'Deliveries that ended more than the installation\'s retention ago (90 days by default) are retired: meta.retained_since says from when the log is complete.',
     query: { ...paged(), status: webhookDeliveries.listQuery.shape.status, event: webhookDeliveries.listQuery.shape.event.meta({ examples: ['order.paid'] }) },
-    responses: { 200: { description: 'A page of deliveries', schema: s.v1Page(s.webhookDelivery) } },
+    responses: { 200: { description: 'A page of deliveries', schema: s.v1RetainedPage(s.webhookDelivery) } },
     errors: ['INVALID_BODY'],
   },
   {
@@ -497,7 +509,7 @@ export const operations: readonly Operation[] = [
   {
     method: 'get', path: '/v1/reports/profits', tag: 'Reports', summary: 'Financial totals over WIB days',
     description: 'Defaults: the current WIB month.',
-    query: { date_from: wibDay, date_to: wibDay },
+    query: { date_from: wibDay, date_to: wibDay, from: wibDay.describe('date_from under another name'), to: wibDay.describe('date_to under another name') },
     responses: { 200: { description: 'The totals', schema: s.v1Data(s.profits) } },
     errors: ['INVALID_BODY'],
   },
@@ -1020,7 +1032,7 @@ export function openApiDocument(): Record<string, unknown> {
     webhooks: hooks,
     components: {
       securitySchemes: {
-        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The merchant\'s (or a team user\'s) API key: kasir_sk_ and 64 hex characters (keys issued before the prefix: the 64 hex characters alone). Never in the query string, never as Authorization: Bearer.' },
+        ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The merchant\'s (or a team user\'s) API key: 64 hex characters (keys an earlier release issued with the kasir_sk_ prefix keep working as issued). Never in the query string, never as Authorization: Bearer.' },
       },
       responses,
     },

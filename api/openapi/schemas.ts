@@ -54,6 +54,7 @@ export const pageMeta = named('PageMeta', 'Pagination of a list: page from 1, li
   limit: z.number().int().min(1),
   total: count,
   total_pages: count,
+  next_cursor: z.string().nullable().optional().describe('Only in a cursor walk (GET /v1/orders with cursor): the cursor of the next page, null after the last'),
 }));
 
 // ---------- V1 records
@@ -127,6 +128,9 @@ export const disbursement = named('Disbursement', 'A payout from the wallet to a
   vendor_disbursement_id: text.nullable(),
   source: text.describe('API (V1 and legacy) or IMPORT (CSV import)'),
   status: disbursementStatus,
+  failure_reason: text.nullable().describe('Why a FAILED disbursement failed, null otherwise: ACCOUNT_NAME_MISMATCH (the bank names another '
+    + 'holder than account_name and accept_name_mismatch was not sent), NO_VENDOR or VENDOR_ERROR (no gateway took it), else the '
+    + 'gateway\'s code (ACCOUNT_CLOSED, INVALID_ACCOUNT, ...). Not in spec 2.3'),
   requested_at: instant,
   created_at: instant,
 }));
@@ -365,6 +369,16 @@ export function v1List<S extends z.ZodType>(item: S) {
 
 export function v1Page<S extends z.ZodType>(item: S) {
   return z.strictObject({ success: z.literal(true), data: z.array(item), meta: pageMeta });
+}
+
+export const retainedPageMeta = named('RetainedPageMeta',
+  'Pagination of a log kept for a while: PageMeta, and how far back the log reaches.', pageMeta.extend({
+    retained_since: instant.describe('Deliveries that ended (delivered, or failed for good) before this instant have been retired and are no longer listed: WEBHOOK_RETENTION_DAYS before now'),
+  }));
+
+/** A page of a log that retires its old entries (retainedPageMeta). */
+export function v1RetainedPage<S extends z.ZodType>(item: S) {
+  return z.strictObject({ success: z.literal(true), data: z.array(item), meta: retainedPageMeta });
 }
 
 export const deleted = v1Data(z.strictObject({ deleted: z.literal(true) }));

@@ -17,6 +17,7 @@ import { toJson } from '../../db/present/json-text.ts';
 import { uuidParam } from '../http/wallet.ts';
 import { accountNumber } from './disbursements.ts';
 import { presentBeneficiary } from '../../db/present/beneficiaries.ts';
+import { knownQuery } from '../http/list-filters.ts';
 
 const optionalText = (max: number) => z.string().trim().max(max).nullish().transform((v) => v || null);
 
@@ -36,7 +37,7 @@ export const createBody = z.strictObject({
 export function beneficiaryRoutes(ctx: AppContext): Router {
   const router = Router();
 
-  router.get('/v1/beneficiaries', async (req, res) => {
+  router.get('/v1/beneficiaries', knownQuery(), async (req, res) => {
     sendData(res, (await listMerchantBeneficiaries(ctx.pool, req.merchant.id)).map(presentBeneficiary));
   });
 

@@ -27,6 +27,7 @@ import { readUpload } from '../http/multipart.ts';
 import { parseBody } from '../http/validate.ts';
 import { requireWalletMerchant, uuidParam } from '../http/wallet.ts';
 import { checkContactFields, createBody } from './disbursements.ts';
+import { knownQuery } from '../http/list-filters.ts';
 
 // The JSON body's own field rules, for the fields a CSV row has.
 const rowShape = createBody.pick({
@@ -171,7 +172,7 @@ export function disbursementImportRoutes(ctx: AppContext): Router {
 
   // Past imports. Mounted here, before disbursementRoutes, so GET /v1/disbursements/:id never
   // reads "imports" as a disbursement id. Reads are open to every role (api/http/roles.ts).
-  router.get('/v1/disbursements/imports', requireWalletMerchant, async (req, res) => {
+  router.get('/v1/disbursements/imports', requireWalletMerchant, knownQuery('page', 'limit'), async (req, res) => {
     const { page, limit } = pagination(req);
     const [rows, total] = await listMerchantImports(ctx.pool, req.merchant.id, page, limit);
     sendPage(res, rows.map(presentImport), pageMeta(page, limit, total));

@@ -10,7 +10,7 @@ import { destinationOf, type Destination } from '../../db/beneficiaries.ts';
 import { ApiError } from '../../db/errors.ts';
 import { createDisbursement } from '../../db/disbursements.ts';
 import { disbursementStatus, findMerchantDisbursement, listMerchantDisbursements } from '../../db/disbursements.sql.ts';
-import { dayRange, oneOf } from '../http/list-filters.ts';
+import { dayRange, oneOf, knownQuery } from '../http/list-filters.ts';
 import { checkNotifyUrl } from '../../db/notify-url.ts';
 import { pageMeta, sendData, sendPage } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
@@ -125,7 +125,7 @@ export function disbursementRoutes(ctx: AppContext): Router {
     sendData(res, presentDisbursement(disbursement), 201);
   });
 
-  router.get('/v1/disbursements', async (req, res) => {
+  router.get('/v1/disbursements', knownQuery('page', 'limit', 'status', 'idempotency_key', 'date_from', 'date_to'), async (req, res) => {
     const { page, limit } = pagination(req, { limit: 10, max: 50 });
     const key = req.query.idempotency_key;
     if (key !== undefined && (typeof key !== 'string' || !createBody.shape.idempotency_key.safeParse(key).success)) {

@@ -12,6 +12,7 @@ import { publicBaseUrl } from '../../db/config.ts';
 import { MASTER_DATA_CACHE_SECONDS, findEwalletByShortCode } from '../../db/master-data.ts';
 import { sendData } from '../http/envelope.ts';
 import { presentBank, presentEwallet } from '../../db/present/master-data.ts';
+import { knownQuery } from '../http/list-filters.ts';
 
 const CACHE_CONTROL = `private, max-age=${MASTER_DATA_CACHE_SECONDS}`;
 
@@ -19,13 +20,13 @@ export function masterDataRoutes(ctx: AppContext): Router {
   const router = Router();
   const baseUrl = publicBaseUrl(ctx.config);
 
-  router.get('/v1/banks', async (_req, res) => {
+  router.get('/v1/banks', knownQuery(), async (_req, res) => {
     const banks = await ctx.masterData.banks.get();
     res.setHeader('Cache-Control', CACHE_CONTROL);
     sendData(res, banks.map(presentBank));
   });
 
-  router.get('/v1/ewallets', async (_req, res) => {
+  router.get('/v1/ewallets', knownQuery(), async (_req, res) => {
     const ewallets = await ctx.masterData.ewallets.get();
     res.setHeader('Cache-Control', CACHE_CONTROL);
     sendData(res, ewallets.map((e) => presentEwallet(e, baseUrl)));

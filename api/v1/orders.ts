@@ -14,7 +14,7 @@ import {
   findIdempotencyKey,
   findMerchantOrder,
   findOrderById,
-  listMerchantOrders,
+  listedOrderStatus,
   listOrderEvents,
   type OrderRow,
 } from '../../db/orders.sql.ts';
@@ -22,7 +22,9 @@ import { sendJob } from '../../db/queue.ts';
 import { checkNotifyUrl } from '../../db/notify-url.ts';
 import { attemptedOrder, createOrderAndWait } from '../order-create.ts';
 import { sendData, sendPage, sendStored, pageMeta } from '../http/envelope.ts';
-import { pagination } from '../http/pagination.ts';
+import { cursorOf, encodeCursor, pagination } from '../http/pagination.ts';
+import { dayRange, knownQuery, oneOf } from '../http/list-filters.ts';
+import { orderListPage } from '../../db/orders.ts';
 import { normalizePhone } from '../http/phone.ts';
 import { verifyBodySignature } from '../../db/signatures.ts';
 import { expects, idempotencyKeyOf, parseBody, rupiahAmount } from '../http/validate.ts';
@@ -116,22 +118,29 @@ export function orderRoutes(ctx: AppContext): Router {
     sendStored(res, 201, orderResponseBody(order, baseUrlOf(req)), false);
   });
 
-  router.get('/v1/orders', async (req, res) => {
+  router.get('/v1/orders', knownQuery('page', 'limit', 'cursor', 'merchant_order_id', 'status', 'date_from', 'date_to'), async (req, res) => {
     const { page, limit } = pagination(req);
+    const cursor = cursorOf(req);
+    if (cursor && req.query.page !== undefined) throw new ApiError('INVALID_BODY', 'page: a cursor walk starts with an empty cursor and goes on with meta.next_cursor; send it without page');
     const filter = req.query.merchant_order_id;
-    if (filter !== undefined && (typeof filter !== 'string' || filter.includes('\u0000'))) {
-      throw new ApiError('INVALID_BODY', 'merchant_order_id: must be one string without NUL characters');
+    if (filter !== undefined && typeof filter !== 'string') {
+      throw new ApiError('INVALID_BODY', 'merchant_order_id: must be one string');
     }
-    const [rows, total] = await listMerchantOrders(ctx.replica.reads(), req.merchant.id, { merchantOrderId: filter }, page, limit);
+    const filters = { merchantOrderId: filter, status: oneOf(req, 'status', listedOrderStatus.options), ...dayRange(req) };
+    const at = cursor && cursor !== 'start' ? { page: cursor.page, after: { micros: cursor.micros, id: cursor.id } } : { page };
+    const { rows, total, next } = await orderListPage(ctx.replica.reads(), req.merchant.id, filters, limit, at);
     const baseUrl = baseUrlOf(req);
-    sendPage(res, rows.map((row) => presentOrder(row, baseUrl)), pageMeta(page, limit, total));
+    const meta = pageMeta(at.page, limit, total);
+    // next_cursor only for a walk (a request with `cursor`): a page-numbered answer keeps spec 8's meta exactly.
+    if (cursor) meta.next_cursor = next && encodeCursor({ page: at.page + 1, ...next });
+    sendPage(res, rows.map((row) => presentOrder(row, baseUrl)), meta);
   });
 
   router.get('/v1/orders/:ref_code', async (req, res) => {
     sendData(res, presentOrder(await merchantOrder(ctx, req), baseUrlOf(req)));
   });
 
-  router.get('/v1/orders/:ref_code/events', async (req, res) => {
+  router.get('/v1/orders/:ref_code/events', knownQuery(), async (req, res) => {
     const order = await merchantOrder(ctx, req);
     const events = await listOrderEvents(ctx.pool, order.id);
     sendData(res, events.map(presentOrderEvent));

@@ -18,7 +18,7 @@ import { createRefund } from '../../db/refunds.ts';
 import { findMerchantRefund, listMerchantRefunds, refundStatus, type MerchantRefundRow, type RefundFilter } from '../../db/refunds.sql.ts';
 import { presentRefund } from '../../db/present/refunds.ts';
 import { pageMeta, sendData, sendPage, sendStored } from '../http/envelope.ts';
-import { dayRange, oneOf } from '../http/list-filters.ts';
+import { dayRange, oneOf, knownQuery } from '../http/list-filters.ts';
 import { pagination } from '../http/pagination.ts';
 import { idempotencyKeyOf, parseBody, rupiahAmount } from '../http/validate.ts';
 
@@ -46,7 +46,7 @@ export function refundRoutes(ctx: AppContext): Router {
     sendStored(res, answer.status, answer.body, answer.replayed);
   });
 
-  router.get('/v1/refunds', async (req, res) => {
+  router.get('/v1/refunds', knownQuery(...REFUND_LIST_QUERY), async (req, res) => {
     await sendRefunds(ctx, req, res, {});
   });
 
@@ -59,7 +59,7 @@ export function refundRoutes(ctx: AppContext): Router {
     sendData(res, show(found));
   });
 
-  router.get('/v1/orders/:ref_code/refunds', async (req, res) => {
+  router.get('/v1/orders/:ref_code/refunds', knownQuery(...REFUND_LIST_QUERY), async (req, res) => {
     const ref = String(req.params.ref_code);
     const order = ref.length <= 64 && !ref.includes('\u0000') ? await findMerchantOrder(ctx.pool, req.merchant.id, ref) : null;
     if (!order) throw new ApiError('ORDER_NOT_FOUND');
@@ -68,6 +68,9 @@ export function refundRoutes(ctx: AppContext): Router {
 
   return router;
 }
+
+/** The refund lists' query parameters (both lists alike). */
+const REFUND_LIST_QUERY = ['page', 'limit', 'status', 'date_from', 'date_to'];
 
 async function sendRefunds(ctx: AppContext, req: Request, res: Response, scope: Pick<RefundFilter, 'orderId'>) {
   const { page, limit } = pagination(req);

@@ -17,7 +17,7 @@ import { exportFileName, requestExport } from '../../db/exports.ts';
 import { exportType, findMerchantExport, listMerchantExports, readExportChunk } from '../../db/exports.sql.ts';
 import { sumProfits } from '../../db/reports.sql.ts';
 import { drained, pageMeta, sendData, sendPage, sendStored } from '../http/envelope.ts';
-import { calendarDate as dateParam } from '../http/list-filters.ts';
+import { calendarDate as dateParam, knownQuery } from '../http/list-filters.ts';
 import { pagination } from '../http/pagination.ts';
 import { idempotentRequest, parseBody } from '../http/validate.ts';
 import { idempotent } from '../../db/idempotency.ts';
@@ -45,14 +45,21 @@ export const exportBody = z.strictObject({
   date_to: z.unknown().optional(),
 });
 
+/** A period's end under either of its names; both at once is a question with two answers. */
+function periodEnd(req: Request, name: string, alias: string): string | undefined {
+  if (req.query[name] !== undefined && req.query[alias] !== undefined) throw new ApiError('INVALID_BODY', `${alias}: is ${name} under another name; send one of them`);
+  return req.query[name] !== undefined ? dateParam(req.query[name], name) : dateParam(req.query[alias], alias);
+}
+
 export function reportRoutes(ctx: AppContext): Router {
   const router = Router();
   const publicBase = publicBaseUrl(ctx.config);
   const baseUrlOf = (req: Request) => brandBaseUrl(publicBase, req.brand);
 
-  router.get('/v1/reports/profits', async (req, res) => {
-    const from = dateParam(req.query.date_from, 'date_from');
-    const to = dateParam(req.query.date_to, 'date_to');
+  router.get('/v1/reports/profits', knownQuery('date_from', 'date_to', 'from', 'to'), async (req, res) => {
+    // `from` and `to` are the words a report's period is often asked with: the same days.
+    const from = periodEnd(req, 'date_from', 'from');
+    const to = periodEnd(req, 'date_to', 'to');
     const month = currentWibMonth();
     const dateFrom = from ?? month.first;
     const dateTo = to ?? month.last;
@@ -73,7 +80,7 @@ export function reportRoutes(ctx: AppContext): Router {
     sendStored(res, answer.status, answer.body, answer.replayed);
   });
 
-  router.get('/v1/reports/exports', async (req, res) => {
+  router.get('/v1/reports/exports', knownQuery('page', 'limit'), async (req, res) => {
     const { page, limit } = pagination(req);
     const [rows, total] = await listMerchantExports(ctx.replica.reads(), req.merchant.id, page, limit);
     const baseUrl = baseUrlOf(req);

@@ -9,11 +9,12 @@ import { pageMeta, sendData, sendPage } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
 import { uuidParam } from '../http/wallet.ts';
 import { presentSettlement } from '../../db/present/settlements.ts';
+import { knownQuery } from '../http/list-filters.ts';
 
 export function settlementRoutes(ctx: AppContext): Router {
   const router = Router();
 
-  router.get('/v1/settlements', async (req, res) => {
+  router.get('/v1/settlements', knownQuery('page', 'limit'), async (req, res) => {
     // Spec 8: the settlement list's example shows limit 10; the general maximum applies.
     const { page, limit } = pagination(req, { limit: 10, max: 100 });
     const [rows, total] = await listMerchantSettlements(ctx.replica.reads(), req.merchant.id, page, limit);

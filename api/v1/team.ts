@@ -13,6 +13,7 @@ import { idempotent } from '../../db/idempotency.ts';
 import { toJson } from '../../db/present/json-text.ts';
 import { uuidParam } from '../http/wallet.ts';
 import { presentUser } from '../../db/present/users.ts';
+import { knownQuery } from '../http/list-filters.ts';
 
 const roleField = z.enum(role.options);
 
@@ -30,7 +31,7 @@ export const roleBody = z.strictObject({ role: roleField });
 export function teamRoutes(ctx: AppContext): Router {
   const router = Router();
 
-  router.get('/v1/my/users', async (req, res) => {
+  router.get('/v1/my/users', knownQuery(), async (req, res) => {
     sendData(res, (await listUsers(ctx.pool, req.merchant.id)).map(presentUser));
   });
 

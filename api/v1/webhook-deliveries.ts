@@ -11,10 +11,12 @@ import { ApiError } from '../../db/errors.ts';
 import { checkNotifyUrl } from '../../db/notify-url.ts';
 import { enqueueWebhooks, findMerchantDelivery, listAttempts, listMerchantDeliveries, recentSamples, resendDelivery } from '../../db/webhooks.ts';
 import { presentDelivery } from '../../db/present/webhook-deliveries.ts';
+import { webhooksRetainedSince } from '../../db/retention.ts';
 import { sentSampleBody, webhookEvent, webhookEvents } from '../openapi/webhook-events.ts';
 import { pageMeta, sendData, sendPage } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
 import { parseBody } from '../http/validate.ts';
+import { knownQuery } from '../http/list-filters.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -42,7 +44,7 @@ async function merchantDelivery(ctx: AppContext, req: Request) {
 export function webhookDeliveryRoutes(ctx: AppContext): Router {
   const router = Router();
 
-  router.get('/v1/webhook-deliveries', async (req, res) => {
+  router.get('/v1/webhook-deliveries', knownQuery('page', 'limit', 'status', 'event'), async (req, res) => {
     const { page, limit } = pagination(req);
     const parsed = listQuery.safeParse({ status: req.query.status, event: req.query.event });
     if (!parsed.success) {
@@ -50,7 +52,9 @@ export function webhookDeliveryRoutes(ctx: AppContext): Router {
       throw new ApiError('INVALID_BODY', `${issue.path.join('.')}: ${issue.message}`);
     }
     const [rows, total] = await listMerchantDeliveries(ctx.pool, req.merchant.id, parsed.data, page, limit);
-    sendPage(res, rows.map((d) => presentDelivery(d)), pageMeta(page, limit, total));
+    // How far back the log reaches: deliveries that ended before this are retired (db/retention.ts).
+    const retainedSince = webhooksRetainedSince(ctx.config).toISOString();
+    sendPage(res, rows.map((d) => presentDelivery(d)), { ...pageMeta(page, limit, total), retained_since: retainedSince });
   });
 
   router.get('/v1/webhook-deliveries/:id', async (req, res) => {

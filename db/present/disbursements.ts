@@ -23,6 +23,10 @@ export function presentDisbursement(d: DisbursementRow) {
     vendor_disbursement_id: d.vendor_disbursement_id,
     source: d.source,
     status: d.status,
+    // Why a FAILED one failed (ACCOUNT_NAME_MISMATCH, the vendor's code, NO_VENDOR...): not in
+    // spec 2.3, added so a merchant can act on it. Null otherwise (a REJECTED one's reason is
+    // the operator's note, not the merchant's to read).
+    failure_reason: d.status === 'FAILED' ? d.failure_reason : null,
     requested_at: iso(d.requested_at),
     created_at: iso(d.created_at),
   };

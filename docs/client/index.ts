@@ -68,8 +68,18 @@ function signOrderCreation(webhookSecret: string): Middleware {
 export interface LegacyCredentials {
   clientId: string;
   clientSecret: string;
-  /** The RSA private key (PEM or a KeyObject) whose public half an operator stored for the merchant; disbursements only. */
-  privateKey?: string | KeyObject;
+  /**
+   * The RSA private key whose public half an operator stored for the merchant; disbursements
+   * only. A PEM string, or a node:crypto KeyObject (typed by its shape, so that the package's
+   * types need no @types/node).
+   */
+  privateKey?: string | PrivateKeyObject;
+}
+
+/** The part of node:crypto's KeyObject the client relies on. */
+export interface PrivateKeyObject {
+  readonly type: string;
+  readonly asymmetricKeyType?: string;
 }
 
 const sha512 = (text: string) => createHash('sha512').update(text, 'utf8').digest('hex');
@@ -90,7 +100,7 @@ export function legacyOrderQuerySignature(credentials: LegacyCredentials, orderI
  */
 export function legacyXSignature(credentials: LegacyCredentials, rawBody: string | Uint8Array): string {
   if (!credentials.privateKey) throw new Error('legacy disbursement calls are signed with the merchant\'s RSA private key');
-  const key = typeof credentials.privateKey === 'string' ? createPrivateKey(credentials.privateKey) : credentials.privateKey;
+  const key = typeof credentials.privateKey === 'string' ? createPrivateKey(credentials.privateKey) : credentials.privateKey as KeyObject;
   const bodyHash = createHash('sha256').update(rawBody).digest('hex');
   return sign('sha256', Buffer.from(`${credentials.clientId}|${credentials.clientSecret}|${bodyHash}`, 'utf8'), key).toString('base64');
 }

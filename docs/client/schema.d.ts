@@ -230,7 +230,7 @@ export interface paths {
         put?: never;
         /**
          * Pay out from the wallet
-         * @description WALLET merchants only. Checked in this order: idempotency_key unused, destination fields, bank or e-wallet, amount, per-transaction limit; then, holding the wallet, the daily limit and the balance against amount + fee. A beneficiary_id fills the destination from the saved beneficiary (channel then optional; a field that disagrees is INVALID_BODY; a NAME_MISMATCH beneficiary is INVALID_BODY unless accept_name_mismatch is true). Answers PENDING (IN_REVIEW above the merchant's review threshold); the worker sends it, and one whose vendor's account inquiry names another holder ends FAILED with failure_reason ACCOUNT_NAME_MISMATCH unless accept_name_mismatch is true.
+         * @description WALLET merchants only. Checked in this order: idempotency_key unused, destination fields, bank or e-wallet, amount, per-transaction limit; then, holding the wallet, the daily limit and the balance against amount + fee. A beneficiary_id fills the destination from the saved beneficiary (channel then optional; a field that disagrees is INVALID_BODY; a NAME_MISMATCH beneficiary is 422 BENEFICIARY_NAME_MISMATCH unless accept_name_mismatch is true: delete it and save it again with the bank's name). Answers PENDING (IN_REVIEW above the merchant's review threshold); the worker sends it, and one whose holder the bank names otherwise (the account inquiry of every vendor that can make one, the simulator included) ends FAILED with failure_reason ACCOUNT_NAME_MISMATCH, its debit returned, unless accept_name_mismatch is true. The same rule holds for legacy creates and CSV imports.
          *
          *     Roles: owner, finance (the merchant's own key acts as owner).
          */
@@ -508,7 +508,7 @@ export interface paths {
         };
         /**
          * List the webhooks sent to you, newest first
-         * @description Every delivery Kasir made or is making to your notify URLs, with its status and the resource it reports on.
+         * @description Every delivery Kasir made or is making to your notify URLs, with its status and the resource it reports on. Deliveries that ended more than the installation's retention ago (90 days by default) are retired: meta.retained_since says from when the log is complete.
          *
          *     Roles: owner, finance, ops, viewer (the merchant's own key acts as owner).
          */
@@ -1893,6 +1893,8 @@ export interface components {
             source: string;
             /** @enum {string} */
             status: "PENDING" | "IN_REVIEW" | "ON_PROCESS" | "SUCCESS" | "FAILED" | "REJECTED";
+            /** @description Why a FAILED disbursement failed, null otherwise: ACCOUNT_NAME_MISMATCH (the bank names another holder than account_name and accept_name_mismatch was not sent), NO_VENDOR or VENDOR_ERROR (no gateway took it), else the gateway's code (ACCOUNT_CLOSED, INVALID_ACCOUNT, ...). Not in spec 2.3 */
+            failure_reason: string | null;
             requested_at: components["schemas"]["Instant"];
             created_at: components["schemas"]["Instant"];
         };
@@ -2043,6 +2045,8 @@ export interface components {
             source: string;
             /** @enum {string} */
             status: "PENDING" | "IN_REVIEW" | "ON_PROCESS" | "SUCCESS" | "FAILED" | "REJECTED";
+            /** @description Why a FAILED disbursement failed, null otherwise: ACCOUNT_NAME_MISMATCH (the bank names another holder than account_name and accept_name_mismatch was not sent), NO_VENDOR or VENDOR_ERROR (no gateway took it), else the gateway's code (ACCOUNT_CLOSED, INVALID_ACCOUNT, ...). Not in spec 2.3 */
+            failure_reason: string | null;
             requested_at: components["schemas"]["Instant"];
             created_at: components["schemas"]["Instant"];
             event: string;
@@ -2092,7 +2096,7 @@ export interface components {
          * @description Every V1 error code
          * @enum {string}
          */
-        ErrorCode: "UNAUTHORIZED" | "INVALID_SIGNATURE" | "MERCHANT_INACTIVE" | "NOT_WALLET_MERCHANT" | "FORBIDDEN" | "INVALID_BODY" | "INVALID_JSON" | "UNSUPPORTED_PAYMENT_METHOD" | "IDEMPOTENCY_KEY_REUSED" | "MERCHANT_ORDER_ID_REUSED" | "INVALID_ID" | "BANK_NOT_FOUND" | "MISSING_BANK_INFO" | "MISSING_EWALLET_INFO" | "INVALID_FILE" | "ORDER_NOT_FOUND" | "DISBURSEMENT_NOT_FOUND" | "BENEFICIARY_NOT_FOUND" | "NOT_FOUND" | "USER_NOT_FOUND" | "REFUND_NOT_FOUND" | "ORDER_PENDING_CONFIRMATION" | "DUPLICATE_IDEMPOTENCY_KEY" | "DUPLICATE_EMAIL" | "METHOD_NOT_ALLOWED" | "INVALID_STATUS" | "AMOUNT_EXCEEDS_ORDER" | "BANK_DISABLED" | "INSUFFICIENT_BALANCE" | "AMOUNT_EXCEEDS_LIMIT" | "DAILY_LIMIT_EXCEEDED" | "LAST_OWNER" | "TOO_MANY_REQUESTS" | "INTERNAL_ERROR" | "NO_VENDOR" | "VENDOR_ERROR" | "SERVICE_UNAVAILABLE";
+        ErrorCode: "UNAUTHORIZED" | "INVALID_SIGNATURE" | "MERCHANT_INACTIVE" | "NOT_WALLET_MERCHANT" | "FORBIDDEN" | "INVALID_BODY" | "INVALID_JSON" | "UNSUPPORTED_PAYMENT_METHOD" | "IDEMPOTENCY_KEY_REUSED" | "MERCHANT_ORDER_ID_REUSED" | "INVALID_ID" | "BANK_NOT_FOUND" | "MISSING_BANK_INFO" | "MISSING_EWALLET_INFO" | "INVALID_FILE" | "ORDER_NOT_FOUND" | "DISBURSEMENT_NOT_FOUND" | "BENEFICIARY_NOT_FOUND" | "NOT_FOUND" | "USER_NOT_FOUND" | "REFUND_NOT_FOUND" | "ORDER_PENDING_CONFIRMATION" | "DUPLICATE_IDEMPOTENCY_KEY" | "DUPLICATE_EMAIL" | "METHOD_NOT_ALLOWED" | "INVALID_STATUS" | "AMOUNT_EXCEEDS_ORDER" | "BANK_DISABLED" | "INSUFFICIENT_BALANCE" | "AMOUNT_EXCEEDS_LIMIT" | "DAILY_LIMIT_EXCEEDED" | "LAST_OWNER" | "BENEFICIARY_NAME_MISMATCH" | "TOO_MANY_REQUESTS" | "INTERNAL_ERROR" | "NO_VENDOR" | "VENDOR_ERROR" | "SERVICE_UNAVAILABLE";
         /** @description An enabled e-wallet destination. */
         Ewallet: {
             id: components["schemas"]["Uuid"];
@@ -2411,6 +2415,8 @@ export interface components {
             limit: number;
             total: number;
             total_pages: number;
+            /** @description Only in a cursor walk (GET /v1/orders with cursor): the cursor of the next page, null after the last */
+            next_cursor?: string | null;
         };
         /** @description The merchant's totals over WIB calendar days date_from..date_to, inclusive. */
         ProfitsReport: {
@@ -2449,6 +2455,17 @@ export interface components {
         };
         /** @description The request's id, also in the X-Request-Id header: the caller's own X-Request-Id when it sent a usable one, else one Kasir made. Quote it to support. */
         RequestId: string;
+        /** @description Pagination of a log kept for a while: PageMeta, and how far back the log reaches. */
+        RetainedPageMeta: {
+            page: number;
+            limit: number;
+            total: number;
+            total_pages: number;
+            /** @description Only in a cursor walk (GET /v1/orders with cursor): the cursor of the next page, null after the last */
+            next_cursor?: string | null;
+            /** @description Deliveries that ended (delivered, or failed for good) before this instant have been retired and are no longer listed: WEBHOOK_RETENTION_DAYS before now */
+            retained_since: components["schemas"]["Instant"];
+        };
         /** @description A settlement of a MANUAL merchant's paid orders for one day (net_payout = gross_amount − mdr_total − refund_total − disbursement_fee). */
         Settlement: {
             id: components["schemas"]["Uuid"];
@@ -3048,7 +3065,11 @@ export interface operations {
             query?: {
                 page?: number;
                 limit?: number;
+                cursor?: string;
                 merchant_order_id?: string;
+                status?: "PENDING" | "PAID" | "EXPIRED" | "REFUNDED";
+                date_from?: components["schemas"]["Day"];
+                date_to?: components["schemas"]["Day"];
             };
             header?: never;
             path?: never;
@@ -3653,7 +3674,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["InvalidBody"];
-            /** @description BANK_DISABLED, AMOUNT_EXCEEDS_LIMIT, DAILY_LIMIT_EXCEEDED, INSUFFICIENT_BALANCE */
+            /** @description BENEFICIARY_NAME_MISMATCH, BANK_DISABLED, AMOUNT_EXCEEDS_LIMIT, DAILY_LIMIT_EXCEEDED, INSUFFICIENT_BALANCE */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3664,7 +3685,7 @@ export interface operations {
                         success: false;
                         error: {
                             /** @enum {string} */
-                            code: "BANK_DISABLED" | "AMOUNT_EXCEEDS_LIMIT" | "DAILY_LIMIT_EXCEEDED" | "INSUFFICIENT_BALANCE";
+                            code: "BENEFICIARY_NAME_MISMATCH" | "BANK_DISABLED" | "AMOUNT_EXCEEDS_LIMIT" | "DAILY_LIMIT_EXCEEDED" | "INSUFFICIENT_BALANCE";
                             message: string;
                             request_id: components["schemas"]["RequestId"];
                         };
@@ -4233,7 +4254,7 @@ export interface operations {
                         /** @constant */
                         success: true;
                         data: components["schemas"]["WebhookDelivery"][];
-                        meta: components["schemas"]["PageMeta"];
+                        meta: components["schemas"]["RetainedPageMeta"];
                     };
                 };
             };
@@ -4431,6 +4452,8 @@ export interface operations {
             query?: {
                 date_from?: components["schemas"]["Day"];
                 date_to?: components["schemas"]["Day"];
+                from?: components["schemas"]["Day"];
+                to?: components["schemas"]["Day"];
             };
             header?: never;
             path?: never;

@@ -77,9 +77,9 @@ export function createMidtransClient(vendor: VendorRecord, creds: MidtransCreden
   return {
     core: (method: 'GET' | 'POST', path: string, payload?: object, headers?: Record<string, string>) => send(coreBase, method, path, creds.serverKey, payload, headers),
     /** Iris, as the creator (create, reads) or the approver (approve, reject). */
-    iris(role: 'creator' | 'approver', method: 'GET' | 'POST', path: string, payload?: object): Promise<Outcome<MidtransAnswer>> {
+    iris(role: 'creator' | 'approver', method: 'GET' | 'POST', path: string, payload?: object, headers?: Record<string, string>): Promise<Outcome<MidtransAnswer>> {
       if (!creds.iris) return Promise.resolve({ kind: 'failed', reason: 'no Iris keys configured for this vendor' });
-      return send(creds.iris.baseUrl, method, `/api/v1${path}`, role === 'creator' ? creds.iris.creatorKey : creds.iris.approverKey, payload);
+      return send(creds.iris.baseUrl, method, `/api/v1${path}`, role === 'creator' ? creds.iris.creatorKey : creds.iris.approverKey, payload, headers);
     },
   };
 }

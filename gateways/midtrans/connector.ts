@@ -9,16 +9,21 @@
 //   unknown on 5xx, timeouts after sending and garbled answers (a fractional amount included).
 // Unknown outcomes, per operation:
 // - charge: the status of our order_id answers it (404: never created → the attempt fails).
-// - refund: refund_key is Kasir's refund reference, and the same refund_key is the same refund
-//   at Midtrans (its refund reference). queryRefund reads the order's status, whose refunds[]
-//   carry their refund_key: listed is done; not listed is NOT_FOUND, and the re-send with the
-//   same key could only ever be that one refund.
-// - payout: Iris moves money only once a payout is approved, and Kasir approves only a payout
-//   whose reference_no it holds. So a create without a readable answer is `failed` (if Iris made
-//   it, it waits unapproved and is never paid; another vendor may pay); once created, disburse
-//   never answers unknown: an approval refused or unanswered is settled by reading the payout
-//   (approved → ok; still queued → rejected, then failed; not readable → ok with its reference_no,
-//   and Iris's final notification decides). Nothing is ever created twice for one reference.
+// - refund: refund_key is Kasir's refund reference, sent also as the documented Idempotency-Key
+//   header, and the same refund_key is the same refund at Midtrans. queryRefund reads the
+//   order's status, whose refunds[] carry their refund_key: listed is done; not listed is
+//   NOT_FOUND. An in-flight refund is not listed yet, so a re-send may be refused (406 key used,
+//   412 exceeds the refundable amount) because of the first: such a refusal is never failed; the
+//   status decides, and when it does not list the refund, an operator (unresolvable).
+// - payout: the create carries X-Idempotency-Key = Kasir's reference (documented for Payouts:
+//   the same key re-sent after a timeout answers the first result). A create can answer
+//   `processed` or `completed` (accounts that approve on their own), so a create without a
+//   readable answer may pay: it is re-sent once with the same key to recover its reference_no,
+//   and when that does not answer either, the payout is unresolvable (Iris reads payouts by
+//   reference_no only): an operator settles it, and it is never sent to another vendor. Once
+//   created `queued`, disburse never answers unknown: an approval refused or unanswered is
+//   settled by reading the payout (approved → ok; still queued → rejected, then failed; not
+//   readable → ok with its reference_no, and Iris's final notification decides).
 // - notifications are trusted only with a valid signature, then (like the official SDKs) the
 //   payment's status, or the Iris payout, is re-read, and only what the re-read says is acted
 //   on; a re-read that fails is answered 503 (retry_later) so the notification comes again.
@@ -35,6 +40,7 @@ import type {
   PayoutAccepted,
   QrisCreated,
   QrisStatus,
+  RefundInput,
   RefundResult,
   RefundStatus,
   VendorRecord,
@@ -68,8 +74,8 @@ import {
 } from './transforms.ts';
 import { validateVendorQris } from '../qris.ts';
 import { midtransReport } from './report.ts';
-import { sameHolder } from '../../db/account-names.ts';
-import { failed, headerOf, nameMismatch, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND, unknown, unresolvable } from '../results.ts';
+import { holderRefusal } from '../name-rule.ts';
+import { failed, headerOf, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND, unknown, unresolvable } from '../results.ts';
 
 /** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
 const DEFAULT_TIMEOUT_MS = 5000;
@@ -107,6 +113,29 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
       return status ? ok({ status, body: v.body }) : unknown(`unreadable status answer for ${reference}`);
     }
     return v.kind === 'refused' || v.kind === 'duplicate' ? failed(v.reason) : unknown(v.reason);
+  }
+
+  /** The refund the order's status lists under our refund_key, NOT_FOUND when none is listed. */
+  async function listedRefund(query: { reference: string; refundReference: string; amount: number }): Promise<Outcome<RefundStatus>> {
+    const read = await readStatus(query.reference);
+    if (read.kind !== 'ok') return read;
+    const listed = read.value.body ? refundsOf(read.value.body).find((r) => r.refundKey === query.refundReference) : undefined;
+    if (!listed) return ok({ status: 'NOT_FOUND', vendorRefundId: null, failureReason: null });
+    if (listed.amount !== null && listed.amount !== query.amount) return unknown(`refund_key ${query.refundReference} is listed with another amount: ${listed.amount}`);
+    return ok({ status: 'SUCCEEDED', vendorRefundId: listed.vendorRefundId, failureReason: null });
+  }
+
+  /**
+   * A refusal that may be about a refund Midtrans already holds: listed, it is that refund;
+   * not listed, it may still be in flight, and Midtrans has no read of an in-flight refund:
+   * unresolvable, the refund waits for an operator (ops refunds:settle) or Midtrans's notification.
+   */
+  async function settleRefusedRefund(input: RefundInput, why: string): Promise<Outcome<RefundResult>> {
+    const read = await listedRefund(input);
+    if (read.kind !== 'ok') return unknown(`${why}; the status after it: ${read.reason}`);
+    if (read.value.status === 'SUCCEEDED') return ok({ vendorRefundId: read.value.vendorRefundId ?? input.refundReference, status: 'SUCCEEDED' });
+    log.warn({ refund: input.refundReference, why }, 'Midtrans refused a refund re-send and lists no refund under its key: waiting for an operator');
+    return unresolvable(`Midtrans refused ${input.refundReference} (${why}) yet its status lists no refund under that key: it may be in flight; only the Midtrans dashboard can tell`);
   }
 
   // ---------------------------------------------------------------- Iris
@@ -193,24 +222,39 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
       if (inquiry.kind !== 'ok') return failed(`account validation before the payout: ${inquiry.reason}`);
       accountName = inquiry.value.status === 'FOUND' ? inquiry.value.accountName : null;
       if (!accountName) return failed('account validation gave no holder name');
-    } else if (inquiry.kind === 'ok' && inquiry.value.status === 'FOUND' && !input.acceptNameMismatch && !sameHolder(accountName, inquiry.value.accountName)) {
-      return nameMismatch(`ACCOUNT_NAME_MISMATCH: Iris names the holder ${inquiry.value.accountName}, not ${accountName}`);
+    } else {
+      const refusal = holderRefusal(input, inquiry, 'Iris');
+      if (refusal) return refusal;
     }
-    const created = await client.iris('creator', 'POST', '/payouts', toPayoutRequest({ reference: input.reference, amount: input.amount, accountNumber: input.accountNumber, accountName, irisBank }));
+    const request = toPayoutRequest({ reference: input.reference, amount: input.amount, accountNumber: input.accountNumber, accountName, irisBank });
     const logged = { reference: input.reference, bank: irisBank, account: lastFour(input.accountNumber), amount: input.amount };
-    if (created.kind !== 'ok') {
-      // An unapproved payout moves no money, and Kasir approves only what it holds a reference_no for.
-      log.warn({ ...logged, why: created.reason }, 'Iris create unanswered; any payout it made stays unapproved');
-      return failed(`Iris create unanswered (${created.reason}); an unapproved payout is never paid`);
-    }
-    const v = irisVerdict(created.value);
-    if (v.kind === 'refused') return failed(v.reason);
-    const referenceNo = v.kind === 'success' ? fromPayoutCreated(v.body) : null;
+    // X-Idempotency-Key = Kasir's reference: the same key re-sent after a timeout answers the
+    // first result (kept 24 h), never a second payout.
+    const create = () => client.iris('creator', 'POST', '/payouts', request, { 'x-idempotency-key': input.reference });
+    let created = await create();
+    if (created.kind === 'failed') return created;
+    let v = created.kind === 'ok' ? irisVerdict(created.value) : null;
+    if (v?.kind === 'refused') return failed(v.reason);
+    let referenceNo = v?.kind === 'success' ? fromPayoutCreated(v.body) : null;
     if (!referenceNo) {
-      log.warn({ ...logged, why: v.kind === 'unknown' ? v.reason : 'no reference_no' }, 'Iris create unreadable; any payout it made stays unapproved');
-      return failed(`Iris create ${v.kind === 'unknown' ? v.reason : 'answer without a reference_no'}; an unapproved payout is never paid`);
+      // A create may answer `processed` or `completed` (no approval needed), so a payout made
+      // without a readable answer may pay: never failed over. The re-send with the same key
+      // recovers its reference_no; when it cannot, Iris has no read by Kasir's reference, so
+      // an operator settles it.
+      const first = created.kind !== 'ok' ? created.reason : v?.kind === 'unknown' ? v.reason : 'answer without a reference_no';
+      log.warn({ ...logged, why: first }, 'Iris create unclear; re-sending with the same X-Idempotency-Key');
+      created = await create();
+      v = created.kind === 'ok' ? irisVerdict(created.value) : null;
+      referenceNo = v?.kind === 'success' ? fromPayoutCreated(v.body) : null;
+      if (!referenceNo) {
+        const second = created.kind !== 'ok' ? created.reason : v?.kind === 'success' ? 'answer without a reference_no' : v!.reason;
+        return unresolvable(`Iris create unclear (${first}), and the re-send with the same X-Idempotency-Key too (${second}): whether Iris made it only the Iris dashboard can tell`);
+      }
     }
-    log.info({ ...logged, referenceNo }, 'Iris payout created');
+    const createdStatus = v?.kind === 'success' && Array.isArray(v.body.payouts) && isRecord(v.body.payouts[0]) ? v.body.payouts[0].status : undefined;
+    log.info({ ...logged, referenceNo, status: createdStatus }, 'Iris payout created');
+    // Created `processed` or `completed`: the account approves on its own; nothing to approve.
+    if (createdStatus === 'processed' || createdStatus === 'completed') return ok({ vendorDisbursementId: referenceNo });
     // otp is always sent, as midtrans-go's ApprovePayoutReq does (no omitempty): the approver's
     // current code, or empty when no two-factor secret is configured.
     const approved = await client.iris('approver', 'POST', '/payouts/approve', { reference_nos: [referenceNo], otp: creds.iris.approverOtp?.() ?? '' });
@@ -357,8 +401,10 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
     },
 
     async refund(input): Promise<Outcome<RefundResult>> {
-      // refund_key = Kasir's refund reference: a re-send is the same refund at Midtrans.
-      const asked = await core('POST', `/v2/${encodeURIComponent(input.reference)}/refund`, toRefundRequest(input));
+      // refund_key = Kasir's refund reference: a re-send is the same refund at Midtrans. The
+      // documented Idempotency-Key (Core POSTs, kept 5 minutes) says so too: a re-send while
+      // the first is in process answers 202 instead of a refusal.
+      const asked = await core('POST', `/v2/${encodeURIComponent(input.reference)}/refund`, toRefundRequest(input), { 'idempotency-key': input.refundReference });
       if (asked.kind !== 'ok') return asked;
       const v = asked.value;
       if (v.kind === 'success') {
@@ -369,18 +415,17 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
         const vendorRefundId = typeof id === 'number' || typeof id === 'string' ? String(id) : input.refundReference;
         return ok({ vendorRefundId, status: v.code === 200 ? 'SUCCEEDED' : 'PENDING' });
       }
-      if (v.kind === 'refused' || v.kind === 'not_found' || v.kind === 'duplicate') return failed(v.reason);
+      // 406 "refund_key has already been used" says Midtrans holds a refund under this key; 412
+      // "exceeds the refundable amount" after a re-send may be the first refund, in flight and
+      // not yet listed, taking the amount. Neither is failed (which would re-credit the
+      // merchant): the status decides, and when it does not list the refund no read can.
+      const refusedResend = v.kind === 'duplicate' || (input.resent === true && v.kind === 'refused' && v.code === 412);
+      if (refusedResend) return settleRefusedRefund(input, v.reason);
+      if (v.kind === 'refused' || v.kind === 'not_found') return failed(v.reason);
       return unknown(v.reason);
     },
 
-    async queryRefund(query): Promise<Outcome<RefundStatus>> {
-      const read = await readStatus(query.reference);
-      if (read.kind !== 'ok') return read;
-      const listed = read.value.body ? refundsOf(read.value.body).find((r) => r.refundKey === query.refundReference) : undefined;
-      if (!listed) return ok({ status: 'NOT_FOUND', vendorRefundId: null, failureReason: null });
-      if (listed.amount !== null && listed.amount !== query.amount) return unknown(`refund_key ${query.refundReference} is listed with another amount: ${listed.amount}`);
-      return ok({ status: 'SUCCEEDED', vendorRefundId: listed.vendorRefundId, failureReason: null });
-    },
+    queryRefund: (query) => listedRefund(query),
 
     disburse,
 

@@ -6,7 +6,8 @@
 //   SIMULATOR_IRIS_APPROVER_KEY approves or rejects them; either reads. An unknown key is 401, a
 //   key of the other role 403.
 // - POST /payouts makes `queued` payouts with a reference_no of Iris's own (Kasir's reference
-//   rides in notes); nothing moves until POST /payouts/approve {reference_nos, otp} with the
+//   rides in notes); a repeat with the same X-Idempotency-Key answers the first result and makes
+//   nothing (docs.midtrans.com, Payouts API headers); nothing moves until POST /payouts/approve {reference_nos, otp} with the
 //   approver's current two-factor code (midtrans-go iris/request.go ApprovePayoutReq sends otp
 //   always; the dashboard requires approver 2FA): a TOTP (RFC 6238, SHA-1, 6 digits, 30 s, one
 //   step either side) of SIMULATOR_IRIS_APPROVER_TOTP_SECRET, computed here from the RFC on its
@@ -235,7 +236,16 @@ export function irisDialect(ctx: DialectContext): Router {
     send(res, 200, { beneficiary_banks: BANKS });
   });
 
+  /**
+   * X-Idempotency-Key → the create's answer: the same key again answers the first result, as
+   * Iris documents (kept 24 h there; here for the process's life, not journaled).
+   */
+  const createdByKey = new Map<string, Record<string, unknown>>();
+
   router.post('/api/v1/payouts', as('creator'), fault('disburse'), (req, res) => {
+    const key = req.get('x-idempotency-key');
+    const earlier = key === undefined ? undefined : createdByKey.get(key);
+    if (earlier) return void send(res, 201, earlier);
     const body = parse(payoutsBody, req);
     const errors: string[] = [];
     for (const [i, p] of body.payouts.entries()) {
@@ -263,6 +273,7 @@ export function irisDialect(ctx: DialectContext): Router {
       log.info({ reference_no: payout.referenceNo, notes: payout.notes, amount: payout.amount }, 'payout queued');
       return { status: 'queued', reference_no: payout.referenceNo };
     });
+    if (key !== undefined) createdByKey.set(key, { payouts: made });
     send(res, 201, { payouts: made });
   });
 

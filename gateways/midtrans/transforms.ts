@@ -147,6 +147,7 @@ export function fromStatus(body: Record<string, unknown>, reference: string, now
     qrisString: text(body.qr_string),
     paidAt: status === 'PAID' ? (parseJakartaTime(body.settlement_time) ?? parseJakartaTime(body.transaction_time) ?? now) : null,
     rrn: status === 'PAID' ? (text(body.rrn) ?? text(body.reference_id)) : null,
+    amount: status === 'PAID' ? fromMidtransAmount(body.gross_amount) : null,
   };
 }
 

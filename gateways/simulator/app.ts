@@ -78,7 +78,8 @@ const refundBody = z.object({ refund_reference: reference, amount });
 const disburseBody = z
   .object({ reference, ...destination, account_name: z.string().max(100).nullish(), amount, callback_url: callbackUrl })
   .superRefine(destinationRule);
-const inquiryBody = z.object(destination).superRefine(destinationRule);
+// account_name: the name the caller entered, which the sandbox bank confirms (magic.ts).
+const inquiryBody = z.object({ ...destination, account_name: z.string().max(100).nullish() }).superRefine(destinationRule);
 const payBody = z
   .object({ reference: z.string().optional(), qris_string: z.string().optional(), force: z.boolean().optional() })
   .refine((body) => body.reference !== undefined || body.qris_string !== undefined, 'reference or qris_string is required');
@@ -338,7 +339,7 @@ export function createSimulatorApp(options: SimulatorOptions) {
 
   v1.post('/account-inquiry', inject('inquireAccount'), (req, res) => {
     const body = parseBody(inquiryBody, req);
-    const name = accountHolder(body.account_number);
+    const name = accountHolder(body.account_number, body.account_name ?? null);
     if (!name) throw new SimError(404, 'ACCOUNT_NOT_FOUND', `no account ${body.account_number}`);
     reply(res, 200, {
       account_name: name,

@@ -16,8 +16,12 @@ import type { Journal } from './journal.ts';
 import { signedHeaders } from './signing.ts';
 import type { Timers } from './timers.ts';
 
-/** Waits before attempts 2..5: about 23 s in all, enough to ride out a Kasir restart in dev. */
-const RETRY_DELAYS_MS = [500, 2000, 5000, 15000];
+/**
+ * Waits before attempts 2..7: about 112 s in all. Long enough to ride out a Kasir restart and a
+ * database failover with Patroni's default ttl of 30 s (promotion in 30-40 s), which the old
+ * 23 s did not (docs/deploy.md, High availability); the real vendors retry for hours.
+ */
+const RETRY_DELAYS_MS = [500, 2000, 5000, 15000, 30000, 60000];
 const ATTEMPT_TIMEOUT_MS = 5000;
 /** How long an out_of_order_callback waits for a later callback before going out anyway. */
 const OUT_OF_ORDER_MAX_HOLD_MS = 5000;

@@ -26,6 +26,7 @@ import type {
 import { interpretAnswer, vendorCall, type HttpAnswer } from '../http.ts';
 import { parseQris, validateVendorQris } from '../qris.ts';
 import { simulatorReport } from './connector-report.ts';
+import { holderRefusal, holderToCheck } from '../name-rule.ts';
 import { failed, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND } from '../results.ts';
 
 /** Below the API's default 10 s wait for a create, so a timeout still leaves time to answer. */
@@ -109,7 +110,7 @@ export function toDisburseRequest(input: DisburseInput) {
 }
 
 export function toInquiryRequest(input: AccountInquiryInput) {
-  return { channel: input.channel, bank_code: input.bankCode, ewallet_code: input.ewalletCode, account_number: input.accountNumber };
+  return { channel: input.channel, bank_code: input.bankCode, ewallet_code: input.ewalletCode, account_number: input.accountNumber, account_name: input.accountName ?? null };
 }
 
 const timestamp = z.iso.datetime({ offset: true });
@@ -118,6 +119,7 @@ const qrisBody = z.object({
   reference: z.string(),
   status: z.string(),
   qris_string: z.string().min(1),
+  amount: z.number().int().positive().optional(),
   paid_at: timestamp.nullish(),
   rrn: z.string().nullish(),
 });
@@ -146,6 +148,8 @@ export function fromQrisStatus(body: unknown, reference: string): QrisStatus | n
     qrisString: data.qris_string,
     paidAt: data.paid_at ? new Date(data.paid_at) : null,
     rrn: data.rrn ?? null,
+    // A QR is paid its own amount: the amount the simulator's record of it shows.
+    amount: status === 'PAID' ? (data.amount ?? null) : null,
   };
 }
 
@@ -225,6 +229,17 @@ export function createSimulatorGateway(vendor: VendorRecord, opts: { timeoutMs?:
   const request = createClient(vendor, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   const path = (template: string, reference: string) => template.replace(':ref', encodeURIComponent(reference));
 
+  async function inquire(input: AccountInquiryInput): Promise<Outcome<AccountInquiry>> {
+    const answer = await request('POST', '/v1/account-inquiry', toInquiryRequest(input));
+    if (answer.kind !== 'ok') return answer;
+    const code = vendorErrorCode(answer.value.body);
+    if (answer.value.status === 404 && code === 'ACCOUNT_NOT_FOUND') return ok({ status: 'NOT_FOUND', reason: code });
+    return interpret(answer.value, (body) => {
+      const parsed = inquiryBody.safeParse(body);
+      return parsed.success ? { status: 'FOUND' as const, accountName: parsed.data.account_name } : null;
+    });
+  }
+
   return {
     async createQris(input) {
       const answer = await request('POST', '/v1/qris', toCreateQrisRequest(input));
@@ -273,6 +288,13 @@ export function createSimulatorGateway(vendor: VendorRecord, opts: { timeoutMs?:
     },
 
     async disburse(input) {
+      // The name rule (gateways/name-rule.ts): the bank's holder must be the payout's. An
+      // inquiry that gives no holder leaves the account to the transfer, which the simulator
+      // settles by its own magic numbers (a missing account FAILED INVALID_ACCOUNT).
+      if (holderToCheck(input)) {
+        const refusal = holderRefusal(input, await inquire({ channel: input.channel, bankCode: input.bankCode, ewalletCode: input.ewalletCode, accountNumber: input.accountNumber, accountName: input.accountName }), 'the bank');
+        if (refusal) return refusal;
+      }
       const answer = await request('POST', '/v1/disbursements', toDisburseRequest(input));
       if (answer.kind !== 'ok') return answer;
       return interpret(answer.value, (body) => {
@@ -290,16 +312,7 @@ export function createSimulatorGateway(vendor: VendorRecord, opts: { timeoutMs?:
       return interpret(answer.value, (body) => fromDisbursementStatus(body, reference));
     },
 
-    async inquireAccount(input): Promise<Outcome<AccountInquiry>> {
-      const answer = await request('POST', '/v1/account-inquiry', toInquiryRequest(input));
-      if (answer.kind !== 'ok') return answer;
-      const code = vendorErrorCode(answer.value.body);
-      if (answer.value.status === 404 && code === 'ACCOUNT_NOT_FOUND') return ok({ status: 'NOT_FOUND', reason: code });
-      return interpret(answer.value, (body) => {
-        const parsed = inquiryBody.safeParse(body);
-        return parsed.success ? { status: 'FOUND' as const, accountName: parsed.data.account_name } : null;
-      });
-    },
+    inquireAccount: inquire,
 
     async check() {
       // A signed query for a reference no order has: the vendor's named 404 proves the URL and
@@ -312,6 +325,9 @@ export function createSimulatorGateway(vendor: VendorRecord, opts: { timeoutMs?:
     },
 
     reportDay: (day) => simulatorReport(request, day),
+
+    // The callback secret is the account's shared HMAC secret: whoever holds the account can sign.
+    paymentCallbacksAreHints: true,
 
     async parseCallback(headers, rawBody) {
       if (!verifyCallback(secret, headers, rawBody)) return null;

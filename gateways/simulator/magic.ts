@@ -28,9 +28,23 @@ const HOLDERS = [
   'YUSUF MAULANA',
 ];
 
-/** The holder's name, the same for a number on every run and every instance; null: no such account. */
-export function accountHolder(accountNumber: string): string | null {
+/** An account number with this ending is held by the bank's own holder, whatever name is entered. */
+export const OTHER_HOLDER_SUFFIX = '8888';
+
+/** The name as a bank prints it: capitals, single spaces. */
+const asBankPrints = (name: string) => name.trim().replace(/\s+/g, ' ').toUpperCase();
+
+/**
+ * The holder's name as the sandbox bank gives it; null: no such account (`…9999`). Like the
+ * vendors' test modes it confirms the name the caller entered (`entered`, where the inquiry
+ * carries one: the native API's does), except on `…8888`: there the account's holder is one of
+ * a fixed list, picked by a hash of the number (the same on every run and every instance), so
+ * any other name entered is another holder's, and entering the listed one fixes it. An inquiry
+ * with no name (Iris's and SNAP's wires carry none, or none was given) gets the listed holder too.
+ */
+export function accountHolder(accountNumber: string, entered: string | null = null): string | null {
   if (accountNumber.endsWith('9999')) return null;
-  const hash = createHash('sha256').update(accountNumber).digest();
-  return HOLDERS[hash.readUInt32BE(0) % HOLDERS.length];
+  const given = entered === null ? '' : asBankPrints(entered);
+  if (given && !accountNumber.endsWith(OTHER_HOLDER_SUFFIX)) return given;
+  return HOLDERS[createHash('sha256').update(accountNumber).digest().readUInt32BE(0) % HOLDERS.length];
 }

@@ -20,8 +20,8 @@
 //   whole payment is refunded by this one refund; otherwise the refund is unresolvable.
 import type { AccountInquiry, AccountInquiryInput, CallbackEvent, Gateway, Outcome, QrisCreated, QrisStatus, RefundResult, RefundStatus, VendorRecord } from '../gateway.ts';
 import { validateVendorQris } from '../qris.ts';
-import { sameHolder } from '../../db/account-names.ts';
-import { failed, nameMismatch, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND, unknown, unresolvable } from '../results.ts';
+import { holderRefusal } from '../name-rule.ts';
+import { failed, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND, unknown, unresolvable } from '../results.ts';
 import { biCodeOf } from './banks.ts';
 import { snapReport } from './report.ts';
 import { answerTokenRequest, createSnapClient, externalIdFor, randomExternalId, snapCredentials, verifyNotify, type SnapAnswer } from './client.ts';
@@ -199,9 +199,8 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
       if (inquiry.value.status === 'NOT_FOUND') return failed(`account inquiry: ${inquiry.value.reason}`);
       // The bank's name goes into the transfer: one that is not the payout's holder is refused
       // unless the request accepted it.
-      if (input.accountName && !input.acceptNameMismatch && !sameHolder(input.accountName, inquiry.value.accountName)) {
-        return nameMismatch(`ACCOUNT_NAME_MISMATCH: the bank names the holder ${inquiry.value.accountName}, not ${input.accountName}`);
-      }
+      const refusal = holderRefusal(input, inquiry, 'the bank');
+      if (refusal) return refusal;
       const request = toTransferRequest({ reference: input.reference, amount: input.amount, accountNumber: input.accountNumber, accountName: inquiry.value.accountName, biCode }, settings);
       const asked = await ask(PATHS.transferInterbank, request, createId('transfer-interbank', input.reference));
       if (asked.kind !== 'ok') return asked;
@@ -258,6 +257,10 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
     },
 
     reportDay: (day) => snapReport(ask, settings, day),
+
+    // An HMAC notify is signed with the client secret the merchant holds too; an RSA notify with
+    // the provider's private key, which only the provider holds.
+    paymentCallbacksAreHints: creds.notifySignature === 'hmac',
 
     answerCallback: snapAnswer,
 

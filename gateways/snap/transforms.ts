@@ -313,7 +313,7 @@ export function fromQueried(body: Record<string, unknown>, reference: string, no
   if (body.amount !== undefined && fromSnapAmount(body.amount) === null) return null;
   const status = toQrisStatus(body.latestTransactionStatus);
   const vendorOrderId = text(body.originalReferenceNo);
-  if (status === 'NOT_FOUND') return { status, vendorOrderId: null, qrisString: null, paidAt: null, rrn: null };
+  if (status === 'NOT_FOUND') return { status, vendorOrderId: null, qrisString: null, paidAt: null, rrn: null, amount: null };
   return {
     status,
     vendorOrderId,
@@ -321,6 +321,7 @@ export function fromQueried(body: Record<string, unknown>, reference: string, no
     // paidTime is conditional in the standard: without it, the moment Kasir learned of the payment.
     paidAt: status === 'PAID' ? (paidTimeOf(body) ?? now) : null,
     rrn: status === 'PAID' ? rrnOf(body) : null,
+    amount: status === 'PAID' && body.amount !== undefined ? fromSnapAmount(body.amount) : null,
   };
 }
 

@@ -9,9 +9,9 @@
 //   answers NOT_FOUND): Kasir never handed its QR string to anyone, so no payer can pay it,
 //   and it expires at Xendit unused. The attempt fails and the merchant's retry makes a new one.
 // - Payout: the disbursement's reference is the Idempotency-key (required, xendit-node
-//   payout/apis/Payout.ts); a reused key is refused with 400 DUPLICATE_TRANSACTION_ERROR or, as
-//   Xendit's SDK answers a reused key elsewhere, 409 DUPLICATE_ERROR. Either is "already
-//   received": resolved by reading the payout by reference_id (getPayouts), never by sending
+//   payout/apis/Payout.ts); a reused key is refused with 400 DUPLICATE_TRANSACTION_ERROR or a
+//   409 of any code (DUPLICATE_ERROR as Xendit's SDK answers a reused key elsewhere, or a
+//   request still in progress). Each is "already received": resolved by reading the payout by reference_id (getPayouts), never by sending
 //   again, and never failed over. A duplicate the read cannot show is unresolvable.
 // - Refund: POST /qr_codes/payments/{id}/refunds documents only `amount`: no idempotency key,
 //   no metadata echoed, no lookup by Kasir's reference. So a refund is POSTed once; its id from
@@ -228,6 +228,9 @@ export function createXenditGateway(vendor: VendorRecord, opts: { timeoutMs?: nu
     },
 
     reportDay: (day) => xenditReport(request, day),
+
+    // x-callback-token is a static token the account holder reads in its dashboard.
+    paymentCallbacksAreHints: true,
 
     async parseCallback(headers, rawBody) {
       if (!sameToken(creds.callbackToken, headerOf(headers, 'x-callback-token'))) return null;

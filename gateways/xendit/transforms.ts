@@ -188,13 +188,17 @@ export const isPaid = (status: string) => status === 'SUCCEEDED' || status === '
 /** A QR and its payments → Kasir's view. ACTIVE until paid; INACTIVE or past expiry is EXPIRED. */
 export function toQrisStatus(qr: z.infer<typeof qrCode>, payments: z.infer<typeof qrPayment>[], now = new Date()): QrisStatus {
   const paid = payments.find((p) => isPaid(p.status));
-  if (paid) return { status: 'PAID', vendorOrderId: qr.id, qrisString: qr.qr_string, paidAt: new Date(paid.created), rrn: paid.payment_detail?.receipt_id ?? paid.id };
+  if (paid) return { status: 'PAID', vendorOrderId: qr.id, qrisString: qr.qr_string, paidAt: new Date(paid.created), rrn: paid.payment_detail?.receipt_id ?? paid.id, amount: paid.amount };
   const expired = qr.status === 'INACTIVE' || (qr.expires_at != null && new Date(qr.expires_at) <= now);
-  return { status: expired ? 'EXPIRED' : 'PENDING', vendorOrderId: qr.id, qrisString: qr.qr_string, paidAt: null, rrn: null };
+  return { status: expired ? 'EXPIRED' : 'PENDING', vendorOrderId: qr.id, qrisString: qr.qr_string, paidAt: null, rrn: null, amount: null };
 }
 
-/** Duplicate answers to a reused payout key: v2's documented one, and the 409 Xendit's SDK gives for a reused key (xendit-node refund/models/CreateRefund409Response.ts; Payouts v3). */
-export const DUPLICATE_PAYOUT = (status: number, code: string | null) => (status === 400 && code === 'DUPLICATE_TRANSACTION_ERROR') || (status === 409 && code === 'DUPLICATE_ERROR');
+/**
+ * Answers to a reused payout key: v2's documented 400 DUPLICATE_TRANSACTION_ERROR, and any 409
+ * whatever its code (DUPLICATE_ERROR as Xendit's SDK answers a reused key, a request still in
+ * progress...): a conflict means Xendit already received this key, never "did nothing".
+ */
+export const DUPLICATE_PAYOUT = (status: number, code: string | null) => (status === 400 && code === 'DUPLICATE_TRANSACTION_ERROR') || status === 409;
 
 const REFUND_STATUS: Readonly<Record<string, RefundResult['status']>> = { SUCCEEDED: 'SUCCEEDED', FAILED: 'FAILED', CANCELLED: 'FAILED' };
 /** Anything else (PENDING, or a status Xendit adds later) is still in progress. */

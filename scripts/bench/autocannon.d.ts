@@ -28,6 +28,10 @@ declare module 'autocannon' {
       body?: string;
       requests?: Request[];
       idReplacement?: boolean;
+      /** Requests a second over all connections (a fixed rate, not as fast as it goes). */
+      overallRate?: number;
+      /** Requests in all; the run ends after them (overrides duration). */
+      amount?: number;
     }
 
     interface Histogram {

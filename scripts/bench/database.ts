@@ -55,7 +55,7 @@ export async function benchDatabase(options: { durable?: boolean } = {}): Promis
   const release = () =>
     (releasing ??= (async () => {
       await cluster?.stop();
-      if (dir) await rm(dir, { recursive: true, force: true });
+      if (dir && !process.env.BENCH_KEEP_DIR) await rm(dir, { recursive: true, force: true });
     })());
   // Ctrl-C: the cluster runs detached (it does not get the terminal's SIGINT), so stop it and
   // remove its directory here; exit 130 once done, whatever the interrupted code does meanwhile.

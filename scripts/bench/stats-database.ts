@@ -25,7 +25,7 @@ export async function statsDatabase(options: { durable?: boolean; explainMs?: nu
   const release = () =>
     (releasing ??= (async () => {
       await cluster?.stop();
-      await rm(dir, { recursive: true, force: true });
+      if (!process.env.BENCH_KEEP_DIR) await rm(dir, { recursive: true, force: true });
     })());
   const onSignal = () => void release().finally(() => process.exit(130));
   process.once('SIGINT', onSignal);

@@ -4,6 +4,7 @@
 //
 //   npm run bench -- webhooks [--burst 20000] [--fairness 8000] [--fast 8] [--slow hang|fail]
 //                             [--expiry 100000] [--concurrency 100] [--worker-pool 20]
+//                             [--via-api N [--api-rate 125]]
 //                             [--ephemeral] [--stats] [--explain MS] [--json]
 //
 // Processes: the webhook worker group (workers/run.ts webhook, as the Procfile runs it, idle
@@ -30,20 +31,28 @@
 //   with one more merchant whose receiver hangs past the timeout (or answers 500: --slow fail),
 //   with as many orders as each fast merchant. Compares the fast merchants' lag p99 with and
 //   without it (target: within 2×).
+// - via API (--via-api N, first of all when given): the burst as a flash sale makes it. N orders
+//   created through the API (api + vendor worker + simulator, as the Procfile runs them) at
+//   --api-rate a second, each expiring a minute after its creation, with no ANALYZE and
+//   autovacuum at its defaults; the expiry line is held back until the last is overdue, then
+//   started, and every order.expired webhook waited for, as in the burst run.
 // A size of 0 skips a run. Durable database unless --ephemeral (scripts/bench/database.ts).
 // --stats counts statements per delivery (pg_stat_statements); --explain MS also logs the plan
 // of every statement slower than MS ms (auto_explain, as executed) and prints the slowest.
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
 import { defaultBrand } from '../../db/brands.ts';
+import { setRoute } from '../../db/vendors.ts';
+import { freePort } from '../lib/cluster.ts';
 import { createMerchant } from '../../db/merchants.ts';
 import { PER_DESTINATION } from '../../workers/webhook-dispatch.ts';
 import { startCpuSample } from './cpu.ts';
 import { databaseOptions, durabilityNote, runFacts } from './database.ts';
 import { startProcess, type BenchProcess } from './processes.ts';
-import { closeSession, countsStatements, cpuProbes, MARK, openSession, positive, startChild, type Session } from './session.ts';
+import { closeSession, countsStatements, cpuProbes, MARK, openSession, positive, startChild, startSimulatorVendor, VENDOR, type Session } from './session.ts';
 
 /** Issue 32's targets. */
 const TARGET_RATE = 2_000;
@@ -75,6 +84,8 @@ export async function run(args: string[]): Promise<void> {
       concurrency: { type: 'string', default: String(PER_DESTINATION) },
       'worker-pool': { type: 'string', default: '20' },
       'timeout-ms': { type: 'string', default: '10000' },
+      'via-api': { type: 'string', default: '0' },
+      'api-rate': { type: 'string', default: '125' },
       ...databaseOptions,
       stats: { type: 'boolean', default: false },
       explain: { type: 'string' },
@@ -91,6 +102,8 @@ export async function run(args: string[]): Promise<void> {
   if (slow !== 'hang' && slow !== 'fail') throw Object.assign(new Error('--slow must be hang or fail'), { code: 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' });
   const concurrency = positive('concurrency', values.concurrency);
   const timeoutMs = positive('timeout-ms', values['timeout-ms']);
+  const viaApi = size('via-api', values['via-api']);
+  const apiRate = positive('api-rate', values['api-rate']);
 
   const explainMs = values.explain === undefined ? undefined : positive('explain', values.explain);
   const session = await openSession({ ephemeral: values.ephemeral, durable: values.durable, stats: values.stats, explainMs });
@@ -113,13 +126,21 @@ export async function run(args: string[]): Promise<void> {
     };
     await startChild(session, 'webhook worker', 'workers/run.ts', ['webhook'], workerEnv);
     const b: Bench = { session, ask, workerEnv, stats: (values.stats || explainMs !== undefined) && (await countsStatements(session.client)), logFile: session.db.logFile ?? null };
+    const report: Report = { bench: 'webhooks', ...runFacts(session.db, session.loadBefore), settings: { burst, fairness, fast, slow, expiry, concurrency, timeout_ms: timeoutMs, worker_db_pool: Number(values['worker-pool']), via_api: viaApi, api_rate: apiRate }, runs: {} };
+
+    // First, on a database that has seen nothing else: statistics as a fresh install has them.
+    if (viaApi) {
+      const secret = `whsec_${randomBytes(24).toString('base64')}`;
+      const [m] = await merchants(session, 1, () => urlOf(burstPort), 'via-api', secret);
+      const made = await ordersThroughApi(b, m, viaApi, apiRate);
+      report.runs.via_api = { ...(await expiryRun(b, `burst after ${made.created} orders made through the API over ${made.seconds} s`, [m], viaApi, [burstPort], undefined, false)), created_through_api: made };
+      report.runs.via_api.target_met = report.runs.via_api.deliveries_per_s >= TARGET_RATE && report.runs.via_api.lag_ms.p99 <= TARGET_P99_MS && report.runs.via_api.lost === 0;
+    }
 
     // Warm-up, then statistics as a database that has seen a little traffic has them.
     const warm = await merchants(session, 1, () => urlOf(burstPort), 'warm');
     await expiryRun(b, 'warm-up', warm, WARMUP_ORDERS, [burstPort]);
     await session.client.query(`${MARK} analyze`);
-
-    const report: Report = { bench: 'webhooks', ...runFacts(session.db, session.loadBefore), settings: { burst, fairness, fast, slow, expiry, concurrency, timeout_ms: timeoutMs, worker_db_pool: Number(values['worker-pool']) }, runs: {} };
 
     if (burst) {
       const secret = `whsec_${randomBytes(24).toString('base64')}`;
@@ -173,6 +194,8 @@ function askOver(p: BenchProcess) {
 interface BenchMerchant {
   id: string;
   port: number;
+  apiKey: string;
+  secret: string | null;
 }
 
 async function merchants(s: Session, n: number, url: (i: number) => string, label: string, secret: string | null = null): Promise<BenchMerchant[]> {
@@ -180,7 +203,7 @@ async function merchants(s: Session, n: number, url: (i: number) => string, labe
   const out: BenchMerchant[] = [];
   for (let i = 0; i < n; i++) {
     const m = await createMerchant(s.pool, s.sealer, { name: `Bench ${label} ${i}`, settlementType: 'MANUAL', brandId, webhookSecret: secret, notifyUrl: url(i) });
-    out.push({ id: m.merchant_id, port: Number(new URL(url(i)).port) });
+    out.push({ id: m.merchant_id, port: Number(new URL(url(i)).port), apiKey: m.api_key, secret });
   }
   return out;
 }
@@ -201,6 +224,54 @@ async function overdueOrders(s: Session, ms: BenchMerchant[], count: number) {
   await s.client.query(`${MARK} analyze orders`);
 }
 
+/**
+ * `count` orders through the API at `rate` a second (autocannon's overall rate), each expiring a
+ * minute after it was made, then the wait until the last is overdue (the expiry line is not
+ * running yet: the scheduler starts in expiryRun). The API, the vendor worker and the simulator
+ * stop before the burst, as a sale's traffic ends; what they left in the tables stays.
+ */
+async function ordersThroughApi(b: Bench, m: BenchMerchant, count: number, rate: number) {
+  const s = b.session;
+  const sim = await startSimulatorVendor(s);
+  await setRoute(s.pool, { merchantId: m.id, method: 'QRIS', vendorCode: VENDOR, priority: 10 });
+  const apiPort = await freePort();
+  const apiUrl = `http://127.0.0.1:${apiPort}`;
+  const api = await startChild(s, 'api', 'api/server.ts', [], { ...s.common, HOST: '127.0.0.1', PORT: String(apiPort), PUBLIC_BASE_URL: apiUrl, NOTIFY_URL_ALLOWLIST: '127.0.0.1' });
+  const vendor = await startChild(s, 'vendor worker', 'workers/run.ts', ['vendor'], s.common);
+  const started = Date.now();
+  let n = 0;
+  const tag = randomBytes(3).toString('hex');
+  const result = await autocannon({
+    url: apiUrl,
+    connections: 10,
+    overallRate: rate,
+    amount: count,
+    timeout: 30,
+    requests: [{
+      method: 'POST',
+      path: '/v1/orders',
+      setupRequest: (request) => {
+        const id = `FS-${tag}-${++n}`;
+        const body = JSON.stringify({ merchant_order_id: id, amount: 10_000 + (n % 90_000), payment_method: 'QRIS', expire_minutes: 1 });
+        const headers: Record<string, string> = { 'content-type': 'application/json', 'x-api-key': m.apiKey, 'idempotency-key': id };
+        if (m.secret) headers['x-signature'] = `sha256=${createHmac('sha256', m.secret).update(body).digest('hex')}`;
+        return { ...request, headers, body };
+      },
+    }],
+  });
+  const seconds = Number(((Date.now() - started) / 1000).toFixed(1));
+  for (const p of [api, vendor, sim]) {
+    await p.stop();
+    s.processes.splice(s.processes.indexOf(p), 1);
+  }
+  const { rows: [row] } = await s.client.query<{ created: number; pending: number; last_expiry: Date | null }>(
+    `${MARK} select count(*)::int as created, count(*) filter (where status = 'PENDING')::int as pending, max(expires_at) as last_expiry from orders where merchant_id = $1`,
+    [m.id],
+  );
+  if (row.last_expiry) await delay(Math.max(0, row.last_expiry.getTime() - Date.now() + 1_000));
+  return { created: row.created, pending: row.pending, seconds, non_2xx: result.non2xx, errors: result.errors, rate_per_s: Math.round(row.created / seconds) };
+}
+
 const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : NaN);
 
 /**
@@ -208,10 +279,10 @@ const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(so
  * webhook waited for on the fast ports (a slow port's are not waited for). Lags are the fast
  * ports' only.
  */
-async function expiryRun(b: Bench, label: string, ms: BenchMerchant[], count: number, fastPorts: number[], slowPort?: number) {
+async function expiryRun(b: Bench, label: string, ms: BenchMerchant[], count: number, fastPorts: number[], slowPort?: number, insertOrders = true) {
   const s = b.session;
   await b.ask({ cmd: 'report', reset: true });
-  await overdueOrders(s, ms, count);
+  if (insertOrders) await overdueOrders(s, ms, count);
   const expected = await s.client.query<{ notify_url: string; n: number }>(
     `${MARK} select m.notify_url, count(*)::int as n from orders o join merchants m on m.id = o.merchant_id
      where o.merchant_id = any($1) group by m.notify_url`,
@@ -339,6 +410,7 @@ interface Report {
   database: { source: string; fsync: string; synchronous_commit: string };
   settings: Record<string, unknown>;
   runs: {
+    via_api?: Run & { created_through_api: Awaited<ReturnType<typeof ordersThroughApi>> };
     burst?: Run;
     ceiling?: Awaited<ReturnType<typeof ceilingRun>>;
     fairness?: { alone: Run; beside: Run; p99_ratio: number; target_met: boolean };
@@ -366,6 +438,15 @@ function text(r: Report): string {
     `settings  ${JSON.stringify(r.settings)}`,
     '',
   ];
+  if (r.runs.via_api) {
+    const x = r.runs.via_api;
+    const c = x.created_through_api;
+    out.push(
+      `via API (orders made through the API, no ANALYZE, autovacuum at its defaults, the expiry line held back): target ≥ ${TARGET_RATE}/s and p99 ≤ ${TARGET_P99_MS / 1000} s: ${x.target_met ? 'MET' : 'missed'}`,
+      `  ${c.created} orders made in ${c.seconds} s (${c.rate_per_s}/s; ${c.non_2xx} non-2xx, ${c.errors} errors), ${c.pending} of them PENDING when the line started`,
+      ...line(x),
+    );
+  }
   if (r.runs.burst) {
     const x = r.runs.burst;
     out.push(`burst (one merchant, signed, one fast receiver): target ≥ ${TARGET_RATE}/s and p99 ≤ ${TARGET_P99_MS / 1000} s: ${x.target_met ? 'MET' : 'missed'}`, ...line(x));

@@ -37,10 +37,12 @@ export async function startCluster(options: {
   logFile?: string;
 }): Promise<Cluster> {
   const port = options.port ?? (await freePort());
-  const args = [options.dataDir, String(port), options.password];
+  const args = [options.dataDir, String(port)];
   if (options.ephemeral) args.push('--ephemeral');
+  // The superuser password goes in the environment, never in argv: every local user can read
+  // a command line (ps), only its owner a process's environment. initdb gets it in a file.
+  const env = { ...process.env, KASIR_PG_PASSWORD: options.password, ...(options.logFile ? { KASIR_PG_LOG_FILE: options.logFile } : {}) };
   // Detached: a Ctrl-C in the terminal reaches only the parent, which stops the cluster last.
-  const env = options.logFile ? { ...process.env, KASIR_PG_LOG_FILE: options.logFile } : process.env;
   const child = fork(ENTRY, args, { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], detached: true, env });
 
   await new Promise<void>((resolve, reject) => {

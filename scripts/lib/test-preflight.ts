@@ -79,8 +79,42 @@ export function preflightMessage(missing: Requirement[], files: string[]): strin
   for (const r of missing) {
     lines.push(`  - ${r.what}, for ${r.files.filter((f) => files.includes(f)).join(', ')}`, `      install: ${r.install}`);
   }
-  lines.push('Install it and run again, or run other files: npm test -- test/path/a.test.ts …');
+  lines.push(
+    'Install it and run again, run everything else with `npm test -- --available`,',
+    'or run other files: npm test -- test/path/a.test.ts …',
+  );
   return lines.join('\n');
+}
+
+/** `npm test -- --available`: run every chosen file whose needs the machine has, and say which are left out. */
+export const AVAILABLE_FLAG = '--available';
+
+export interface Plan {
+  /** The arguments tap gets: the flag removed, and with --available the files that can run named. */
+  tapArgs: string[];
+  /** What is missing for the chosen files: stops the run unless --available. */
+  missing: Requirement[];
+  /** With --available: the files left out, with what each lacks. */
+  leftOut: { file: string; what: string }[];
+}
+
+export function plan(args: string[], root: string, machine: Machine = realMachine): Plan {
+  const available = args.includes(AVAILABLE_FLAG);
+  const rest = args.filter((a) => a !== AVAILABLE_FLAG);
+  const files = selectedFiles(rest, root);
+  const missing = missingFor(files, machine);
+  if (!available || !missing.length) return { tapArgs: rest, missing: available ? [] : missing, leftOut: [] };
+  const leftOut = missing.flatMap((r) => r.files.filter((f) => files.includes(f)).map((file) => ({ file, what: r.what })));
+  const runnable = files.filter((f) => !leftOut.some((l) => l.file === f));
+  return { tapArgs: [...rest.filter((a) => !a.endsWith('.test.ts')), ...runnable], missing: [], leftOut };
+}
+
+/** What --available says before the run about the files it leaves out. */
+export function leftOutMessage(leftOut: Plan['leftOut']): string {
+  return [
+    `npm test --available: ${leftOut.length} file(s) left out, this machine lacks what they need (see npm test without --available):`,
+    ...leftOut.map((l) => `  - ${l.file}: ${l.what}`),
+  ].join('\n');
 }
 
 /** The test files a tap run would take: those named, else every test/**\/*.test.ts. */

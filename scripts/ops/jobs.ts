@@ -1,5 +1,6 @@
 // Job inspection and reruns, so support can act on a failed job without touching SQL.
 import { z } from 'zod';
+import { sql } from '../../db/pool.ts';
 import { queueNames, sendJob, type QueueName } from '../../db/queue.ts';
 import { command, OpsError } from './command.ts';
 
@@ -46,31 +47,52 @@ export const jobsList = command({
   },
 });
 
+/** Ids from standard input: whitespace or comma separated (a column of ids piped from a query). */
+async function idsFromStdin(): Promise<string[]> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').split(/[\s,]+/).filter(Boolean);
+}
+
+const jobId = z.uuid('every id must be a job UUID');
+const jobRow = z.object({ id: z.string(), name: z.string(), state: z.string() });
+
 export const jobsRerun = command({
   name: 'jobs:rerun',
-  summary: 'Rerun one job by id, or every failed job of a queue',
-  usage: `jobs:rerun (--id ID | --queue Q --failed) [--json]`,
-  flags: { id: { type: 'string' }, queue: { type: 'string' }, failed: { type: 'boolean' } },
+  summary: 'Rerun failed or cancelled jobs by id (many at once: --id repeated, or --stdin), or every failed job of a queue',
+  usage: `jobs:rerun (--id ID [--id ID …] | --stdin | --queue Q --failed) [--json]`,
+  flags: { id: { type: 'string', multiple: true }, stdin: { type: 'boolean' }, queue: { type: 'string' }, failed: { type: 'boolean' } },
   input: z
-    .object({ id: z.uuid('--id must be a job UUID').optional(), queue: queueName.optional(), failed: z.boolean().optional() })
-    .refine((v) => Boolean(v.id) !== Boolean(v.queue && v.failed), { message: 'give --id ID, or --queue Q --failed' }),
+    .object({ id: z.array(jobId).optional(), stdin: z.boolean().optional(), queue: queueName.optional(), failed: z.boolean().optional() })
+    .refine((v) => Boolean(v.id?.length || v.stdin) !== Boolean(v.queue && v.failed), { message: 'give --id ID (repeatable) or --stdin, or --queue Q --failed' }),
   async run(ctx, input) {
     const boss = await ctx.boss();
     let targets: { id: string; name: string }[];
-    if (input.id) {
-      const found = (await Promise.all(queueNames.map((name) => boss.findJobs<unknown>(name, { id: input.id })))).flat();
-      if (!found.length) throw new OpsError(`no job with id ${input.id}`);
-      if (found[0].state !== 'failed' && found[0].state !== 'cancelled') {
-        throw new OpsError(`job ${input.id} is ${found[0].state}; only failed or cancelled jobs can be rerun`);
-      }
-      targets = found;
+    const skipped: { id: string; reason: string }[] = [];
+    if (input.queue) {
+      targets = (await boss.findJobs<unknown>(input.queue)).filter((job) => job.state === 'failed');
     } else {
-      targets = (await boss.findJobs<unknown>(input.queue!)).filter((job) => job.state === 'failed');
+      const ids = [...new Set([...(input.id ?? []), ...(input.stdin ? await idsFromStdin() : [])])];
+      const bad = ids.find((id) => !jobId.safeParse(id).success);
+      if (bad) throw new OpsError(`${bad} is not a job UUID`);
+      // One statement for every id, whatever the queue (findJobs asks one queue at a time).
+      const pool = await ctx.pool();
+      const found = new Map((await pool.any(sql.type(jobRow)`
+        select id::text as id, name, state::text as state from pgboss.job where id = any(${sql.array(ids, 'uuid')})`)).map((j) => [j.id, j]));
+      targets = [];
+      for (const id of ids) {
+        const job = found.get(id);
+        if (!job) skipped.push({ id, reason: `no job with id ${id}` });
+        else if (job.state !== 'failed' && job.state !== 'cancelled') skipped.push({ id, reason: `job ${id} is ${job.state}; only failed or cancelled jobs can be rerun` });
+        else targets.push(job);
+      }
+      if (ids.length === 1 && skipped.length) throw new OpsError(skipped[0].reason);
     }
     const byQueue = Map.groupBy(targets, (job) => job.name);
     for (const [name, jobs] of byQueue) await boss.retry(name, jobs.map((job) => job.id));
-    const ids = targets.map((job) => job.id);
-    return { json: { rerun: ids }, text: ids.length ? `rerun ${ids.length} job(s): ${ids.join(', ')}` : 'nothing to rerun' };
+    const rerun = targets.map((job) => job.id);
+    const text = [rerun.length ? `rerun ${rerun.length} job(s): ${rerun.join(', ')}` : 'nothing to rerun', ...skipped.map((s) => `skipped: ${s.reason}`)].join('\n');
+    return { json: { rerun, skipped }, text, exitCode: skipped.length ? 1 : 0 };
   },
 });
 

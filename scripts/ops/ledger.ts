@@ -1,7 +1,7 @@
 // Money commands: prove the ledger, correct a wallet, set a merchant's fees and limits.
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { adjustWallet, auditLedger, InsufficientFunds, walletBalance } from '../../db/ledger.ts';
+import { adjustWallet, auditLedgerFull, auditLedgerSince, InsufficientFunds, walletBalance, type AuditProgress } from '../../db/ledger.ts';
 import { getMoneySettings, setMoneySettings } from '../../db/merchants.ts';
 import { command, OpsError } from './command.ts';
 
@@ -11,16 +11,34 @@ const positive = (flag: string) => z.string().regex(/^\d{1,15}$/, `${flag} must 
 
 export const ledgerAudit = command({
   name: 'ledger:audit',
-  summary: 'Prove every cached balance equals its postings and every transfer sums to zero (exit 1 if not)',
-  usage: 'ledger:audit [--json]',
-  flags: {},
-  input: z.object({}),
-  async run(ctx) {
-    const report = await auditLedger(await ctx.pool());
+  summary:
+    'Prove cached balances equal their postings, transfers sum to zero and every payout and payment is posted (exit 1 if not): ' +
+    'what changed since the last clean audit, or with --full everything, merchant by merchant with progress on stderr',
+  usage: 'ledger:audit [--full [--statement-timeout-seconds N]] [--json]',
+  flags: { full: { type: 'boolean' }, 'statement-timeout-seconds': { type: 'string' } },
+  input: z
+    .object({
+      full: z.boolean().optional(),
+      // 0: no limit. A chunk is one merchant's whole history at most, so an hour is generous.
+      'statement-timeout-seconds': z.string().regex(/^\d{1,6}$/, '--statement-timeout-seconds must be whole seconds (0: no limit)').transform(Number).default(3600),
+    })
+    .refine((i) => i.full || i['statement-timeout-seconds'] === 3600, { message: '--statement-timeout-seconds goes with --full', path: ['statement-timeout-seconds'] }),
+  async run(ctx, input) {
+    const pool = await ctx.pool();
+    const started = Date.now();
+    const progress = (p: AuditProgress) =>
+      process.stderr.write(`ledger:audit ${p.merchantsDone}/${p.merchantsTotal} merchants, ${p.problems} problems, ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+    const report = input.full
+      ? await auditLedgerFull(pool, { statementTimeoutMs: input['statement-timeout-seconds'] * 1000, onProgress: progress })
+      : await auditLedgerSince(pool);
     const lines = report.problems.map((p) => `  ${p.check} ${p.subject}: ${p.detail}`);
+    const reach = report.mode === 'FULL' ? 'everything' : `changes since the last clean audit (payments since ${report.since!.toISOString()})`;
     return {
-      json: report,
-      text: [`ledger ${report.ok ? 'OK' : 'BROKEN'}: ${report.accounts} accounts, ${report.transfers} transfers, ${report.postings} postings`, ...lines].join('\n'),
+      json: { ...report, seconds: (Date.now() - started) / 1000 },
+      text: [
+        `ledger ${report.ok ? 'OK' : 'BROKEN'} (${report.mode.toLowerCase()}: ${reach}): ${report.merchants} merchants, ${report.accounts} accounts, ${report.postings} postings`,
+        ...lines,
+      ].join('\n'),
       exitCode: report.ok ? 0 : 1,
     };
   },

@@ -258,12 +258,12 @@ export const vendorRemove = command({
   },
 });
 
-const conflictKind = z.enum(['NOT_ITS_RECORD', 'CONTRADICTION']);
+const conflictKind = z.enum(['NOT_ITS_RECORD', 'CONTRADICTION', 'UNCONFIRMED']);
 
 export const vendorConflicts = command({
   name: 'vendor:conflicts',
-  summary: "List vendor words Kasir recorded and did not apply: about another vendor's record, or contradicting a final state",
-  usage: 'vendor:conflicts [--kind NOT_ITS_RECORD|CONTRADICTION] [--vendor C] [--since ISO-TIME] [--limit N] [--json]',
+  summary: "List vendor words Kasir recorded and did not apply: about another vendor's record, contradicting a final state, or a payment its own read did not confirm",
+  usage: 'vendor:conflicts [--kind NOT_ITS_RECORD|CONTRADICTION|UNCONFIRMED] [--vendor C] [--since ISO-TIME] [--limit N] [--json]',
   flags: { kind: { type: 'string' }, vendor: { type: 'string' }, since: { type: 'string' }, limit: { type: 'string' } },
   input: z.object({
     kind: z.preprocess((v) => (typeof v === 'string' ? v.toUpperCase() : v), conflictKind).optional(),

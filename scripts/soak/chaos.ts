@@ -49,3 +49,26 @@ export async function runChaos(windowMs: number, supervisor: Supervisor, postgre
   }
   await delay(Math.max(0, end - Date.now()));
 }
+
+/**
+ * The failover drill's chaos: no process is killed, only the primary, `count` times spread over
+ * the window; each failover (promotion, first write, the dead node back as a standby) is waited
+ * out before the next, so every kill again finds a synchronous standby to promote.
+ */
+export async function runFailovers(windowMs: number, count: number, postgres: SoakPostgres, log: (line: string) => void): Promise<void> {
+  const started = Date.now();
+  const at = () => `${((Date.now() - started) / 1000).toFixed(1)}s`;
+  for (let i = 0; i < count; i++) {
+    await delay(Math.max(0, started + Math.round((windowMs * (i + 0.5)) / (count + 0.5)) - Date.now()));
+    log(`${at()} postgres: SIGKILL to the primary's Patroni, postmaster and backends`);
+    const crash = await postgres.crashAndRestart();
+    log(`${at()} postgres: a write went through after ${crash.readyAt - crash.killedAt} ms${describe(crash)}`);
+  }
+  await delay(Math.max(0, started + windowMs - Date.now()));
+}
+
+function describe(crash: object): string {
+  const f = crash as { killed?: string; promoted?: string; promotedAt?: number; killedAt: number; rejoinedAt?: number | null };
+  if (!f.promoted) return '';
+  return ` (${f.killed} killed, ${f.promoted} promoted after ${f.promotedAt! - f.killedAt} ms, ${f.killed} back as a standby after ${f.rejoinedAt ? `${f.rejoinedAt - f.killedAt} ms` : 'never'})`;
+}

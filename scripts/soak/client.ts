@@ -12,6 +12,8 @@ const REQUEST_TIMEOUT_MS = 20_000;
 
 export class Client {
   readonly counts = new Map<string, number>();
+  /** Every answer in order (route, when it came, status or error): the failover drill's outage figures. */
+  readonly timeline: Array<{ label: string; at: number; status: number | null }> = [];
 
   async request(label: string, url: string, init: RequestInit): Promise<Answer> {
     let answer: Answer;
@@ -28,6 +30,7 @@ export class Client {
     }
     const key = `${label} ${answer.ok ? `${answer.status}${answer.json?.error?.code ? ` ${answer.json.error.code}` : ''}` : answer.error}`;
     this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+    this.timeline.push({ label, at: Date.now(), status: answer.ok ? answer.status : null });
     return answer;
   }
 }

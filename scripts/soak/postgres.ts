@@ -98,7 +98,7 @@ export async function startSoakPostgres(dataDir: string, logFile: string): Promi
 async function startWrapper(dataDir: string, port: number, password: string, logFile: string): Promise<ChildProcess> {
   const log = openSync(logFile, 'a');
   // Detached: a Ctrl-C in the terminal reaches only the soak, which stops Postgres last.
-  const child = fork(ENTRY, [dataDir, String(port), password], { stdio: ['ignore', log, log, 'ipc'], detached: true });
+  const child = fork(ENTRY, [dataDir, String(port)], { stdio: ['ignore', log, log, 'ipc'], detached: true, env: { ...process.env, KASIR_PG_PASSWORD: password } });
   closeSync(log);
   await new Promise<void>((resolve, reject) => {
     const onExit = (code: number | null) => reject(new Error(`embedded postgres exited with ${code} before it was ready (see ${logFile})`));

@@ -85,3 +85,28 @@ function median(xs: number[]): number {
 function inFlight(backlog: Record<string, number>): string {
   return Object.entries(backlog).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(', ');
 }
+
+/**
+ * The failover drill's figures, per kill: Patroni's promotion, the first write through Kasir's
+ * URL, and what order creates saw: the outage from the first refusal to the first 201 after it,
+ * and the answers meanwhile by kind (a 503 here may hide a created order: the load retries with
+ * its Idempotency-Key, and the audit holds Kasir to every 201).
+ */
+export function formatFailovers(crashes: Array<CrashRecord & { killed?: string; promoted?: string; promotedAt?: number; rejoinedAt?: number | null }>, client: Client): string {
+  const out = ['', 'failovers:'];
+  const creates = client.timeline.filter((e) => e.label === 'POST /v1/orders');
+  for (const [i, c] of crashes.entries()) {
+    const refusal = creates.find((e) => e.at >= c.killedAt && (e.status === null || e.status >= 500));
+    const back = refusal ? creates.find((e) => e.at > refusal.at && e.status === 201) : undefined;
+    const during = creates.filter((e) => e.at >= c.killedAt && (!back || e.at <= back.at));
+    const kinds = new Map<string, number>();
+    for (const e of during) kinds.set(String(e.status ?? 'no answer'), (kinds.get(String(e.status ?? 'no answer')) ?? 0) + 1);
+    out.push(
+      `  kill ${i + 1}: ${c.killed ?? 'primary'} killed; ${c.promoted ?? '?'} promoted after ${c.promotedAt ? c.promotedAt - c.killedAt : '?'} ms; ` +
+        `first write after ${c.readyAt - c.killedAt} ms; ${c.killed ?? 'the old primary'} back as a standby after ${c.rejoinedAt ? `${c.rejoinedAt - c.killedAt} ms` : 'never'}`,
+      `    order creates: ${refusal ? `first refusal at +${refusal.at - c.killedAt} ms, first 201 after it at +${back ? back.at - c.killedAt : '?'} ms (outage ${back ? back.at - refusal.at : '?'} ms)` : 'no refusal at all'}; ` +
+        `answers from the kill to that 201: ${[...kinds].map(([k, n]) => `${k} ×${n}`).join(', ') || 'none'}`,
+    );
+  }
+  return `${out.join('\n')}\n`;
+}

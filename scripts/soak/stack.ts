@@ -49,9 +49,14 @@ export interface SoakStack {
 /** What has been started so far, for the caller to stop even when a later step fails. */
 export type Started = Partial<Pick<SoakStack, 'postgres' | 'supervisor' | 'receiver'>>;
 
-export async function startStack(dir: string, started: Started): Promise<SoakStack> {
+/** Starts the Postgres the stack runs on: the soak's own cluster unless the caller brings one (the failover drill's). */
+export type PostgresStarter = (dir: string, logDir: string) => Promise<SoakPostgres>;
+
+const soakPostgres: PostgresStarter = (dir, logDir) => startSoakPostgres(`${dir}/pg`, `${logDir}/postgres.log`);
+
+export async function startStack(dir: string, started: Started, startPostgres: PostgresStarter = soakPostgres): Promise<SoakStack> {
   await mkdir(`${dir}/logs`, { recursive: true });
-  const postgres = await startSoakPostgres(`${dir}/pg`, `${dir}/logs/postgres.log`);
+  const postgres = await startPostgres(dir, `${dir}/logs`);
   started.postgres = postgres;
   await prepareDatabase(postgres.url);
 

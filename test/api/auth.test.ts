@@ -1,5 +1,6 @@
 import t from 'tap';
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { sql } from '../../db/pool.ts';
 import { hashApiKey } from '../../db/secrets.ts';
 import { call } from '../helpers/http.ts';
@@ -33,23 +34,43 @@ t.test('each refusal names its fix: Bearer instead of X-API-Key, a malformed key
   t.equal(bearer.json.error.code, 'UNAUTHORIZED');
   t.match(bearer.json.error.message, /^API keys go in the X-API-Key header, not Authorization/);
   const malformed = await probe({ 'x-api-key': 'sk_live_123' });
-  t.match(malformed.json.error.message, /^X-API-Key is not an API key: expected kasir_sk_ and 64 hex characters/);
-  const unknown = await probe({ 'x-api-key': `kasir_sk_${'f'.repeat(64)}` });
+  t.match(malformed.json.error.message, /^X-API-Key is not an API key: expected 64 hex characters/);
+  const unknown = await probe({ 'x-api-key': 'f'.repeat(64) });
   t.match(unknown.json.error.message, /^Invalid API key: the X-API-Key header matches no active key/);
   const brand = await makeBrand(api.ctx);
   const offBrand = await probe({ 'x-api-key': merchant.api_key, host: brand.domain });
   t.equal(offBrand.json.error.message, unknown.json.error.message, 'another brand\'s key reads as unknown');
 });
 
-t.test('new keys carry the kasir_sk_ prefix; keys issued as bare hex keep working', async (t) => {
+t.test('new keys are 64 hex characters (spec 5.1); keys issued with the kasir_sk_ prefix or bare keep working', async (t) => {
   const merchant = await makeMerchant(api.ctx);
-  t.match(merchant.api_key, /^kasir_sk_[0-9a-f]{64}$/, 'a prefix secret scanners can match');
-  t.equal((await probe({ 'x-api-key': merchant.api_key })).status, 404, 'the prefixed key authenticates');
+  t.match(merchant.api_key, /^[0-9a-f]{64}$/, 'the spec\'s form: 64 lowercase hex characters, nothing else');
+  t.equal((await probe({ 'x-api-key': merchant.api_key })).status, 404, 'the new key authenticates');
+  t.equal((await probe({ 'x-api-key': merchant.api_key.toUpperCase() })).status, 404, 'in either case');
+
+  // A key an earlier release issued: kasir_sk_ + 64 hex, its digest taken over the whole string.
+  const prefixed = `kasir_sk_${randomBytes(32).toString('hex')}`;
+  await api.ctx.pool.query(sql.unsafe`update merchants set api_key_hash = ${sql.binary(hashApiKey(prefixed))} where id = ${merchant.merchant_id}`);
+  t.equal((await probe({ 'x-api-key': prefixed })).status, 404, 'a kasir_sk_ key keeps working as issued');
+  t.equal((await probe({ 'x-api-key': prefixed.slice('kasir_sk_'.length) })).status, 401, 'its hex part alone is another key');
+  t.equal((await probe({ 'x-api-key': merchant.api_key })).status, 401, 'the replaced key is gone');
+
   const bare = randomBytes(32).toString('hex');
   await api.ctx.pool.query(sql.unsafe`update merchants set api_key_hash = ${sql.binary(hashApiKey(bare))} where id = ${merchant.merchant_id}`);
-  t.equal((await probe({ 'x-api-key': bare })).status, 404, 'a key of 64 bare hex characters still authenticates');
-  t.equal((await probe({ 'x-api-key': bare.toUpperCase() })).status, 404, 'in either case, as before');
-  t.equal((await probe({ 'x-api-key': `kasir_sk_${bare}` })).status, 401, 'the prefix is part of a new key, not added to an old one');
+  t.equal((await probe({ 'x-api-key': bare })).status, 404, 'a key of 64 bare hex characters authenticates');
+  t.equal((await probe({ 'x-api-key': `kasir_sk_${bare}` })).status, 401, 'the prefix is part of the keys that had it, not added to others');
+});
+
+t.test('the secret-scanner rule README.md gives finds a key by its context, not a bare digest', async (t) => {
+  const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
+  const rule = /for gitleaks a custom rule with the regex\s+`([^`]+)`/.exec(readme)?.[1];
+  t.ok(rule, 'README.md gives the rule');
+  const pattern = new RegExp(rule!.replace(/^\(\?i\)/, ''), 'i');
+  const key = (await makeMerchant(api.ctx)).api_key;
+  for (const line of [`curl -H "X-API-Key: ${key}" $API/v1/balance`, `KASIR_API_KEY=${key}`, `{"X-API-Key": "${key}"}`, `kasir_api_key: '${key}'`]) {
+    t.equal(pattern.exec(line)?.[1], key, line.replace(key, '<key>'));
+  }
+  t.notOk(pattern.test(`sha256 ${createHash('sha256').update('a release tarball').digest('hex')}`), 'a digest with no key context is not a finding');
 });
 
 t.test('X-Signature refusals say the expected form', async (t) => {

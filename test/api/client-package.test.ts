@@ -5,8 +5,10 @@
 //   22.18 that running TypeScript needs) creates a signed order, reads it, gets a typed error and
 //   signs a legacy call, against a running Kasir;
 // - a TypeScript file of the scratch project type-checks against the package's .d.ts with plain
-//   NodeNext settings (no allowImportingTsExtensions), and a wrong path or field fails the check.
-// The package's version is Kasir's own.
+//   NodeNext settings (no allowImportingTsExtensions) and no @types/node, and a wrong path or
+//   field fails the check.
+// The package's version is Kasir's own; its dist/ is built at pack time (prepack), so the
+// repository holds one copy of the generated schema.
 import { execFile } from 'node:child_process';
 import { createHmac, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
@@ -42,6 +44,13 @@ t.test('the package is what npm pack makes of docs/client, versioned as Kasir', 
   const { stdout } = await exec('npm', ['pack', './docs/client', '--dry-run', '--json'], { cwd: ROOT });
   const files = (JSON.parse(stdout) as { files: { path: string }[] }[])[0].files.map((f) => f.path).sort();
   t.same(files, ['dist/index.d.ts', 'dist/index.js', 'dist/schema.d.ts', 'package.json'], 'built JavaScript and its types, no TypeScript source');
+  const { stdout: tracked } = await exec('git', ['ls-files', 'docs/client'], { cwd: ROOT });
+  t.same(tracked.trim().split('\n').sort(), ['docs/client/index.ts', 'docs/client/package.json', 'docs/client/schema.d.ts'], 'the repository holds no built copy: prepack builds dist/');
+  t.equal(
+    await readFile(`${ROOT}docs/client/dist/schema.d.ts`, 'utf8'), await readFile(`${ROOT}docs/client/schema.d.ts`, 'utf8'),
+    'the packed types are the committed schema',
+  );
+  t.notMatch(await readFile(`${ROOT}docs/client/dist/index.d.ts`, 'utf8'), /from 'node:|types="node"|\bBuffer\b|NodeJS\./, 'the types reference nothing of @types/node');
 });
 
 t.test('installed from its tarball, it runs in plain JavaScript on the machine\'s Node and type-checks', async (t) => {
@@ -91,12 +100,13 @@ console.log(JSON.stringify(out));
   // The types, from the package's .d.ts, with settings a merchant's project would have.
   const tsc = `${ROOT}node_modules/typescript5/bin/tsc`;
   await writeFile(join(project, 'tsconfig.json'), JSON.stringify({
-    compilerOptions: { target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, noEmit: true, types: ['node'], typeRoots: [`${ROOT}node_modules/@types`] },
+    // No @types/node: a merchant's project for the browser-free fetch of Node 18+ has lib.dom's Request.
+    compilerOptions: { target: 'es2022', lib: ['es2022', 'dom'], module: 'nodenext', moduleResolution: 'nodenext', strict: true, noEmit: true, types: [] },
     include: ['*.ts'],
   }));
   await writeFile(join(project, 'shop.ts'), `
 import { createKasirClient, type Schemas } from 'kasir-client';
-const kasir = createKasirClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: 'kasir_sk_x' });
+const kasir = createKasirClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: '0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef' });
 const { data, error } = await kasir.POST('/v1/orders', { body: { merchant_order_id: 'INV-1', amount: 150000, payment_method: 'QRIS' } });
 const order: Schemas['Order'] | undefined = data?.data;
 const code: string | undefined = error?.error.code;

@@ -41,6 +41,13 @@ t.test('the errors of a database that is down or goes away are told apart from b
   t.ok(terminated, 'a statement on a terminated connection fails');
   t.ok(isDatabaseUnavailable(terminated), 'a terminated connection is unavailable');
 
+  // A connection left on a node that came back as a standby after a failover refuses writes.
+  const readOnly = await live.transaction(async (tx) => {
+    await tx.query(sql.unsafe`set transaction read only`);
+    return tx.query(sql.unsafe`create temporary table failover_probe (x int)`).then(() => null, (err: unknown) => err);
+  }).catch((err: unknown) => err);
+  t.ok(isDatabaseUnavailable(readOnly), 'a write refused as read-only (a demoted primary) is unavailable');
+
   const syntax = await live.query(sql.unsafe`select from nowhere_at_all`).then(() => null, (err: unknown) => err);
   t.notOk(isDatabaseUnavailable(syntax), 'a bad statement is not');
   t.notOk(isDatabaseUnavailable(new Error('boom')), 'nor is any other error');
@@ -60,8 +67,9 @@ t.test('the API answers 503 with Retry-After while the database cannot be reache
 
   const v1 = await call(base, { path: '/v1/probe' });
   t.equal(v1.status, 503);
-  t.equal(v1.headers['retry-after'], '1');
+  t.equal(v1.headers['retry-after'], '2', 'about a failover\'s time in a few tries');
   t.match(v1.json, { success: false, error: { code: 'SERVICE_UNAVAILABLE', request_id: v1.headers['x-request-id'] } });
+  t.match(v1.json.error.message, /same Idempotency-Key/, 'the message says a retry under the same key is safe');
   const legacy = await call(base, { path: '/api/probe' });
   t.equal(legacy.status, 503);
   t.same(legacy.json, { code: 503, message: 'Service Unavailable', data: null });

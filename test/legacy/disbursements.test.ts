@@ -266,6 +266,20 @@ t.test('accounts ending 0000 fail at the gateway: FAILED, and the money comes ba
   await ledgerAudit(t, stack.env);
 });
 
+// Issue 37: the name rule holds for legacy creates too (they have no accept_name_mismatch).
+t.test('a legacy payout whose holder the bank names otherwise is FAILED ACCOUNT_NAME_MISMATCH; the money comes back once', async (t) => {
+  const m = await legacyMerchant();
+  await fund(m, 100_000);
+  const bank = ok(t, await legacy(m, 'create', bankBody(50_000, { accountNumber: '1234568888', accountName: 'Budi Santoso' })), 'bank create');
+  await queried(m, bank.orderId, 'FAILED');
+  const reason = await ctx.pool.oneFirst(sql.unsafe`select failure_reason from disbursements where ref_code = ${bank.refCode}`);
+  t.equal(reason, 'ACCOUNT_NAME_MISMATCH');
+  t.equal(await legacyBalance(t, m), '100000.00', 'the debit returned');
+  const madeUp = ok(t, await legacy(m, 'create', bankBody(20_000, { accountNumber: '3141592653', accountName: 'Rizky Pratama' })), 'a made-up name');
+  await queried(m, madeUp.orderId, 'SUCCESS');
+  await ledgerAudit(t, stack.env);
+});
+
 t.test('every legacy disbursement message, each refusal writing nothing', async (t) => {
   const m = await legacyMerchant();
   await fund(m, 10_000);

@@ -152,6 +152,22 @@ t.test('a file of bank and e-wallet rows is debited at once, executed by the wor
   await ledgerAudit(t, stack.env);
 });
 
+// Issue 37: the name rule holds for imported rows too; each failed row's debit comes back on its own.
+t.test('an imported row whose holder the bank names otherwise is FAILED ACCOUNT_NAME_MISMATCH; its debit comes back', async (t) => {
+  const stack = await startStack(t, { groups: ['disbursement'] });
+  const merchant = await makeMerchant(stack.api.ctx);
+  await fundWallet(stack.api.ctx.pool, merchant, 1_000_000);
+  const file = csv([bank(100_000, '1234568888', { account_name: 'Budi Santoso' }), bank(50_000, '3141592653', { account_name: 'Rizky Pratama' })]);
+  const res = await upload(stack, merchant, { file, prefix: 'names-1' });
+  t.equal(res.status, 200, res.text);
+  const [mismatch, madeUp] = res.json.data.results;
+  const failed = await reaches(stack, merchant, mismatch.disbursement_id, 'FAILED');
+  t.equal(failed.failure_reason, 'ACCOUNT_NAME_MISMATCH');
+  await reaches(stack, merchant, madeUp.disbursement_id, 'SUCCESS');
+  t.equal(await balanceOf(stack, merchant), 1_000_000 - 52_500, 'only the paid row stays debited');
+  await ledgerAudit(t, stack.env);
+});
+
 t.test('every row is checked with exactly the rules (codes and messages) of POST /v1/disbursements', async (t) => {
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);

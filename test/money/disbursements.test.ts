@@ -15,7 +15,7 @@ import { xSignature } from '../helpers/order-lifecycle.ts';
 const FIELDS = [
   'id', 'ref_code', 'idempotency_key', 'channel', 'bank_id', 'bank_short_code', 'account_number', 'account_name', 'ewallet_provider',
   'ewallet_phone', 'request_amount', 'fee', 'final_amount', 'total_debit', 'vendor_disbursement_id', 'source', 'status',
-  'requested_at', 'created_at',
+  'failure_reason', 'requested_at', 'created_at',
 ];
 
 type M = Awaited<ReturnType<typeof makeMerchant>>;
@@ -52,7 +52,7 @@ t.test('a bank disbursement is debited at once, sent, and succeeds with signed w
   const res = await disburse(stack, merchant, bank(150_000, '1234567890', { notify_url: receiver.url }));
   t.equal(res.status, 201, res.text);
   const d = res.json.data;
-  t.same(Object.keys(d).sort(), [...FIELDS].sort(), 'exactly the spec 2.3 fields');
+  t.same(Object.keys(d).sort(), [...FIELDS].sort(), 'exactly the spec 2.3 fields, and failure_reason');
   t.match(d, {
     ref_code: /^DSB-\d+-[0-9A-Z]+$/, channel: 'BANK', account_number: '1234567890', account_name: 'Budi Santoso',
     ewallet_provider: null, ewallet_phone: null, request_amount: 150_000, fee: 2_500, final_amount: 150_000,
@@ -102,6 +102,33 @@ t.test('a failed transfer returns total_debit exactly once; an e-wallet disburse
   t.match(wallet.json.data, { channel: 'EWALLET', bank_id: null, bank_short_code: null, account_number: null, account_name: null, ewallet_provider: 'OVO', ewallet_phone: '6281234567890', fee: 1_000, total_debit: 21_000 });
   await reaches(stack, merchant, wallet.json.data.id, 'SUCCESS');
   t.equal(await balanceOf(stack, merchant), 79_000);
+  await ledgerAudit(t, stack.env);
+});
+
+// Issue 37: one name rule for every payout path and every vendor that can inquire, the built-in
+// simulator included. Its sandbox confirms the name entered except on …8888, whose holder is the
+// bank's own: a direct payout there ends FAILED ACCOUNT_NAME_MISMATCH, its debit returned.
+t.test('a direct payout whose holder the bank names otherwise ends FAILED ACCOUNT_NAME_MISMATCH, unless accepted', async (t) => {
+  const stack = await startStack(t, { groups: ['disbursement', 'webhook'] });
+  const receiver = await startCallbackReceiver();
+  t.teardown(() => receiver.close());
+  const merchant = await makeMerchant(stack.api.ctx);
+  await fundWallet(stack.api.ctx.pool, merchant, 500_000);
+  const refused = await disburse(stack, merchant, bank(100_000, '1234568888', { notify_url: receiver.url }));
+  t.equal(refused.status, 201, refused.text);
+  t.equal(refused.json.data.failure_reason, null, 'no reason while it is not FAILED');
+  const failed = await reaches(stack, merchant, refused.json.data.id, 'FAILED');
+  t.equal(failed.failure_reason, 'ACCOUNT_NAME_MISMATCH', 'the merchant reads why');
+  t.equal(failed.vendor_disbursement_id, null, 'no vendor was asked to pay it');
+  const last = await eventually(async () => receiver.received.find((h) => h.json?.event === 'disbursement.failed'), 'the disbursement.failed webhook', 15_000);
+  t.match(last.json, { ref_code: refused.json.data.ref_code, status: 'FAILED', failure_reason: 'ACCOUNT_NAME_MISMATCH' }, 'the webhook says why');
+  t.equal(await balanceOf(stack, merchant), 500_000, 'the debit came back');
+
+  const accepted = await disburse(stack, merchant, bank(100_000, '1234568888', { accept_name_mismatch: true }));
+  const madeUp = await disburse(stack, merchant, bank(50_000, '3141592653', { account_name: 'Rizky Pratama' }));
+  t.equal((await reaches(stack, merchant, accepted.json.data.id, 'SUCCESS')).failure_reason, null, 'accept_name_mismatch pays it');
+  await reaches(stack, merchant, madeUp.json.data.id, 'SUCCESS');
+  t.equal(await balanceOf(stack, merchant), 500_000 - 102_500 - 52_500, 'any made-up name elsewhere is confirmed and paid');
   await ledgerAudit(t, stack.env);
 });
 

@@ -158,8 +158,56 @@ t.test('the audit fails on a tampered balance, an unbalanced transfer and an unp
   await pool.query(sql.unsafe`alter table ledger_postings disable trigger ledger_postings_append_only`);
   await pool.query(sql.unsafe`delete from ledger_postings where amount = -500`);
   await pool.query(sql.unsafe`alter table ledger_postings enable trigger ledger_postings_append_only`);
-  const unbalanced = JSON.parse((await ops(stack.env, 'ledger:audit', '--json')).stdout);
+  // History already proved by the audits above is for --full to re-prove.
+  const unbalanced = JSON.parse((await ops(stack.env, 'ledger:audit', '--full', '--json')).stdout);
   t.ok(unbalanced.problems.some((p: any) => p.check === 'transfer_sum'), 'a transfer that does not sum to zero is reported');
+});
+
+t.test('the audit checkpoint: the incremental audit finds a corrupted posting made after it, --full one from before it', async (t) => {
+  const stack = await startStack(t, { groups: [] });
+  const merchant = await makeMerchant(stack.api.ctx);
+  const pool = stack.api.ctx.pool;
+  const adjust = (amount: number) =>
+    pool.transaction((tx) => adjustWallet(tx, { merchantId: merchant.merchant_id, adjustmentId: randomUUID(), amount, reason: 'seed' }));
+  const audit = async (...flags: string[]) => {
+    const res = await ops(stack.env, 'ledger:audit', ...flags, '--json');
+    return { code: res.code, stderr: res.stderr, report: JSON.parse(res.stdout) };
+  };
+  // Postings are append-only; corrupting one takes the trigger off (as a superuser could).
+  const corrupt = async (statement: ReturnType<typeof sql.unsafe>) => {
+    await pool.query(sql.unsafe`alter table ledger_postings disable trigger ledger_postings_append_only`);
+    await pool.query(statement);
+    await pool.query(sql.unsafe`alter table ledger_postings enable trigger ledger_postings_append_only`);
+  };
+  const wallet = sql.unsafe`(select id from ledger_accounts where merchant_id = ${merchant.merchant_id} and kind = 'WALLET')`;
+
+  await adjust(500);
+  const first = await audit();
+  t.match(first, { code: 0, report: { ok: true, mode: 'FULL' } }, 'with no clean audit yet, the audit is a full one');
+  t.match(await audit(), { code: 0, report: { ok: true, mode: 'INCREMENTAL', merchants: 0 } }, 'then incremental: nothing changed since');
+
+  // After the checkpoint: a posting whose balance chain is broken (its arithmetic kept).
+  await adjust(300);
+  await corrupt(sql.unsafe`update ledger_postings set balance_before = balance_before + 1, balance_after = balance_after + 1
+    where account_id = ${wallet} and amount = 300`);
+  const after = await audit();
+  t.equal(after.code, 1, 'the incremental audit exits 1');
+  t.match(after.report, { ok: false, mode: 'INCREMENTAL', merchants: 1 });
+  t.ok(after.report.problems.some((p: any) => p.check === 'balance_chain'), 'and names the broken chain');
+  await corrupt(sql.unsafe`update ledger_postings set balance_before = balance_before - 1, balance_after = balance_after - 1
+    where account_id = ${wallet} and amount = 300`);
+  t.match(await audit(), { code: 0, report: { ok: true, mode: 'INCREMENTAL', merchants: 1 } }, 'repaired: clean, and the checkpoint moves past it');
+
+  // Before the checkpoint: the first posting's amount (and balance_after) changed.
+  await corrupt(sql.unsafe`update ledger_postings set amount = 501, balance_after = 501 where account_id = ${wallet} and amount = 500`);
+  t.match(await audit(), { code: 0, report: { ok: true, mode: 'INCREMENTAL', merchants: 0 } }, 'proved history is not read again incrementally');
+  const full = await audit('--full');
+  t.equal(full.code, 1, '--full exits 1');
+  t.match(full.report, { ok: false, mode: 'FULL' });
+  const checks = new Set(full.report.problems.map((p: any) => p.check));
+  t.ok(checks.has('account_balance') && checks.has('transfer_sum') && checks.has('balance_chain'), `--full finds it: ${[...checks].join(', ')}`);
+  t.match(full.stderr, /ledger:audit \d+\/\d+ merchants, \d+ problems/, 'progress on stderr');
+  t.equal((await ops(stack.env, 'ledger:audit', '--statement-timeout-seconds', '5')).code, 64, 'a statement limit goes with --full only');
 });
 
 t.test('the ledger migration posts orders paid before it existed', async (t) => {

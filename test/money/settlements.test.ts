@@ -119,8 +119,10 @@ async function seedPaidOrder(pool: Pool, merchantId: string, amount: number, pai
   const refCode = `ORD-${Math.floor(Date.now() / 1000)}-${randomSuffix()}`;
   await pool.transaction(async (tx) => {
     await tx.query(sql.unsafe`
-      insert into orders (id, merchant_id, ref_code, merchant_order_id, api, amount, status, qr_token, paid_at)
-      values (${id}, ${merchantId}, ${refCode}, ${`SEED-${randomSuffix()}`}, 'V1', ${amount}, 'PAID', ${randomSuffix(20)}, ${paidAt.toISOString()})`);
+      insert into orders (id, merchant_id, ref_code, merchant_order_id, api, amount, status, qr_token, paid_at, manual_settlement)
+      select ${id}, ${merchantId}, ${refCode}, ${`SEED-${randomSuffix()}`}, 'V1', ${amount}, 'PAID', ${randomSuffix(20)}, ${paidAt.toISOString()},
+             m.settlement_type = 'MANUAL'
+      from merchants m where m.id = ${merchantId}`);
     await postOrderPayment(tx, { id, merchant_id: merchantId, ref_code: refCode, amount });
   });
   return { id, ref_code: refCode };

@@ -46,6 +46,17 @@ t.test('rotate-key --grace-minutes keeps the old key working until the grace end
   t.equal(await probe(rotated.api_key), 404, 'new key unaffected');
 });
 
+t.test('rotating a kasir_sk_ key an earlier release issued gives a 64-hex key; the old one lasts its grace', async (t) => {
+  const m = await newMerchant();
+  const prefixed = `kasir_sk_${randomBytes(32).toString('hex')}`;
+  await pool.query(sql.unsafe`update merchants set api_key_hash = ${sql.binary(createHash('sha256').update(prefixed).digest())} where id = ${m.merchant_id}`);
+  t.equal(await probe(prefixed), 404, 'the prefixed key works as issued');
+  const rotated = JSON.parse((await ops('merchant:rotate-key', '--merchant', m.merchant_id, '--grace-minutes', '5', '--json')).stdout);
+  t.match(rotated.api_key, /^[0-9a-f]{64}$/, 'the new key has the spec\'s form (5.1)');
+  t.equal(await probe(prefixed), 404, 'the prefixed key keeps working during the grace');
+  t.equal(await probe(rotated.api_key), 404);
+});
+
 t.test('without --grace-minutes the old key stops at once; a second rotation ends the first grace', async (t) => {
   const m = await newMerchant();
   const first = JSON.parse((await ops('merchant:rotate-key', '--merchant', m.merchant_id, '--grace-minutes', '60', '--json')).stdout);

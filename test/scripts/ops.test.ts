@@ -7,7 +7,7 @@ import { testConfig, testEnv } from '../helpers/config.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { getMerchant } from '../../db/merchants.ts';
 import { sql } from '../../db/pool.ts';
-import { ops as runOps, startWorkerGroup } from '../helpers/processes.ts';
+import { ops as runOps, opsWithStdin, startWorkerGroup } from '../helpers/processes.ts';
 
 const databaseUrl = await testDatabase(t);
 const env = testEnv(databaseUrl);
@@ -19,7 +19,7 @@ t.test('merchant:create prints credentials; the printed key authenticates', asyn
   const res = await ops('merchant:create', '--name', 'Toko Ops', '--settlement', 'WALLET', '--generate-webhook-secret', '--json');
   t.equal(res.code, 0, res.stderr);
   const out = JSON.parse(res.stdout);
-  t.match(out, { merchant_id: /^[0-9a-f-]{36}$/, api_key: /^kasir_sk_[0-9a-f]{64}$/, webhook_secret: /^whsec_/, legacy_client_id: String, legacy_client_secret: String });
+  t.match(out, { merchant_id: /^[0-9a-f-]{36}$/, api_key: /^[0-9a-f]{64}$/, webhook_secret: /^whsec_/, legacy_client_id: String, legacy_client_secret: String });
   const authed = await call(api.url, { path: '/v1/probe', headers: { 'x-api-key': out.api_key } });
   t.equal(authed.status, 404, 'past authentication');
   const row = await getMerchant(api.ctx.pool, out.merchant_id);
@@ -140,4 +140,16 @@ t.test('a queued job reaches a worker process, and jobs:list/rerun see jobs', as
   const rerunCompleted = await ops('jobs:rerun', '--id', out.job_id);
   t.equal(rerunCompleted.code, 1, 'a completed job is not rerun');
   t.match(rerunCompleted.stderr, /only failed/);
+
+  // Many ids in one call, from the arguments and from standard input: each is judged on its own.
+  const unknown = '00000000-0000-4000-8000-000000000000';
+  const many = await opsWithStdin(env, `${unknown}\n`, 'jobs:rerun', '--id', out.job_id, '--stdin', '--json');
+  t.equal(many.code, 1, 'a call with jobs it could not rerun exits 1');
+  t.same(JSON.parse(many.stdout), {
+    rerun: [],
+    skipped: [
+      { id: out.job_id, reason: `job ${out.job_id} is completed; only failed or cancelled jobs can be rerun` },
+      { id: unknown, reason: `no job with id ${unknown}` },
+    ],
+  });
 });

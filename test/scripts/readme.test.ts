@@ -8,6 +8,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { sql } from '../../db/pool.ts';
 import { freePort } from '../../scripts/lib/cluster.ts';
 import { ROOT } from '../../scripts/lib/local.ts';
 import { eventually } from '../helpers/http.ts';
@@ -24,7 +25,7 @@ t.test('the walkthrough has its two blocks', async (t) => {
 });
 
 t.test('README walkthrough runs as written', async (t) => {
-  const stack = await startStack(t, { groups: ['vendor', 'webhook'] });
+  const stack = await startStack(t, { groups: ['vendor', 'disbursement', 'webhook'] });
   const home = await mkdtemp(join(tmpdir(), 'kasir-readme-'));
   t.teardown(() => rm(home, { recursive: true, force: true }));
   const port = new URL(stack.api.url).port;
@@ -63,4 +64,9 @@ t.test('README walkthrough runs as written', async (t) => {
   await eventually(async () => (/\{"id":"[^"]+","event":"order\.paid","body":\{"ref_code":"ORD-[^"]+",[^\n]*"status":"PAID"/.test(out) ? true : undefined),
     'the receiver to print the verified order.paid', 15_000);
   t.pass('the example receiver printed the order.paid it verified');
+  // Issue 37: the README's payout is paid by the simulator, which confirms the holder's name it
+  // was given (the same destination saved as a beneficiary is VERIFIED, not NAME_MISMATCH).
+  await eventually(async () => (await stack.api.ctx.pool.maybeOneFirst(sql.unsafe`
+    select status from disbursements where idempotency_key = 'payout-1'`)) === 'SUCCESS' ? true : undefined, 'the README payout to succeed', 30_000);
+  t.pass('the README payout succeeded');
 });

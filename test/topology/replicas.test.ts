@@ -163,11 +163,16 @@ t.test('two of every line: each order, refund, payout and settlement is executed
     ...refunds.map((id, n) => statusOf(n, wallet, `/v1/refunds/${id}`, 'SUCCEEDED', `refund ${id} SUCCEEDED`)),
     ...[...disbursements, ...importedIds].map((id, n) => statusOf(n, wallet, `/v1/disbursements/${id}`, 'SUCCESS', `disbursement ${id} SUCCESS`)),
   ]);
+  let lastSeen = '';
   const settlement = await eventually(async () => {
-    const res = await get(0, manual, `/v1/settlements?date_from=${day}&date_to=${day}`);
-    const found = res.json?.data?.[0];
-    return found?.status === 'PAID' ? res.json.data : undefined;
-  }, 'the settlement to be PAID', 30_000);
+    // The list takes page and limit only (spec 4.6): the day's settlement is picked from it.
+    const res = await get(0, manual, '/v1/settlements');
+    const found = res.json?.data?.find((s: { settlement_date: string }) => s.settlement_date === day);
+    lastSeen = JSON.stringify(res.json).slice(0, 600);
+    return found?.status === 'PAID' ? [found] : undefined;
+  }, 'the settlement to be PAID', 30_000).catch((err: Error) => {
+    throw new Error(`${err.message}; last seen: ${lastSeen}`);
+  });
   t.equal(settlement.length, 1, 'one settlement for the day');
   t.equal(settlement[0].order_count, manualRefs.length, 'with every order of the day');
   t.equal((await get(1, manual, `/v1/settlements/${settlement[0].id}`)).json?.data?.status, 'PAID', 'B serves it too');

@@ -260,7 +260,11 @@ t.test("the holder's own word applies, also once it is disabled; a removed vendo
   t.teardown(async () => {
     await ops(stack.env, 'vendor:add', '--code', 'sim', '--kind', 'simulator', '--base-url', stack.sim.url, '--secret', stack.sim.secret);
   });
-  const paid = await simulatorWord(stack.sim.secret, 'sim', { event_id: `evt_${randomUUID()}`, type: 'qris.paid', reference: order.ref, id: `qr_${randomUUID()}`, amount: order.amount, paid_at: new Date().toISOString(), rrn: '990000000009' });
+  // The payer paid at the simulator (its own callback lost); the simulator's word names the
+  // order's own QR, and its read of that QR shows the payment (api/payment-hints.ts).
+  t.equal((await simulatePay(stack.sim.url, { reference: order.ref }, { 'x-sim-fault': 'drop_callback' })).status, 200);
+  const qrId = await pool.oneFirst(sql.unsafe`select vendor_order_id from orders where id = ${order.id}`);
+  const paid = await simulatorWord(stack.sim.secret, 'sim', { event_id: `evt_${randomUUID()}`, type: 'qris.paid', reference: order.ref, id: qrId, amount: order.amount, paid_at: new Date().toISOString(), rrn: '990000000009' });
   t.same([paid.status, paid.json?.data?.result], [200, 'paid'], "a disabled vendor's word on an order it holds applies");
   t.equal(await statusOf('orders', order.id), 'PAID');
 

@@ -201,22 +201,25 @@ t.test('Iris payouts', async (t) => {
     const failedNote = await notification(vendorDisbursementId, 'failed');
     t.match(await gateway.parseCallback(failedNote.headers, failedNote.body, ''), { type: 'disbursement.updated', reference: input.reference, status: 'FAILED', failureReason: /^002 / });
   });
-  t.test('create refused (4xx, 429): failed; create 5xx, timeout or garbled: failed by the rule, never approved', async (t) => {
+  t.test('create refused (4xx, 429): failed; create 5xx, timeout or garbled: re-sent with the same X-Idempotency-Key, made once', async (t) => {
     await setFaults(sim.url, { op: 'disburse', mode: 'reject', status: 400, count: 1 });
     t.match(await gateway.disburse(payout()), { kind: 'failed' });
     await setFaults(sim.url, { op: 'disburse', mode: 'reject', status: 429, count: 1 });
     t.match(await gateway.disburse(payout()), { kind: 'failed', reason: /rate limited/ });
+    const errored = payout();
     await setFaults(sim.url, { op: 'disburse', mode: 'error', count: 1 });
-    t.match(await gateway.disburse(payout()), { kind: 'failed', reason: /never paid/ });
+    t.match(await gateway.disburse(errored), { kind: 'ok' }, '5xx (nothing made): the re-send makes it');
     const held = payout();
     await setFaults(sim.url, { op: 'disburse', mode: 'timeout', count: 1 });
-    t.match(await gateway.disburse(held), { kind: 'failed', reason: /unanswered/ });
+    t.match(await gateway.disburse(held), { kind: 'ok' }, 'made, answer lost: the same key answers the first result');
     const garbled = payout();
     // The account validation first (unreadable: the given name stands), then the create.
     await admin.irisGarble(2);
-    t.match(await gateway.disburse(garbled), { kind: 'failed', reason: /never paid/ });
+    t.match(await gateway.disburse(garbled), { kind: 'ok' });
+    await setFaults(sim.url, { op: 'disburse', mode: 'error', count: 2 });
+    t.match(await gateway.disburse(payout()), { kind: 'unknown', unresolvable: true }, 'no readable answer twice: an operator, never the next vendor');
     const payouts = (await admin.irisStats()).payouts!;
-    t.same(payouts.filter((p) => p.notes === held.reference || p.notes === garbled.reference).map((p) => p.status), ['queued', 'queued'], 'made at Iris, left unapproved');
+    for (const input of [errored, held, garbled]) t.equal(payouts.filter((p) => p.notes === input.reference).length, 1, `${input.reference} made once`);
   });
   t.test('approval 5xx (not approved): the payout is read, rejected, failed', async (t) => {
     const input = payout();

@@ -385,6 +385,39 @@ t.test('account inquiry is deterministic; magic numbers are not found', async (t
   t.same(value(await inquire('081234569999')), { status: 'NOT_FOUND', reason: 'ACCOUNT_NOT_FOUND' }, 'a named 404 is an answer');
 });
 
+// Issue 37: a sandbox like the vendors' test modes. The inquiry confirms the name entered,
+// except on magic numbers: …8888 is held by the bank's own holder, …9999 by nobody.
+t.test('account inquiry confirms the name entered; …8888 names the bank\'s own holder; …9999 none', async (t) => {
+  const inquire = (accountNumber: string, accountName?: string | null) =>
+    gateway.inquireAccount({ channel: 'BANK', bankCode: 'BCA', ewalletCode: null, accountNumber, accountName });
+  t.same(value(await inquire('3141592653', 'Rizky  Pratama')), { status: 'FOUND', accountName: 'RIZKY PRATAMA' }, 'any made-up name, as a bank prints it');
+  t.same(value(await inquire('3141590000', 'Rizky Pratama')), { status: 'FOUND', accountName: 'RIZKY PRATAMA' }, 'the outcome suffixes (0000: closes later) still confirm it');
+  const own = value(await inquire('3141598888', 'Rizky Pratama'));
+  t.match(own, { status: 'FOUND', accountName: /^[A-Z ]+$/ });
+  t.not(own.status === 'FOUND' && own.accountName, 'RIZKY PRATAMA', '…8888 names another holder');
+  t.same(value(await inquire('3141598888')), own, 'the same holder asked without a name');
+  t.same(value(await inquire('3141598888', own.status === 'FOUND' ? own.accountName.toLowerCase() : '')), own, 'and when the bank\'s name is entered');
+  t.same(value(await inquire('3141599999', 'Rizky Pratama')), { status: 'NOT_FOUND', reason: 'ACCOUNT_NOT_FOUND' });
+});
+
+t.test('the name rule: a payout whose holder the bank names otherwise is refused for every vendor, unless accepted', async (t) => {
+  const payout = (accountNumber: string, extra: { accountName?: string | null; acceptNameMismatch?: boolean } = {}) => ({
+    reference: newRef('DSB'), channel: 'BANK' as const, bankCode: 'BCA', ewalletCode: null, accountNumber,
+    accountName: 'Rizky Pratama', amount: 50_000, callbackUrl: 'http://127.0.0.1:9/unused', ...extra,
+  });
+  const holder = value(await gateway.inquireAccount({ channel: 'BANK', bankCode: 'BCA', ewalletCode: null, accountNumber: '2718288888' }));
+  const banks = holder.status === 'FOUND' ? holder.accountName : '';
+  const refused = payout('2718288888');
+  t.same(await gateway.disburse(refused), {
+    kind: 'failed', payoutRefusal: 'ACCOUNT_NAME_MISMATCH', reason: `ACCOUNT_NAME_MISMATCH: the bank names the holder ${banks}, not Rizky Pratama`,
+  });
+  t.match(value(await gateway.queryDisbursement(refused.reference)), { status: 'NOT_FOUND' }, 'nothing was sent');
+  t.match(value(await gateway.disburse(payout('2718288888', { acceptNameMismatch: true }))), { vendorDisbursementId: /^dsb_/ }, 'accept_name_mismatch pays it');
+  t.match(value(await gateway.disburse(payout('2718288888', { accountName: `Bpk. ${banks.toLowerCase()}` }))), { vendorDisbursementId: /^dsb_/ }, 'the bank\'s name, titles and case aside');
+  t.match(value(await gateway.disburse(payout('2718281828'))), { vendorDisbursementId: /^dsb_/ }, 'a made-up name on any other number is confirmed');
+  t.match(value(await gateway.disburse(payout('2718289999'))), { vendorDisbursementId: /^dsb_/ }, 'no holder to compare: the transfer decides (it fails INVALID_ACCOUNT)');
+});
+
 t.test('pure transforms and classification', async (t) => {
   t.match(classifyTransportError({ code: 'ECONNREFUSED' }), { kind: 'failed' });
   t.match(classifyTransportError({ code: 'ENOTFOUND' }), { kind: 'failed' });

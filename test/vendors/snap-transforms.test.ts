@@ -83,7 +83,8 @@ t.test('status tables: anything unlisted is still in progress', async (t) => {
   t.equal(fromQueried({ originalPartnerReferenceNo: 'OTHER', latestTransactionStatus: '00' }, 'ORD-1'), null, 'another reference');
   t.equal(fromQueried({ latestTransactionStatus: '00', amount: { value: '10.50', currency: 'IDR' } }, 'ORD-1'), null, 'a fractional amount');
   const now = new Date('2026-01-01T00:00:00Z');
-  t.same(fromQueried({ latestTransactionStatus: '00', originalReferenceNo: 'A1' }, 'ORD-1', now), { status: 'PAID', vendorOrderId: 'A1', qrisString: null, paidAt: now, rrn: null }, 'no paidTime: when Kasir learned it');
+  t.same(fromQueried({ latestTransactionStatus: '00', originalReferenceNo: 'A1' }, 'ORD-1', now), { status: 'PAID', vendorOrderId: 'A1', qrisString: null, paidAt: now, rrn: null, amount: null }, 'no paidTime: when Kasir learned it; no amount: none shown');
+  t.match(fromQueried({ latestTransactionStatus: '00', originalReferenceNo: 'A1', amount: { value: '5000.00', currency: 'IDR' } }, 'ORD-1', now), { status: 'PAID', amount: 5000 }, 'the amount the query shows paid');
   t.match(fromTransferStatus({ latestTransactionStatus: '06', transactionStatusDesc: 'Account closed' }, 'DSB-1'), { status: 'FAILED', failureReason: '06 Account closed' });
 });
 
