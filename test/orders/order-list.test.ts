@@ -2,7 +2,9 @@
 // kept as orders change status, the older half of the list found from its oldest end, and a
 // cursor walk that lists every order exactly once while new orders arrive.
 import t from 'tap';
-import { sql } from '../../db/pool.ts';
+import { z } from 'zod';
+import { rawQuery, sql } from '../../db/pool.ts';
+import { insertSyntheticOrders } from '../../scripts/lib/synthetic-orders.ts';
 import { eventually } from '../helpers/http.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { simulatePay } from '../helpers/simulator.ts';
@@ -61,6 +63,23 @@ t.test('status filters the list, and its total follows the orders as they change
     t.equal(res.json.error.code, 'INVALID_BODY');
     t.match(res.json.error.message, /^status: must be one of PENDING, PAID, EXPIRED, REFUNDED/);
   }
+});
+
+t.test('a statement that inserts or deletes many orders moves the totals by its rows, once', async (t) => {
+  const merchant = await makeMerchant(ctx);
+  await createOrders(merchant.api_key, 2);
+  const run = (text: string, values: unknown[]) => ctx.pool.query(rawQuery(text, values));
+  await insertSyntheticOrders(run, merchant.merchant_id, 3_000); // one statement: 2,700 PAID, 300 EXPIRED
+  const total = async (query = '') => (await api.get(merchant.api_key, `/v1/orders${query}`)).json.meta.total;
+  t.equal(await total(), 3_002, 'the two the API made and the 3,000 of the statement');
+  t.equal(await total('?status=PAID'), 2_700);
+  t.equal(await total('?status=EXPIRED'), 300);
+  t.equal(await total('?status=PENDING'), 2);
+  const stored = await ctx.pool.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from orders where merchant_id = ${merchant.merchant_id} and status = 'EXPIRED'`);
+  await ctx.pool.query(sql.unsafe`delete from orders where merchant_id = ${merchant.merchant_id} and status = 'EXPIRED'`);
+  t.equal(stored, 300);
+  t.equal(await total('?status=EXPIRED'), 0, 'one delete statement took its 300 rows off');
+  t.equal(await total(), 2_702);
 });
 
 t.test('date_from and date_to keep the orders created on those WIB days', async (t) => {

@@ -2,13 +2,10 @@
 // vendor, disbursement and csv worker processes, the simulator gateway. The profits report is
 // checked against the ledger's postings; each export type's CSV against what the API shows and,
 // byte for byte, against what csv-stringify made of the same rows (the build before Postgres
-// wrote the CSV); the COPY stream's backpressure, abort and timeout;
-// streaming by the csv worker's peak RSS (/proc/<pid>/status VmHWM) at 20k and 400k rows: the
-// larger file (~98 MB) is about twice the worker's 35-50 MB working plateau, so holding it would
-// show; at 200k rows (49 MB) the plateau came within a few MB of the bound on a loaded machine.
+// wrote the CSV); the COPY stream's backpressure, abort and timeout. The csv worker's memory
+// on a large export is test/reports/export-streaming.test.ts.
 import t from 'tap';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { parse } from 'csv-parse/sync';
 import { stringify } from 'csv-stringify/sync';
@@ -16,9 +13,8 @@ import { z } from 'zod';
 import { copyOut } from '../../db/copy-out.ts';
 import { exportColumns, selectExportRows, type ExportType } from '../../db/exports.sql.ts';
 import { mdrOf } from '../../db/money-rules.ts';
-import { rawQuery, sql } from '../../db/pool.ts';
+import { sql } from '../../db/pool.ts';
 import { sendJob } from '../../db/queue.ts';
-import { insertSyntheticOrders } from '../../scripts/lib/synthetic-orders.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { call, eventually } from '../helpers/http.ts';
 import { ledgerAudit, paidOrder } from '../helpers/money.ts';
@@ -562,37 +558,6 @@ t.test('a repeated or stale build job changes nothing', async (t) => {
   const again = await download(shop, record.id);
   t.ok(again.raw.equals(file.raw), 'the same file');
   t.match((await exportReaches(shop, record.id, 'COMPLETED')), { row_count: record.row_count, completed_at: record.completed_at });
-});
-
-t.test('streaming: the worker\'s peak memory does not grow with the rows', async (t) => {
-  const small = await makeMerchant(stack.api.ctx);
-  const large = await makeMerchant(stack.api.ctx);
-  const run = (text: string, values: unknown[]) => pool.query(rawQuery(text, values));
-  await insertSyntheticOrders(run, small.merchant_id, 20_000);
-  await insertSyntheticOrders(run, large.merchant_id, 400_000);
-  await pool.query(sql.unsafe`analyze orders`);
-  await restartCsv();
-  const peak = async () => Number(/VmHWM:\s+(\d+) kB/.exec(await readFile(`/proc/${csv.child.pid}/status`, 'utf8'))![1]) / 1024;
-  const idle = await peak();
-
-  const a = await exported(small, { type: 'orders' });
-  const afterSmall = await peak();
-  const b = await exported(large, { type: 'orders' });
-  const afterLarge = await peak();
-  t.equal(a.record.row_count, 20_000);
-  t.equal(b.record.row_count, 400_000);
-  t.equal(b.rows.length, 400_001, 'every row downloaded, streamed from its chunks');
-  t.ok(a.rows.slice(1).every((r) => r[15] === '0' && r[16] === '' && r[17] === ''),
-    'orders without a payment transfer (synthetic rows, as an order never paid) have no MDR or net: empty cells');
-  t.equal(a.file.text, await stringifiedBefore(small, 'orders'), 'the file csv-stringify wrote, byte for byte');
-  const mb = (n: number) => `${n.toFixed(0)} MB`;
-  const fileMb = b.file.raw.length / 1e6;
-  t.comment(`csv worker VmHWM: idle ${mb(idle)}, after 20k rows ${mb(afterSmall)}, after 400k rows ${mb(afterLarge)}; files ${mb(a.file.raw.length / 1e6)} and ${mb(fileMb)}`);
-  // A build that held the file, or any share of the rows, would grow by the file's size or a
-  // good part of it; a streaming one grows only by what the garbage collector lets pile up
-  // between collections, which varies with the machine's load (25 MB was seen under a full CI).
-  t.ok(afterLarge - afterSmall < fileMb / 3, `20x the rows (${mb(fileMb)} of CSV) raised the peak by ${mb(afterLarge - afterSmall)} (< a third of the file)`);
-  t.ok(afterLarge - idle < fileMb, `the peak stays below the file's size above idle`);
 });
 
 t.test('retention: the csv group deletes exports older than EXPORT_RETENTION_HOURS, and fails abandoned ones', async (t) => {
