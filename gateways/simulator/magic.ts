@@ -18,7 +18,7 @@ export function disbursementOutcome(accountNumber: string): DisbursementOutcome 
  * the bank bounces it and Xendit REVERSES it a moment later (payout.reversed; the money is back
  * in the account's balance), as Xendit's payout statuses allow (docs/simulator.md).
  */
-export const REVERSED_AFTER_SUCCESS_SUFFIX = '4444';
+export const REVERSED_AFTER_SUCCESS_SUFFIX = '6666';
 
 /**
  * Xendit dialect only: a payout to an account with this ending is still being processed when its

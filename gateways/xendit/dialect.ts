@@ -18,7 +18,7 @@
 //   holder name required; ACCEPTED, then SUCCEEDED or FAILED by the shared account-number
 //   outcomes (docs/simulator.md), with payout.succeeded / payout.failed. A SUCCEEDED payout can
 //   later be REVERSED (payout statuses, docs.xendit.co; "Funds have been refunded back to the
-//   merchant's available balance", payout webhook page): accounts ending 4444 are, a moment after
+//   merchant's available balance", payout webhook page): accounts ending 6666 are, a moment after
 //   success, with payout.reversed, and the Transactions list shows the DISBURSEMENT REVERSED.
 // - Any 409 on a payout is "already received": accounts ending 4090 are still in progress when
 //   the first POST answers 500 SERVER_ERROR (not listed yet), and the re-send meets 409
