@@ -20,7 +20,7 @@ import type { AppContext } from './context.ts';
 import { ApiError } from '../db/errors.ts';
 import { logger } from '../db/logger.ts';
 import { findOrderById } from '../db/orders.sql.ts';
-import { completePayout } from '../db/payouts.ts';
+import { completePayout, returnPayout } from '../db/payouts.ts';
 import { applyPayment, closeOrderAtVendor } from '../db/orders.ts';
 import { findOrderRefByVendorOrderId } from '../db/orders.sql.ts';
 import type { Db } from '../db/pool.ts';
@@ -32,7 +32,7 @@ import type { CallbackAnswer, CallbackEvent } from '../gateways/gateway.ts';
 import { gatewayFor } from '../gateways/registry.ts';
 import { refuseUnverifiable } from '../gateways/snap/client.ts';
 import { sendData } from './http/envelope.ts';
-import { confirmPaymentHint, recordUnconfirmed } from './payment-hints.ts';
+import { confirmPaymentHint, confirmReversalHint, recordUnconfirmed } from './payment-hints.ts';
 import type { PgBoss } from 'pg-boss';
 
 export function callbackRoutes(ctx: AppContext): Router {
@@ -100,7 +100,17 @@ export function callbackRoutes(ctx: AppContext): Router {
       await ctx.pool.transaction((tx) => recordUnconfirmed(tx, vendor.code, speaker.eventId, hint));
       return answer('accepted', 'unconfirmed');
     }
-    let event: CallbackEvent = hint?.event ?? parsed;
+    // A payout reversal returns money: believed only as the vendor's read of the payout shows it.
+    const reversal = parsed.type === 'disbursement.reversed' ? await confirmReversalHint(ctx.pool, gateway, vendor.code, parsed) : null;
+    if (reversal?.kind === 'retry_later') {
+      logger.warn({ vendor: vendor.code, reference: parsed.reference, reason: reversal.reason }, 'payout reversal not confirmable now; answered 503 so the vendor sends it again');
+      throw new ApiError('SERVICE_UNAVAILABLE', 'The reversal cannot be confirmed with the vendor now; send it again later');
+    }
+    if (reversal?.kind === 'unconfirmed') {
+      await ctx.pool.transaction((tx) => recordConflict(tx, { ...reversal.conflict, vendorCode: vendor.code, source: `callback:${vendor.code}`, eventId: speaker.eventId }));
+      return answer('accepted', 'unconfirmed');
+    }
+    let event: CallbackEvent = hint?.event ?? (reversal?.kind === 'apply' ? reversal.event : parsed);
     const result = await ctx.pool.transaction(async (tx) => {
       event = await withReference(tx, vendor.code, event);
       const fresh = await recordCallback(tx, {
@@ -135,6 +145,9 @@ async function apply(tx: Db, boss: PgBoss, event: CallbackEvent, speaker: Extrac
         : { status: 'FAILED' as const, vendorDisbursementId: event.vendorDisbursementId, reason: event.failureReason ?? 'FAILED' };
     // The payout is found by the kind recorded with the reference it went out under.
     return completePayout(tx, boss, event.reference, outcome, speaker);
+  }
+  if (event.type === 'disbursement.reversed') {
+    return returnPayout(tx, boss, event.reference, { vendorDisbursementId: event.vendorDisbursementId, reason: event.failureReason }, speaker);
   }
   if (event.type === 'refund.updated') {
     // Xendit does not echo Kasir's reference: its refund is the one it gave this id.

@@ -14,6 +14,12 @@
 // Only a word the vendor may speak (it holds the order, db/vendor-binding.ts) about an order not
 // paid yet is read: anything else moves no money whatever it says, and is applied as before.
 // The read happens before the callback's transaction, so no row is locked while a vendor answers.
+//
+// A payout reversal (Xendit's payout.reversed, which moves money back to the merchant's wallet)
+// is a hint the same way (confirmReversalHint): Kasir reads the payout at the vendor by its own
+// reference and returns the money only when that read shows this payout REVERSED.
+import { findDisbursement } from '../db/disbursements.sql.ts';
+import { findPayoutReference } from '../db/payouts.ts';
 import type { Db, Pool } from '../db/pool.ts';
 import { findOrderByRef, findOrderRefByVendorOrderId, type OrderRow } from '../db/orders.sql.ts';
 import { recordConflict, vendorHolds } from '../db/vendor-binding.ts';
@@ -71,4 +77,44 @@ export function recordUnconfirmed(tx: Db, vendorCode: string, eventId: string, v
     eventId,
     detail: { why: verdict.why, ...verdict.detail },
   });
+}
+
+type Reversed = Extract<CallbackEvent, { type: 'disbursement.reversed' }>;
+
+export type ReversalVerdict =
+  | { kind: 'apply'; event: Reversed }
+  | { kind: 'retry_later'; reason: string }
+  | { kind: 'unconfirmed'; conflict: Omit<Parameters<typeof recordConflict>[1], 'vendorCode' | 'source' | 'eventId'> };
+
+/**
+ * A reversal callback → what the vendor's read of that payout confirms. Applied as it came (and
+ * so moving nothing) for a reference Kasir never sent, a payout another vendor holds or one
+ * already failed; otherwise applied only with the read's reason when the read shows the payout
+ * Kasir stored reversed. A failed read is answered 503; any other read is recorded UNCONFIRMED.
+ */
+export async function confirmReversalHint(pool: Pool, gateway: Gateway, vendorCode: string, hint: Reversed): Promise<ReversalVerdict> {
+  const asCame = { kind: 'apply', event: hint } as const;
+  const payout = await findPayoutReference(pool, hint.reference);
+  if (!payout) return asCame;
+  const d = payout.kind === 'DISBURSEMENT' ? await findDisbursement(pool, payout.payout_id) : null;
+  if (d && (!vendorHolds(vendorCode, { type: 'DISBURSEMENT', vendor_code: d.vendor_code }) || d.status === 'FAILED' || d.status === 'REJECTED')) return asCame;
+  const stored = d?.vendor_disbursement_id ?? null;
+  const read = await gateway.queryDisbursement(hint.reference, stored);
+  if (read.kind !== 'ok') return { kind: 'retry_later', reason: `read of payout ${hint.reference}: ${read.reason}` };
+  const r = read.value;
+  const samePayout = r.vendorDisbursementId === hint.vendorDisbursementId && (stored === null || stored === r.vendorDisbursementId);
+  if (r.status === 'FAILED' && r.reversed && samePayout) return { kind: 'apply', event: { ...hint, failureReason: r.failureReason ?? hint.failureReason } };
+  return {
+    kind: 'unconfirmed',
+    conflict: {
+      kind: 'UNCONFIRMED',
+      recordType: payout.kind,
+      recordId: payout.payout_id,
+      reference: d?.ref_code ?? hint.reference,
+      recordVendor: d?.vendor_code ?? null,
+      kasirStatus: d?.status ?? 'SETTLEMENT',
+      vendorStatus: 'REVERSED',
+      detail: { why: samePayout ? 'NOT_REVERSED' : 'OTHER_PAYOUT', callback_payout: hint.vendorDisbursementId, stored_payout: stored, read_payout: r.vendorDisbursementId, read_status: r.status },
+    },
+  };
 }

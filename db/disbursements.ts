@@ -34,6 +34,7 @@ import {
 } from './disbursements.sql.ts';
 import { boundToHolder, noteFinalWord, sourceOf, type Speaker } from './vendor-binding.ts';
 import { enqueueWebhooks } from './webhooks.ts';
+import { logger } from './logger.ts';
 import { disbursementWebhookBody } from './present/disbursements.ts';
 
 export interface DisbursementRequest {
@@ -311,6 +312,44 @@ export async function completeDisbursement(
       { source, detail: { reason: outcome.reason, ...detail } }
     );
   }
+  return 'completed';
+}
+
+/**
+ * The vendor reversed a payout that had succeeded (Xendit's REVERSED: the bank returned the
+ * transfer, and the money is back in the platform's balance at that vendor), as the vendor's own
+ * read shows it (api/payment-hints.ts, reconciliation). The spec's statuses have no word for it,
+ * so it is FAILED with failure_reason REVERSED…, and the merchant gets the usual
+ * disbursement.failed webhook (docs/decisions.md). A SUCCESS disbursement gets back everything
+ * DISBURSEMENT_COMPLETED took (DISBURSEMENT_RETURNED, unique per disbursement: once, whoever says
+ * it first); one still in flight simply fails; one already FAILED or REJECTED changes nothing.
+ */
+export async function returnDisbursement(
+  tx: Db,
+  boss: PgBoss,
+  where: { id: string },
+  outcome: { vendorDisbursementId: string | null; reason: string },
+  speaker: Speaker,
+): Promise<'completed' | 'already_final' | 'not_its_record' | 'unknown'> {
+  const d = await lockDisbursement(tx, where);
+  if (!d) return 'unknown';
+  if (d.status !== 'SUCCESS') {
+    const failed = await completeDisbursement(tx, boss, where, { status: 'FAILED', vendorDisbursementId: outcome.vendorDisbursementId, reason: outcome.reason }, speaker);
+    // A FAILED or REJECTED one already holds its money back: a reversal of it is no news.
+    return failed === 'contradicted' ? 'already_final' : failed;
+  }
+  const held = { type: 'DISBURSEMENT' as const, vendor_code: d.vendor_code };
+  const word = { recordId: d.id, reference: d.ref_code, kasirStatus: d.status, vendorStatus: 'REVERSED', detail: { vendor_disbursement_id: outcome.vendorDisbursementId, reason: outcome.reason } };
+  if (!(await boundToHolder(tx, speaker, held, word))) return 'not_its_record';
+  await postTransfer(tx, {
+    merchantId: d.merchant_id,
+    kind: 'DISBURSEMENT_RETURNED',
+    reference: { type: 'DISBURSEMENT', id: d.id, refCode: d.ref_code },
+    description: `Disbursement ${d.ref_code} reversed by the vendor after delivery: ${outcome.reason}`,
+    legs: { VENDOR_CLEARING: -d.request_amount, FEE_REVENUE: -d.fee, WALLET: d.total_debit },
+  });
+  await moveDisbursement(tx, boss, d, { status: 'FAILED', failureReason: outcome.reason }, { source: sourceOf(speaker), detail: { reason: outcome.reason, reversed_after: 'SUCCESS', vendor_disbursement_id: outcome.vendorDisbursementId } });
+  logger.warn({ disbursement: d.ref_code, merchant: d.merchant_id, amount: d.request_amount, source: sourceOf(speaker) }, 'a delivered disbursement was reversed by its vendor: its debit returned to the wallet');
   return 'completed';
 }
 

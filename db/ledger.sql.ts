@@ -26,6 +26,7 @@ export const transferKind = z.enum([
   'DISBURSEMENT_IMPORT',
   'DISBURSEMENT_COMPLETED',
   'DISBURSEMENT_REVERSAL',
+  'DISBURSEMENT_RETURNED',
   'ADJUSTMENT',
   'REFUND',
   'REFUND_COMPLETED',
@@ -291,14 +292,17 @@ export function findLedgerProblems(db: Db, scope: AuditScope = WHOLE_LEDGER) {
     union all
     -- Each disbursement is debited once: by its own DISBURSEMENT transfer (single creates, and
     -- imports before migration 023) or by its import's DISBURSEMENT_IMPORT; then completed once
-    -- when SUCCESS and reversed once when FAILED or REJECTED, never both, never while open.
+    -- when SUCCESS and reversed once when FAILED or REJECTED, never both, never while open. A
+    -- FAILED one may instead have been completed and then returned once (the vendor reversed a
+    -- payout that had succeeded: DISBURSEMENT_RETURNED), and then it has no reversal.
     select 'disbursement_transfers', d.ref_code,
-           format('%s: debited %s, completed %s, reversed %s', d.status, coalesce(o.own, 0) + coalesce(i.n, 0), coalesce(o.completed, 0), coalesce(o.reversed, 0))
+           format('%s: debited %s, completed %s, reversed %s, returned %s', d.status, coalesce(o.own, 0) + coalesce(i.n, 0), coalesce(o.completed, 0), coalesce(o.reversed, 0), coalesce(o.returned, 0))
     from disbursements d
     left join lateral (
       select count(*) filter (where kind = 'DISBURSEMENT') as own,
              count(*) filter (where kind = 'DISBURSEMENT_COMPLETED') as completed,
-             count(*) filter (where kind = 'DISBURSEMENT_REVERSAL') as reversed
+             count(*) filter (where kind = 'DISBURSEMENT_REVERSAL') as reversed,
+             count(*) filter (where kind = 'DISBURSEMENT_RETURNED') as returned
       from ledger_transfers where reference_type = 'DISBURSEMENT' and reference_id = d.id
     ) o on true
     left join lateral (
@@ -306,8 +310,9 @@ export function findLedgerProblems(db: Db, scope: AuditScope = WHOLE_LEDGER) {
     ) i on true
     where ${inScope(sql.fragment`d.merchant_id`)}
       and (coalesce(o.own, 0) + coalesce(i.n, 0) <> 1
-       or coalesce(o.completed, 0) <> (d.status = 'SUCCESS')::int
-       or coalesce(o.reversed, 0) <> (d.status in ('FAILED', 'REJECTED'))::int)
+       or coalesce(o.returned, 0) > (d.status = 'FAILED')::int
+       or coalesce(o.completed, 0) <> (d.status = 'SUCCESS' or coalesce(o.returned, 0) = 1)::int
+       or coalesce(o.reversed, 0) <> (d.status in ('FAILED', 'REJECTED') and coalesce(o.returned, 0) = 0)::int)
     union all
     -- An import's one debit is exactly its disbursements' total debit, and what its record says.
     select 'import_debit', t.reference_id::text,

@@ -3,7 +3,7 @@
 // by its kind; nothing parses a reference to guess what it is.
 import type { PgBoss } from 'pg-boss';
 import { z } from 'zod';
-import { completeDisbursement } from './disbursements.ts';
+import { completeDisbursement, returnDisbursement } from './disbursements.ts';
 import { lockDisbursement } from './disbursements.sql.ts';
 import type { PayoutCompletion } from './payout-outcome.ts';
 import { sql, type Db, type Pool } from './pool.ts';
@@ -48,6 +48,25 @@ export async function completePayout(
   // By reference, not id: an answer about an earlier attempt of a retried settlement completes
   // nothing (a payment of one is recorded as a contradiction, bound to the vendors it went to).
   return completeSettlement(tx, boss, { reference }, outcome, speaker);
+}
+
+/**
+ * A vendor's read shows a payout it had completed reversed (the money is back at the vendor):
+ * a disbursement returns its debit to the wallet once (returnDisbursement). A settlement payout is
+ * not returned on its own: the vendor's FAILED against PAID is recorded as a contradiction for
+ * an operator (vendor:conflicts), as before; one still in flight simply fails.
+ */
+export async function returnPayout(
+  tx: Db,
+  boss: PgBoss,
+  reference: string,
+  outcome: { vendorDisbursementId: string | null; reason: string },
+  speaker: Speaker,
+): Promise<'completed' | 'already_final' | 'contradicted' | 'not_its_record' | 'unknown'> {
+  const payout = await findPayoutReference(tx, reference);
+  if (!payout) return 'unknown';
+  if (payout.kind === 'DISBURSEMENT') return returnDisbursement(tx, boss, { id: payout.payout_id }, outcome, speaker);
+  return completeSettlement(tx, boss, { reference }, { status: 'FAILED', ...outcome }, speaker);
 }
 
 /**

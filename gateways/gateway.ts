@@ -123,6 +123,13 @@ export interface DisbursementStatus {
   status: 'PROCESSING' | 'SUCCESS' | 'FAILED' | 'NOT_FOUND';
   vendorDisbursementId: string | null;
   failureReason: string | null;
+  /**
+   * FAILED only: the payout had succeeded and the vendor reversed it (the bank returned the
+   * transfer, and the money is back in the platform's vendor balance: Xendit's REVERSED). For a
+   * payout still in flight at Kasir that is FAILED like any other; one Kasir completed is
+   * returned to the merchant (db/disbursements.ts returnDisbursement).
+   */
+  reversed?: true;
 }
 
 export interface AccountInquiryInput {
@@ -215,6 +222,12 @@ export type CallbackEvent =
    */
   | { type: 'qris.closed'; eventId: string; reference: string; vendorOrderId: string; status: 'CANCELLED' | 'FAILED' | 'EXPIRED' | 'REJECTED'; what: string }
   | { type: 'disbursement.updated'; eventId: string; reference: string; vendorDisbursementId: string; status: 'SUCCESS' | 'FAILED'; failureReason: string | null }
+  /**
+   * The vendor says a payout that succeeded was reversed (Xendit's payout.reversed). Only a hint:
+   * Kasir reads the payout at the vendor and returns the money only when that read shows it
+   * reversed (api/payment-hints.ts confirmReversalHint).
+   */
+  | { type: 'disbursement.reversed'; eventId: string; reference: string; vendorDisbursementId: string; failureReason: string }
   /**
    * A refund's final word; `reference` is Kasir's refund ref_code (RFD-…), or '' when the vendor
    * does not echo it (Xendit): then the refund is the one its vendor gave `vendorRefundId`.

@@ -1799,7 +1799,7 @@ export interface components {
         BalanceMovement: {
             id: components["schemas"]["Uuid"];
             /** @enum {string} */
-            type: "ORDER_PAYMENT" | "DISBURSEMENT" | "DISBURSEMENT_IMPORT" | "DISBURSEMENT_COMPLETED" | "DISBURSEMENT_REVERSAL" | "ADJUSTMENT" | "REFUND" | "REFUND_COMPLETED" | "REFUND_REVERSAL" | "SETTLEMENT_PAYOUT" | "SETTLEMENT_COMPLETED" | "SETTLEMENT_REVERSAL";
+            type: "ORDER_PAYMENT" | "DISBURSEMENT" | "DISBURSEMENT_IMPORT" | "DISBURSEMENT_COMPLETED" | "DISBURSEMENT_REVERSAL" | "DISBURSEMENT_RETURNED" | "ADJUSTMENT" | "REFUND" | "REFUND_COMPLETED" | "REFUND_REVERSAL" | "SETTLEMENT_PAYOUT" | "SETTLEMENT_COMPLETED" | "SETTLEMENT_REVERSAL";
             /** @description Signed: negative leaves the wallet */
             amount: number;
             /** @description Whole Rupiah */
@@ -3884,7 +3884,7 @@ export interface operations {
             query?: {
                 page?: number;
                 limit?: number;
-                type?: "ORDER_PAYMENT" | "DISBURSEMENT" | "DISBURSEMENT_IMPORT" | "DISBURSEMENT_COMPLETED" | "DISBURSEMENT_REVERSAL" | "ADJUSTMENT" | "REFUND" | "REFUND_COMPLETED" | "REFUND_REVERSAL" | "SETTLEMENT_PAYOUT" | "SETTLEMENT_COMPLETED" | "SETTLEMENT_REVERSAL";
+                type?: "ORDER_PAYMENT" | "DISBURSEMENT" | "DISBURSEMENT_IMPORT" | "DISBURSEMENT_COMPLETED" | "DISBURSEMENT_REVERSAL" | "DISBURSEMENT_RETURNED" | "ADJUSTMENT" | "REFUND" | "REFUND_COMPLETED" | "REFUND_REVERSAL" | "SETTLEMENT_PAYOUT" | "SETTLEMENT_COMPLETED" | "SETTLEMENT_REVERSAL";
                 date_from?: components["schemas"]["Day"];
                 date_to?: components["schemas"]["Day"];
             };

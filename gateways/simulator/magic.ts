@@ -13,6 +13,21 @@ export function disbursementOutcome(accountNumber: string): DisbursementOutcome 
   return { status: 'SUCCESS' };
 }
 
+/**
+ * Xendit dialect only: a payout to an account with this ending SUCCEEDS (payout.succeeded), then
+ * the bank bounces it and Xendit REVERSES it a moment later (payout.reversed; the money is back
+ * in the account's balance), as Xendit's payout statuses allow (docs/simulator.md).
+ */
+export const REVERSED_AFTER_SUCCESS_SUFFIX = '6666';
+
+/**
+ * Xendit dialect only: a payout to an account with this ending is still being processed when its
+ * first POST answers 500 SERVER_ERROR: it is not listed by reference yet, and a re-send under the same
+ * Idempotency-key answers 409 IDEMPOTENCY_KEY_IN_PROGRESS (not DUPLICATE_ERROR); from then on it
+ * is listed, and settles as usual.
+ */
+export const IN_PROGRESS_SUFFIX = '4090';
+
 const HOLDERS = [
   'BUDI SANTOSO',
   'SITI RAHAYU',

@@ -16,7 +16,13 @@
 //   reused key is 409 DUPLICATE_ERROR, as Xendit's SDK answers a reused key (xendit-node
 //   refund/models/CreateRefund409Response.ts; v2 documents no status). Channel codes checked,
 //   holder name required; ACCEPTED, then SUCCEEDED or FAILED by the shared account-number
-//   outcomes (docs/simulator.md), with payout.succeeded / payout.failed.
+//   outcomes (docs/simulator.md), with payout.succeeded / payout.failed. A SUCCEEDED payout can
+//   later be REVERSED (payout statuses, docs.xendit.co; "Funds have been refunded back to the
+//   merchant's available balance", payout webhook page): accounts ending 6666 are, a moment after
+//   success, with payout.reversed, and the Transactions list shows the DISBURSEMENT REVERSED.
+// - Any 409 on a payout is "already received": accounts ending 4090 are still in progress when
+//   the first POST answers 500 SERVER_ERROR (not listed yet), and the re-send meets 409
+//   IDEMPOTENCY_KEY_IN_PROGRESS rather than DUPLICATE_ERROR (docs/simulator.md).
 // - Callbacks carry x-callback-token (SIMULATOR_XENDIT_CALLBACK_TOKEN) and go to the account's
 //   one callback URL (SIMULATOR_XENDIT_CALLBACK_URL), as set in Xendit's dashboard.
 // - Faults: the shared rules and X-Sim-Fault, answered in Xendit's error shape (error → 5xx
@@ -29,6 +35,7 @@ import { readBody, type DialectContext } from '../simulator/dialect.ts';
 import { loopbackOnly } from '../simulator/loopback.ts';
 import type { Fault, FaultAnswers, RequestOp } from '../simulator/faults.ts';
 import { qrStatus, type DisbursementRecord, type QrRecord } from '../simulator/store.ts';
+import { IN_PROGRESS_SUFFIX, REVERSED_AFTER_SUCCESS_SUFFIX } from '../simulator/magic.ts';
 import { CHANGED_AMOUNT_DELTA, moneyFault, twinRefund, xenditTransactions } from './report-dialect.ts';
 
 const API_VERSION = '2022-07-31';
@@ -126,7 +133,11 @@ export function xenditDialect(ctx: DialectContext): Router {
   const refunds = new Map<string, XenditRefund>(ctx.journal.loaded('xendit.refund', refundRecord));
   /** Payout idempotency keys taken: a second use is 409 DUPLICATE_ERROR. */
   const payoutKeys = new Set<string>(ctx.journal.loaded('xendit.payout-key', z.literal(true)).map(([key]) => key));
-  const stats = { calls: {} as Record<string, number>, callbacksAnswered: {} as Record<string, number> };
+  /** Payouts Xendit reversed after they succeeded (by payout id), journaled as xendit.payout-reversed. */
+  const reversed = new Set<string>(ctx.journal.loaded('xendit.payout-reversed', z.literal(true)).map(([id]) => id));
+  /** Payouts still being processed (IN_PROGRESS_SUFFIX), by key: not listed until the key comes again. */
+  const inProgress = new Map<string, DisbursementRecord>();
+  const stats = { calls: {} as Record<string, number>, callbacksAnswered: {} as Record<string, number>, conflicts: {} as Record<string, number> };
 
   const expectedAuth = Buffer.from(`Basic ${Buffer.from(`${cfg.secretKey}:`).toString('base64')}`);
   const authenticate: RequestHandler = (req, res, next) => {
@@ -202,7 +213,7 @@ export function xenditDialect(ctx: DialectContext): Router {
     amount: d.amount,
     channel_code: `ID_${d.bankCode ?? d.ewalletCode}`,
     currency: 'IDR',
-    status: d.status === 'PROCESSING' ? 'ACCEPTED' : d.status === 'SUCCESS' ? 'SUCCEEDED' : 'FAILED',
+    status: d.status === 'PROCESSING' ? 'ACCEPTED' : d.status === 'FAILED' ? 'FAILED' : reversed.has(d.id) ? 'REVERSED' : 'SUCCEEDED',
     ...(d.status === 'FAILED' ? { failure_code: FAILURE_CODES[d.failureReason ?? ''] ?? 'TRANSFER_ERROR' } : {}),
     description: `Payout ${d.reference}`,
     reference_id: d.reference,
@@ -222,7 +233,23 @@ export function xenditDialect(ctx: DialectContext): Router {
   ctx.register('xendit', {
     channel: { headers: () => ({ 'x-callback-token': cfg.callbackToken, 'webhook-id': `whk_${randomBytes(8).toString('hex')}` }) },
     paid: (qr, f) => callback('qr.payment', paymentJson(qr), { reference: qr.reference }, f, { api_version: API_VERSION }),
-    settled: (d, f) => callback(d.status === 'SUCCESS' ? 'payout.succeeded' : 'payout.failed', payoutJson(d), { reference: d.reference }, f),
+    settled: (d, f) => {
+      callback(d.status === 'SUCCESS' ? 'payout.succeeded' : 'payout.failed', payoutJson(d), { reference: d.reference }, f);
+      if (d.status === 'SUCCESS' && d.accountNumber.endsWith(REVERSED_AFTER_SUCCESS_SUFFIX)) {
+        ctx.deadlines.at('xendit.payout-reverse', d.reference, new Date(Date.now() + ctx.options.disburseDelayMs), f);
+      }
+    },
+  });
+
+  // The bank bounced a delivered payout: REVERSED, the money back in the account's balance.
+  ctx.deadlines.on('xendit.payout-reverse', (reference, callbackFault) => {
+    const d = ctx.store.disbursements.get(reference);
+    if (!d || d.status !== 'SUCCESS' || reversed.has(d.id)) return;
+    reversed.add(d.id);
+    ctx.journal.put('xendit.payout-reversed', d.id, true);
+    d.updatedAt = new Date();
+    ctx.store.saveDisbursement(d);
+    callback('payout.reversed', payoutJson(d), { reference: d.reference }, callbackFault);
   });
 
   // Test mode: a refund is PENDING, then final by callback a moment later (20300 fails).
@@ -346,6 +373,14 @@ export function xenditDialect(ctx: DialectContext): Router {
   router.post('/v2/payouts', authenticate, fault('disburse', true), (req, res) => {
     const key = req.get('idempotency-key');
     if (!key || key.length > 100) throw new XenditError(400, 'API_VALIDATION_ERROR', 'Idempotency-key header is required (1 to 100 characters)');
+    const pending = inProgress.get(key);
+    if (pending) {
+      // The first request finishes now: listed from here on, settled as usual.
+      inProgress.delete(key);
+      ctx.disbursementAccepted(pending, null);
+      stats.conflicts.IDEMPOTENCY_KEY_IN_PROGRESS = (stats.conflicts.IDEMPOTENCY_KEY_IN_PROGRESS ?? 0) + 1;
+      throw new XenditError(409, 'IDEMPOTENCY_KEY_IN_PROGRESS', 'A request with this Idempotency-key is still being processed');
+    }
     if (payoutKeys.has(key)) throw new XenditError(409, 'DUPLICATE_ERROR', 'Idempotency key has been used before');
     const body = parse(payoutBody, req);
     const isBank = BANKS.includes(body.channel_code);
@@ -373,6 +408,11 @@ export function xenditDialect(ctx: DialectContext): Router {
     // Money faults: paid with another amount, or accepted and lost (never stored, never settled).
     if (moneyFault(res) === 'changed_amount') d.amount += CHANGED_AMOUNT_DELTA;
     if (moneyFault(res) === 'lost_payout') return void ctx.reply(res, 200, payoutJson(d));
+    if (d.accountNumber.endsWith(IN_PROGRESS_SUFFIX)) {
+      // Taken, but the answer is a 5xx (safe to retry with the same key, Xendit's errors page).
+      inProgress.set(key, d);
+      throw new XenditError(500, 'SERVER_ERROR', 'Server error');
+    }
     ctx.disbursementAccepted(d, (res.locals.callbackFault as Fault | undefined) ?? null);
     ctx.reply(res, 200, payoutJson(d));
   });
@@ -396,10 +436,10 @@ export function xenditDialect(ctx: DialectContext): Router {
   });
 
   router.get('/admin/stats', loopbackOnly('Xendit admin'), (req, res) => {
-    res.json({ calls: stats.calls, refunds: [...refunds.values()].map(refundJson) });
+    res.json({ calls: stats.calls, conflicts: stats.conflicts, refunds: [...refunds.values()].map(refundJson) });
   });
 
-  router.use(xenditTransactions(ctx, { refunds, paymentIdOf, authenticate }));
+  router.use(xenditTransactions(ctx, { refunds, reversed, paymentIdOf, authenticate }));
 
   router.use((req: Request, res: Response) => {
     res.status(404).json(errorOf(404, 'NOT_FOUND', `no route ${req.method} ${req.path}`));

@@ -8,6 +8,12 @@
 // created[lte] (inclusive), types, statuses and reference_id; newest last; paged by after_id with
 // has_more. Fees by the sandbox's price list: 0.7 % of a payment, 2,500 a payout, plus 11 % VAT.
 //
+// As Xendit writes what came back: a payment refunded in full within 24 h of being paid is VOIDED
+// (help centre article 17209624920345: the payment is voided and its fee returned, instead of a
+// REFUND), so its PAYMENT line says VOIDED and there is no REFUND line for it; a payout that
+// succeeded and then bounced is a DISBURSEMENT REVERSED (TransactionStatuses: SUCCESS, PENDING,
+// FAILED, REVERSED, VOIDED).
+//
 // Also the money faults (gateways/simulator/faults.ts) as Xendit would commit them: a payout
 // accepted and lost, a payout paid with another amount, a refund made twice.
 import { createHash, randomBytes } from 'node:crypto';
@@ -37,7 +43,7 @@ interface Transaction {
   id: string;
   product_id: string;
   type: 'PAYMENT' | 'DISBURSEMENT' | 'REFUND';
-  status: 'SUCCESS' | 'PENDING' | 'FAILED';
+  status: 'SUCCESS' | 'PENDING' | 'FAILED' | 'REVERSED' | 'VOIDED';
   channel_category: string;
   channel_code: string | null;
   reference_id: string;
@@ -58,17 +64,28 @@ function fee(xenditFee: number, status: string) {
   return { xendit_fee: xenditFee, value_added_tax: bpsOf(xenditFee, VAT_BPS), xendit_withholding_tax: 0, third_party_withholding_tax: 0, status };
 }
 
-function payment(qr: QrRecord, paymentId: string): Transaction {
+/** A full refund within this long of the payment voids the payment instead. */
+const VOID_WINDOW_MS = 24 * 3600_000;
+
+/** The refund that voids a paid QR's payment: one that completed the whole amount within 24 h. */
+function voidingRefund(qr: QrRecord, paymentId: string, refunds: Iterable<Refund>): Refund | null {
+  for (const r of refunds) {
+    if (r.paymentId === paymentId && r.status === 'SUCCEEDED' && r.amount === qr.amount && r.created.getTime() - qr.paidAt!.getTime() < VOID_WINDOW_MS) return r;
+  }
+  return null;
+}
+
+function payment(qr: QrRecord, paymentId: string, voidedBy: Refund | null): Transaction {
   const at = qr.paidAt!.toISOString();
   return {
-    id: txnId(paymentId), product_id: paymentId, type: 'PAYMENT', status: 'SUCCESS', channel_category: 'QR_CODE', channel_code: 'ID_DANA',
+    id: txnId(paymentId), product_id: paymentId, type: 'PAYMENT', status: voidedBy ? 'VOIDED' : 'SUCCESS', channel_category: 'QR_CODE', channel_code: 'ID_DANA',
     reference_id: qr.reference, account_identifier: null, currency: 'IDR', amount: qr.amount, cashflow: 'MONEY_IN', settlement_status: 'PENDING',
-    business_id: BUSINESS_ID, fee: fee(bpsOf(qr.amount, 70), 'COMPLETED'), created: at, updated: at,
+    business_id: BUSINESS_ID, fee: voidedBy ? fee(0, 'REVERSED') : fee(bpsOf(qr.amount, 70), 'COMPLETED'), created: at, updated: voidedBy ? voidedBy.created.toISOString() : at,
   };
 }
 
-function payout(d: DisbursementRecord): Transaction {
-  const status = d.status === 'PROCESSING' ? 'PENDING' : d.status;
+function payout(d: DisbursementRecord, reversed: boolean): Transaction {
+  const status = d.status === 'PROCESSING' ? 'PENDING' : reversed ? 'REVERSED' : d.status;
   return {
     id: txnId(d.id), product_id: d.id, type: 'DISBURSEMENT', status, channel_category: d.channel === 'BANK' ? 'BANK' : 'EWALLET',
     channel_code: `ID_${d.bankCode ?? d.ewalletCode}`, reference_id: d.reference, account_identifier: d.accountNumber, currency: 'IDR',
@@ -92,7 +109,7 @@ const list = (value: unknown): string[] => (value === undefined ? [] : Array.isA
 /** GET /transactions, mounted on the Xendit dialect's router (before its 404). */
 export function xenditTransactions(
   ctx: DialectContext,
-  dialect: { refunds: ReadonlyMap<string, Refund>; paymentIdOf(qr: QrRecord): string; authenticate: RequestHandler },
+  dialect: { refunds: ReadonlyMap<string, Refund>; reversed: ReadonlySet<string>; paymentIdOf(qr: QrRecord): string; authenticate: RequestHandler },
 ): Router {
   const { authenticate } = dialect;
   const refuse = (res: Response, message: string) => void res.status(400).json({ error_code: 'API_VALIDATION_ERROR', message });
@@ -117,9 +134,16 @@ export function xenditTransactions(
     if (q.currency !== undefined && q.currency !== 'IDR') return void ctx.reply(res, 200, { data: [], has_more: false, links: [] });
 
     const all: Transaction[] = [];
-    for (const qr of ctx.store.qrs.values()) if (qr.dialect === 'xendit' && qr.paidAt) all.push(payment(qr, dialect.paymentIdOf(qr)));
-    for (const d of ctx.store.disbursements.values()) if (d.dialect === 'xendit') all.push(payout(d));
-    for (const r of dialect.refunds.values()) all.push(refund(r));
+    const voiding = new Set<string>();
+    for (const qr of ctx.store.qrs.values()) {
+      if (qr.dialect !== 'xendit' || !qr.paidAt) continue;
+      const paymentId = dialect.paymentIdOf(qr);
+      const voidedBy = voidingRefund(qr, paymentId, dialect.refunds.values());
+      if (voidedBy) voiding.add(voidedBy.id);
+      all.push(payment(qr, paymentId, voidedBy));
+    }
+    for (const d of ctx.store.disbursements.values()) if (d.dialect === 'xendit') all.push(payout(d, dialect.reversed.has(d.id)));
+    for (const r of dialect.refunds.values()) if (!voiding.has(r.id)) all.push(refund(r));
     const selected = all
       .filter((x) => (gte === null || Date.parse(x.created) >= gte) && (lte === null || Date.parse(x.created) <= lte))
       .filter((x) => (types.length === 0 || types.includes(x.type)) && (statuses.length === 0 || statuses.includes(x.status)))

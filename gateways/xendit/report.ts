@@ -8,8 +8,13 @@
 // - type DISBURSEMENT (a Payouts v2 payout): reference_id is Kasir's payout reference;
 // - type REFUND: product_id is the refund's id (Kasir's vendor_refund_id); reference_id is read
 //   as the refunded payment's reference_id, the order's ref_code [inferred];
-// status SUCCESS is money moved, PENDING not yet, FAILED, VOIDED and REVERSED that it did not (or
-// came back); the fee is xendit_fee + value_added_tax, what the account is charged for the line.
+// status SUCCESS is money moved, PENDING not yet, FAILED and REVERSED that it did not (or came
+// back: a payout REVERSED after it succeeded); the fee is xendit_fee + value_added_tax, what the
+// account is charged for the line.
+// A PAYMENT VOIDED is one refunded in full within 24 h of being paid: Xendit voids the payment
+// (and returns its fee) instead of listing a REFUND (help centre article 17209624920345). The
+// money moved both ways, so it reads as two lines: the payment, paid, and its refund, done,
+// naming the order (its refund id is not on the line; the order's refund of that amount is it).
 import { z } from 'zod';
 import { ReportUnavailable, type Outcome, type ReportDay, type VendorLine, type VendorReport } from '../gateway.ts';
 import type { HttpAnswer } from '../http.ts';
@@ -28,14 +33,26 @@ const transaction = z.object({
   currency: z.string(),
   amount: rupiah,
   created: z.iso.datetime({ offset: true }),
+  updated: z.iso.datetime({ offset: true }).nullish(),
   fee: z.object({ xendit_fee: rupiah.nullish(), value_added_tax: rupiah.nullish() }).nullish(),
 });
 const page = z.object({ data: z.array(transaction), has_more: z.boolean() });
 
 const STATUS: Readonly<Record<string, VendorLine['status']>> = { SUCCESS: 'SUCCESS', PENDING: 'PENDING', FAILED: 'FAILED', VOIDED: 'FAILED', REVERSED: 'FAILED' };
 
-/** A transaction as a line; null for a type reconciliation does not read (top-ups, transfers...). */
-export function toVendorLine(t: z.infer<typeof transaction>): VendorLine | null {
+/** A transaction as lines: none for a type reconciliation does not read (top-ups, transfers...), two for a voided payment. */
+export function toVendorLines(t: z.infer<typeof transaction>): VendorLine[] {
+  const line = toVendorLine(t);
+  if (!line) return [];
+  if (line.kind !== 'PAYMENT' || t.status !== 'VOIDED') return [line];
+  // Paid, then refunded in full: the fee was returned, so there is no fee line to compare.
+  return [
+    { ...line, status: 'SUCCESS', fee: null },
+    { kind: 'REFUND', reference: null, vendorId: null, orderReference: t.reference_id ?? null, amount: t.amount, status: 'SUCCESS', at: new Date(t.updated ?? t.created), fee: null },
+  ];
+}
+
+function toVendorLine(t: z.infer<typeof transaction>): VendorLine | null {
   const kind = TYPES[t.type as keyof typeof TYPES];
   if (!kind || t.currency !== 'IDR') return null;
   const fee = t.fee && (t.fee.xendit_fee != null || t.fee.value_added_tax != null) ? (t.fee.xendit_fee ?? 0) + (t.fee.value_added_tax ?? 0) : null;
@@ -78,8 +95,7 @@ export async function xenditReport(request: Request, day: ReportDay): Promise<Ve
       const parsed = page.safeParse(answer.value.body);
       if (!parsed.success) throw new ReportUnavailable(`GET /transactions: unreadable page (${parsed.error.issues[0].path.join('.')}: ${parsed.error.issues[0].message})`);
       for (const t of parsed.data.data) {
-        const line = toVendorLine(t);
-        if (line) yield line;
+        yield* toVendorLines(t);
       }
       const last = parsed.data.data.at(-1);
       if (!parsed.data.has_more || !last) return;

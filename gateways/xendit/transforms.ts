@@ -205,9 +205,10 @@ const REFUND_STATUS: Readonly<Record<string, RefundResult['status']>> = { SUCCEE
 export const toRefundStatus = (theirs: string): RefundResult['status'] => REFUND_STATUS[theirs] ?? 'PENDING';
 
 /**
- * Payout statuses. A payout REVERSED after SUCCEEDED cannot undo a completed Kasir payout (the
- * money left); it is logged for the operator (docs/vendors/xendit.md). Unknown statuses are
- * still in progress: never mistaken for final.
+ * Payout statuses. REVERSED is a payout that SUCCEEDED and then bounced: Xendit returned the money
+ * to the account's balance ("Funds have been refunded back to the merchant's available balance",
+ * payout webhook page), so it reads as FAILED with `reversed` (docs/vendors/xendit.md). Unknown
+ * statuses are still in progress: never mistaken for final.
  */
 const PAYOUT_STATUS: Readonly<Record<string, DisbursementStatus['status']>> = {
   SUCCEEDED: 'SUCCESS',
@@ -220,7 +221,13 @@ export const toPayoutStatus = (theirs: string): DisbursementStatus['status'] => 
 
 export function toDisbursementStatus(p: z.infer<typeof payout>): DisbursementStatus {
   const status = toPayoutStatus(p.status);
-  return { status, vendorDisbursementId: p.id, failureReason: status === 'FAILED' ? (p.failure_code ?? p.status) : null };
+  const failureReason = status === 'FAILED' ? (p.status === 'REVERSED' ? reversalReason(p.failure_code) : (p.failure_code ?? p.status)) : null;
+  return { status, vendorDisbursementId: p.id, failureReason, ...(p.status === 'REVERSED' ? { reversed: true as const } : {}) };
+}
+
+/** The failure_reason of a reversed payout: says it was reversed, with Xendit's code when it gives one. */
+export function reversalReason(failureCode: string | null | undefined): string {
+  return failureCode ? `REVERSED: ${failureCode}` : 'REVERSED';
 }
 
 // ---------------------------------------------------------------- callbacks
@@ -273,6 +280,18 @@ function actedOn(event: string, data: Record<string, unknown>): CallbackEvent | 
       vendorDisbursementId: p.data.id,
       status,
       failureReason: status === 'FAILED' ? (p.data.failure_code ?? 'FAILED') : null,
+    };
+  }
+  if (event === 'payout.reversed') {
+    // A hint, like a payment: the read of the payout at Xendit decides (api/payment-hints.ts).
+    const p = payout.safeParse(data);
+    if (!p.success) return null;
+    return {
+      type: 'disbursement.reversed',
+      eventId: `xendit:${p.data.id}:REVERSED`,
+      reference: p.data.reference_id,
+      vendorDisbursementId: p.data.id,
+      failureReason: reversalReason(p.data.failure_code),
     };
   }
   if (event === 'qr.refund') {

@@ -487,7 +487,7 @@ t.test('the audit proves each imported disbursement is covered by its import\'s 
   // Marked SUCCESS with no completion transfer: its money would still be in flight.
   await pool.query(sql.unsafe`update disbursements set status = 'SUCCESS' where id = ${first.disbursement_id}`);
   t.same(await problems(), [
-    { check: 'disbursement_transfers', subject: first.ref_code, detail: 'SUCCESS: debited 1, completed 0, reversed 0' },
+    { check: 'disbursement_transfers', subject: first.ref_code, detail: 'SUCCESS: debited 1, completed 0, reversed 0, returned 0' },
     { check: 'disbursements_in_flight', subject: merchant.merchant_id, detail: 'account 35000, unfinished disbursements 22500' },
   ]);
   await pool.query(sql.unsafe`update disbursements set status = 'PENDING' where id = ${first.disbursement_id}`);

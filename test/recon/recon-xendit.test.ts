@@ -16,7 +16,7 @@ import { ledgerAudit } from '../helpers/money.ts';
 import { ops } from '../helpers/processes.ts';
 import { clearFaults, setFaults, simulatePay } from '../helpers/simulator.ts';
 import { startVendorStack } from '../helpers/vendor-stack.ts';
-import { xenditDialectVendor, xenditStats } from '../helpers/xendit.ts';
+import { XENDIT_ACCOUNT, xenditDialectVendor, xenditStats } from '../helpers/xendit.ts';
 
 const stack = await startVendorStack(t, [xenditDialectVendor('xendit')], { env: { DISBURSEMENT_RECONCILE_DELAY_SECONDS: '3600' } });
 const xendit = stack.sims[0].url;
@@ -118,5 +118,29 @@ t.test('a payout Xendit lost, one it paid with another amount, a refund it made 
   t.match(await differencesOf(changed.ref_code), [{ kind: 'AMOUNT_DIFFERS', status: 'OPEN', kasir_amount: 45_000, vendor_amount: 46_000 }]);
   t.match(await differencesOf(refund.ref_code), [{ kind: 'PAID_TWICE', subject: 'REFUND', status: 'OPEN', kasir_amount: 40_000, vendor_amount: 80_000 }]);
   t.equal(await disbursementStatus(lost.id), 'ON_PROCESS', 'nothing automatic');
+  await ledgerAudit(t, stack.env);
+});
+
+// Issue 36 finding 5: Xendit writes a payment refunded in full within 24 h as VOIDED (and lists no
+// REFUND for it), and a payout that bounced after success as REVERSED. Both moved money both
+// ways; neither is a difference once Kasir's books show the same.
+t.test('a payment VOIDED by its full refund reads as paid and refunded; a payout REVERSED and returned matches', async (t) => {
+  const ref = await m.paid(merchant, 120_000);
+  const refund = (await m.refund(merchant, ref, { amount: 120_000, reason: 'cancelled' })).json.data;
+  await m.refundReaches(refund.id, 'SUCCEEDED');
+  const bounced = (await m.disburse(merchant, bankPayout(35_000, '1234576666'))).json.data;
+  await m.disbursementReaches(merchant, bounced.id, 'FAILED', 25_000);
+
+  // What Xendit's Transactions API shows for them.
+  const listed = await fetch(`${xendit}/xendit/transactions?limit=50&reference_id=${encodeURIComponent(ref)}`, {
+    headers: { authorization: `Basic ${Buffer.from(`${XENDIT_ACCOUNT.secretKey}:`).toString('base64')}` },
+  }).then((r) => r.json() as Promise<{ data: Array<{ type: string; status: string; reference_id: string }> }>);
+  t.same(listed.data.map((x) => [x.type, x.status]), [['PAYMENT', 'VOIDED']], 'the payment VOIDED, no REFUND line');
+
+  const { run } = await reconRun();
+  t.same(await differencesOf(ref), [], 'the payment is no difference');
+  t.same(await differencesOf(refund.ref_code), [], 'nor its refund');
+  t.same(await differencesOf(bounced.ref_code), [], 'nor the reversed payout Kasir returned');
+  t.ok(run.matched.REFUND.count >= 1, 'the refund matched');
   await ledgerAudit(t, stack.env);
 });

@@ -301,3 +301,99 @@ t.test('unknown outcomes at Xendit', async (t) => {
     await ledgerAudit(t, stack.env);
   });
 });
+
+// Issue 36 finding 3: a payout Xendit reverses after it succeeded (payout.reversed: the bank
+// bounced it and the money is back in the platform's Xendit balance) returns the merchant's
+// debit through the ledger, once, and only when Xendit's own read of the payout shows REVERSED.
+t.test('payouts reversed by Xendit after success', async (t) => {
+  const returned = (id: string) => pool.oneFirst(sql.unsafe`select count(*)::int from ledger_transfers where kind = 'DISBURSEMENT_RETURNED' and reference_id = ${id}`);
+  const referenceOf = (id: string) => pool.oneFirst(sql.unsafe`select reference from payout_references where payout_id = ${id}`) as Promise<string>;
+  const reversal = (data: Record<string, unknown>) =>
+    call(stack.api.url, {
+      path: '/callbacks/xendit',
+      headers: { 'content-type': 'application/json', 'x-callback-token': XENDIT_ACCOUNT.callbackToken },
+      body: JSON.stringify({ event: 'payout.reversed', business_id: 'b', created: new Date().toISOString(), data: { currency: 'IDR', status: 'REVERSED', ...data } }),
+    });
+
+  t.test('reversed (account …6666): FAILED with REVERSED, the debit back once with its webhook; the callback again moves nothing', async (t) => {
+    const receiver = await startCallbackReceiver();
+    t.teardown(() => receiver.close());
+    const merchant = await makeMerchant(stack.api.ctx, { notifyUrl: receiver.url });
+    await m.fund(merchant, 1_000_000);
+    const res = await m.disburse(merchant, bankPayout(150_000, '1234566666'));
+    t.equal(res.status, 201, res.text);
+    const d = res.json.data;
+    const failed = await m.disbursementReaches(merchant, d.id, 'FAILED', 25_000);
+    t.equal(failed.failure_reason, 'REVERSED', 'the spec has no status for it: FAILED, saying why');
+    const events = await pool.any(sql.unsafe`select status, source from disbursement_events where disbursement_id = ${d.id} order by id`);
+    t.match(events.slice(-2), [{ status: 'SUCCESS', source: 'callback:xendit' }, { status: 'FAILED', source: 'callback:xendit' }], 'delivered, then reversed');
+    t.equal(await balanceOf(stack, merchant), 1_000_000, 'the whole debit (amount and fee) back in the wallet');
+    t.equal(await returned(d.id), 1, 'one DISBURSEMENT_RETURNED');
+    const hook = await eventually(async () => receiver.received.find((h) => h.json?.id === d.id && h.json?.event === 'disbursement.failed'), 'the disbursement.failed webhook');
+    t.match(hook.json, { status: 'FAILED', failure_reason: 'REVERSED' });
+    const webhooks = () => pool.anyFirst(sql.unsafe`select event from webhook_deliveries where disbursement_id = ${d.id} order by created_at, event`);
+    t.same((await webhooks()).filter((e) => e === 'disbursement.success' || e === 'disbursement.failed').sort(), ['disbursement.failed', 'disbursement.success'], 'one webhook per status');
+    const hooksBefore = (await webhooks()).length;
+
+    // Xendit delivers the callback again (and again): recognised, nothing moves twice.
+    const again = { id: failed.vendor_disbursement_id, reference_id: await referenceOf(d.id), amount: 150_000 };
+    for (let i = 0; i < 2; i++) t.equal((await reversal(again)).status, 200);
+    t.equal(await balanceOf(stack, merchant), 1_000_000, 'credited once');
+    t.equal(await returned(d.id), 1, 'still one DISBURSEMENT_RETURNED');
+    t.equal((await webhooks()).length, hooksBefore, 'no further webhook');
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('a forged payout.reversed (Xendit\'s read shows the payout SUCCEEDED) moves nothing and is recorded UNCONFIRMED', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    await m.fund(merchant, 500_000);
+    const res = await m.disburse(merchant, bankPayout(120_000, '1234567890'));
+    t.equal(res.status, 201, res.text);
+    const done = await m.disbursementReaches(merchant, res.json.data.id, 'SUCCESS');
+    const balance = await balanceOf(stack, merchant);
+    const reference = await referenceOf(done.id);
+    // The token is the account holder's to read: anyone holding it can name a real payout.
+    const forged = await reversal({ id: done.vendor_disbursement_id, reference_id: reference, amount: 120_000 });
+    t.equal(forged.status, 200, forged.text);
+    t.equal(forged.json?.data?.result, 'unconfirmed');
+    t.equal(await pool.oneFirst(sql.unsafe`select status from disbursements where id = ${done.id}`), 'SUCCESS');
+    t.equal(await balanceOf(stack, merchant), balance, 'nothing credited');
+    t.equal(await returned(done.id), 0);
+    const conflict = await pool.one(sql.unsafe`select kind, record_type, vendor_status, detail from vendor_conflicts where record_id = ${done.id}`);
+    t.match(conflict, { kind: 'UNCONFIRMED', record_type: 'DISBURSEMENT', vendor_status: 'REVERSED', detail: { why: 'NOT_REVERSED', read_status: 'SUCCESS' } });
+    // Naming another payout id than the one Xendit holds under the reference: the same.
+    const other = await reversal({ id: 'disb-not-this-one', reference_id: reference, amount: 120_000 });
+    t.equal(other.json?.data?.result, 'unconfirmed');
+    t.equal(await balanceOf(stack, merchant), balance, 'still nothing credited');
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('a reversal Kasir cannot confirm now (Xendit\'s read fails) is answered 503, so Xendit sends it again', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    await m.fund(merchant, 500_000);
+    const res = await m.disburse(merchant, bankPayout(60_000, '1234567890'));
+    const done = await m.disbursementReaches(merchant, res.json.data.id, 'SUCCESS');
+    await setFaults(xendit, { op: 'queryDisbursement', mode: 'error' });
+    const answer = await reversal({ id: done.vendor_disbursement_id, reference_id: await referenceOf(done.id), amount: 60_000 });
+    t.equal(answer.status, 503, answer.text);
+    t.equal(await returned(done.id), 0);
+    await ledgerAudit(t, stack.env);
+  });
+});
+
+// Issue 36 finding 4: any 409 on a payout re-send means Xendit already has it.
+t.test('payout still in progress (account …4090): 5xx, not listed, the re-send meets 409 IDEMPOTENCY_KEY_IN_PROGRESS: read back, never failed over, paid once', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx);
+  await m.fund(merchant, 300_000);
+  const before = await calls('POST /v2/payouts');
+  const res = await m.disburse(merchant, bankPayout(70_000, '1234564090'));
+  t.equal(res.status, 201, res.text);
+  const done = await m.disbursementReaches(merchant, res.json.data.id, 'SUCCESS', 30_000);
+  t.equal(await pool.oneFirst(sql.unsafe`select vendor_code from disbursements where id = ${done.id}`), 'xendit', 'never sent to the next vendor');
+  t.equal((await calls('POST /v2/payouts')) - before, 2, 'the first POST and its re-send under the same key');
+  const stats = (await (await fetch(`${xendit}/xendit/admin/stats`)).json()) as { conflicts?: Record<string, number> };
+  t.ok((stats.conflicts?.IDEMPOTENCY_KEY_IN_PROGRESS ?? 0) >= 1, 'the re-send was answered 409 IDEMPOTENCY_KEY_IN_PROGRESS');
+  t.equal(await pool.oneFirst(sql.unsafe`select vendors_tried from disbursements where id = ${done.id}`).then((v) => (v as string[]).join(',')), 'xendit');
+  t.equal(await balanceOf(stack, merchant), 300_000 - res.json.data.total_debit, 'debited once');
+  await ledgerAudit(t, stack.env);
+});
