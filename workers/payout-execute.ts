@@ -155,14 +155,16 @@ async function scheduleReconcile<R extends PayoutRow>(ctx: WorkerContext, kind: 
 
 /** Claims the next routed vendor for a claimable row: in flight, call pending, committed. */
 async function claimVendor<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>, id: string): Promise<{ row: R; vendor: VendorRecord } | { done: string }> {
+  // An adaptive route puts vendors doing badly now last (db/routing.ts). The scores come from
+  // memory, read outside the transaction: a refresh is a statement of its own on the pool.
+  const policy = routingPolicy(ctx.config);
+  const scores = await currentScores(ctx.pool, policy);
   return ctx.pool.transaction(async (tx) => {
     const row = await kind.lock(tx, id);
     if (!row) return { done: 'missing' };
     if (!claimable(kind, row)) return { done: row.status };
     const route = await routeOf(tx, ctx.sealer, row.merchant_id, kind.method(row));
-    // An adaptive route puts vendors doing badly now last (db/routing.ts, scores from memory).
-    const policy = routingPolicy(ctx.config);
-    const routed = route.mode === 'adaptive' ? chooseVendors(route, kind.method(row), kind.destination(row), await currentScores(ctx.pool, policy), policy).vendors : route.vendors;
+    const routed = route.mode === 'adaptive' ? chooseVendors(route, kind.method(row), kind.destination(row), scores, policy).vendors : route.vendors;
     let vendor: VendorRecord | undefined;
     for (const candidate of routed) {
       if (row.vendors_tried.includes(candidate.code)) continue;

@@ -7,9 +7,8 @@ import { command, OpsError } from './command.ts';
 
 /** The routing settings as the workers read them from the same environment. */
 function policyFromEnv() {
-  const parsed = configSchema
-    .pick({ ROUTING_WINDOW_SECONDS: true, ROUTING_EXPLORE_PERCENT: true, ROUTING_MIN_CALLS: true, ROUTING_DEMOTE_PERCENT: true, VENDOR_TIMEOUT_MS: true })
-    .safeParse(process.env);
+  const { ROUTING_WINDOW_SECONDS, ROUTING_EXPLORE_PERCENT, ROUTING_MIN_CALLS, ROUTING_DEMOTE_PERCENT, VENDOR_TIMEOUT_MS } = configSchema.shape;
+  const parsed = z.object({ ROUTING_WINDOW_SECONDS, ROUTING_EXPLORE_PERCENT, ROUTING_MIN_CALLS, ROUTING_DEMOTE_PERCENT, VENDOR_TIMEOUT_MS }).safeParse(process.env);
   if (!parsed.success) throw new OpsError(`routing settings: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   return routingPolicy(parsed.data);
 }
