@@ -4,7 +4,8 @@
 // - adaptive: vendors doing badly now are demoted behind those that are not. A vendor is demoted
 //   for a method when, over the last ROUTING_WINDOW_SECONDS, it answered at least
 //   ROUTING_MIN_CALLS calls and more than ROUTING_DEMOTE_PERCENT of them failed or ended unknown,
-//   or its p95 latency passed half of VENDOR_TIMEOUT_MS (close to timing out). Vendors not
+//   or its p95 latency passed half of VENDOR_TIMEOUT_MS (close to timing out); recent calls weigh
+//   more (a bucket's weight halves every sixth of the window), so a brownout shows in seconds. Vendors not
 //   demoted keep priority order (priority stays the tie-breaker, so a healthy route behaves as in
 //   priority mode); demoted ones follow, best success ratio first. ROUTING_EXPLORE_PERCENT of
 //   requests go to a demoted vendor first anyway, so its recovery shows in its counts: a vendor
@@ -29,6 +30,8 @@ import type { RouteMethod, RouteMode, RoutedVendor } from './vendors.ts';
 
 export interface RoutingPolicy {
   windowSeconds: number;
+  /** A bucket's weight halves every this many seconds of age: a sixth of the window. */
+  halfLifeSeconds: number;
   explorePercent: number;
   minCalls: number;
   demotePercent: number;
@@ -39,6 +42,7 @@ export interface RoutingPolicy {
 export function routingPolicy(config: Pick<Config, 'ROUTING_WINDOW_SECONDS' | 'ROUTING_EXPLORE_PERCENT' | 'ROUTING_MIN_CALLS' | 'ROUTING_DEMOTE_PERCENT' | 'VENDOR_TIMEOUT_MS'>): RoutingPolicy {
   return {
     windowSeconds: config.ROUTING_WINDOW_SECONDS,
+    halfLifeSeconds: config.ROUTING_WINDOW_SECONDS / 6,
     explorePercent: config.ROUTING_EXPLORE_PERCENT,
     minCalls: config.ROUTING_MIN_CALLS,
     demotePercent: config.ROUTING_DEMOTE_PERCENT,
@@ -68,33 +72,41 @@ export type Scores = ReadonlyMap<string, VendorScore>;
 
 const keyOf = (vendor: string, method: string, destination: string) => `${vendor}|${method}|${destination}`;
 
-/** Sums the window's rows per vendor, method and destination, and per vendor and method ('' destination). */
-export function scoreOutcomes(rows: readonly OutcomeRow[]): Map<string, VendorScore> {
-  const sums = new Map<string, { vendor: string; method: string; destination: string; ok: number; failed: number; unknown: number; latency: number[] }>();
-  const add = (vendor: string, method: string, destination: string, row: OutcomeRow) => {
+/**
+ * Sums the window's rows per vendor, method and destination, and per vendor and method (''
+ * destination). The ratios and the p95 weigh recent buckets more: a bucket's weight halves every
+ * `halfLifeSeconds`, so a brownout shows within seconds however long the healthy past in the
+ * window, and so does a recovery. `calls` (and the minimum judged on it) count every call alike.
+ */
+export function scoreOutcomes(rows: readonly OutcomeRow[], halfLifeSeconds = Infinity): Map<string, VendorScore> {
+  const sums = new Map<string, { vendor: string; method: string; destination: string; calls: number; ok: number; failed: number; unknown: number; latency: number[] }>();
+  const add = (vendor: string, method: string, destination: string, row: OutcomeRow, weight: number) => {
     const key = keyOf(vendor, method, destination);
     let sum = sums.get(key);
-    if (!sum) sums.set(key, (sum = { vendor, method, destination, ok: 0, failed: 0, unknown: 0, latency: new Array(LATENCY_BOUNDS_MS.length + 1).fill(0) }));
-    sum.ok += row.ok;
-    sum.failed += row.failed;
-    sum.unknown += row.unknown;
-    row.latency_ms_buckets.forEach((n, i) => (sum.latency[i] = (sum.latency[i] ?? 0) + n));
+    if (!sum) sums.set(key, (sum = { vendor, method, destination, calls: 0, ok: 0, failed: 0, unknown: 0, latency: new Array(LATENCY_BOUNDS_MS.length + 1).fill(0) }));
+    sum.calls += row.ok + row.failed + row.unknown;
+    sum.ok += weight * row.ok;
+    sum.failed += weight * row.failed;
+    sum.unknown += weight * row.unknown;
+    row.latency_ms_buckets.forEach((n, i) => (sum.latency[i] = (sum.latency[i] ?? 0) + weight * n));
   };
   const methodCalls = new Map<string, number>();
   for (const row of rows) {
-    add(row.vendor_code, row.method, '', row);
-    if (row.destination !== '') add(row.vendor_code, row.method, row.destination, row);
+    const weight = 0.5 ** (Math.max(0, row.age_seconds ?? 0) / halfLifeSeconds);
+    add(row.vendor_code, row.method, '', row, weight);
+    if (row.destination !== '') add(row.vendor_code, row.method, row.destination, row, weight);
     methodCalls.set(row.method, (methodCalls.get(row.method) ?? 0) + row.ok + row.failed + row.unknown);
   }
   const scores = new Map<string, VendorScore>();
   for (const [key, s] of sums) {
-    const calls = s.ok + s.failed + s.unknown;
-    if (calls === 0) continue;
+    const calls = s.calls;
+    const weighed = s.ok + s.failed + s.unknown;
+    if (calls === 0 || weighed === 0) continue;
     let seen = 0;
     let p95Cell = s.latency.length - 1;
     for (let i = 0; i < s.latency.length; i++) {
       seen += s.latency[i];
-      if (seen >= 0.95 * calls) {
+      if (seen >= 0.95 * weighed) {
         p95Cell = i;
         break;
       }
@@ -107,9 +119,9 @@ export function scoreOutcomes(rows: readonly OutcomeRow[]): Map<string, VendorSc
       ok: s.ok,
       failed: s.failed,
       unknown: s.unknown,
-      successRatio: s.ok / calls,
-      failedRatio: s.failed / calls,
-      unknownRatio: s.unknown / calls,
+      successRatio: s.ok / weighed,
+      failedRatio: s.failed / weighed,
+      unknownRatio: s.unknown / weighed,
       p95Ms: LATENCY_BOUNDS_MS[p95Cell] ?? null,
       share: calls / (methodCalls.get(s.method) ?? calls),
     });
@@ -127,8 +139,8 @@ export function judge(score: VendorScore | undefined, policy: RoutingPolicy): Ju
   if (!score || score.calls < policy.minCalls) {
     return { demoted: false, reason: `${score?.calls ?? 0} calls in the window, under ${policy.minCalls}: not judged` };
   }
-  const bad = (score.failed + score.unknown) / score.calls;
-  const badText = `${pct(bad)} of ${score.calls} calls failed or unknown`;
+  const bad = score.failedRatio + score.unknownRatio;
+  const badText = `${pct(bad)} of ${score.calls} calls failed or unknown (recent ones weigh more)`;
   if (bad * 100 > policy.demotePercent) return { demoted: true, reason: `${badText}, over ${policy.demotePercent}%` };
   if (score.p95Ms === null || score.p95Ms > policy.slowMs) return { demoted: true, reason: `p95 latency ${score.p95Ms === null ? `over ${LATENCY_BOUNDS_MS.at(-1)}` : `≤ ${score.p95Ms}`} ms, over ${policy.slowMs} ms` };
   return { demoted: false, reason: badText };
@@ -229,7 +241,7 @@ export function forgetScores(): void {
 }
 
 async function refreshScores(db: Db, policy: RoutingPolicy): Promise<Scores> {
-  const scores = scoreOutcomes(await readRecentOutcomes(db, policy.windowSeconds));
+  const scores = scoreOutcomes(await readRecentOutcomes(db, policy.windowSeconds), policy.halfLifeSeconds);
   await noteHealth(db, scores, policy);
   return scores;
 }
@@ -289,6 +301,6 @@ export function recentHealthEvents(db: Db, vendors: readonly string[], method: R
 
 /** A route's order now and why, read fresh (ops routes:explain): no exploration roll. */
 export async function explainRoute(db: Db, route: { mode: RouteMode; vendors: RoutedVendor[] }, method: RouteMethod, destination: string | null, policy: RoutingPolicy) {
-  const scores = scoreOutcomes(await readRecentOutcomes(db, policy.windowSeconds));
+  const scores = scoreOutcomes(await readRecentOutcomes(db, policy.windowSeconds), policy.halfLifeSeconds);
   return chooseVendors(route, method, destination, scores, policy, () => 1);
 }

@@ -105,13 +105,16 @@ const outcomeRow = z.object({
   failed: z.number(),
   unknown: z.number(),
   latency_ms_buckets: z.array(z.number()),
+  /** Seconds since the bucket began (the one under way: under BUCKET_SECONDS). */
+  age_seconds: z.number().optional(),
 });
 export type OutcomeRow = z.infer<typeof outcomeRow>;
 
 /** The counts of the last `windowSeconds` (the bucket under way included), one row per bucket and key. */
 export function readRecentOutcomes(db: Db, windowSeconds: number): Promise<readonly OutcomeRow[]> {
   return db.any(sql.type(outcomeRow)`
-    select vendor_code, method, destination, ok, failed, unknown, latency_ms_buckets
+    select vendor_code, method, destination, ok, failed, unknown, latency_ms_buckets,
+           extract(epoch from now() - bucket_start)::float8 as age_seconds
     from vendor_outcomes
     where bucket_start > now() - make_interval(secs => ${windowSeconds})`);
 }

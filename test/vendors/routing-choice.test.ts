@@ -7,18 +7,18 @@ import { chooseVendors, judge, scoreOutcomes, type RoutingPolicy } from '../../d
 import { LATENCY_BOUNDS_MS, type OutcomeRow } from '../../db/vendor-outcomes.ts';
 import type { RoutedVendor } from '../../db/vendors.ts';
 
-const policy: RoutingPolicy = { windowSeconds: 30, explorePercent: 5, minCalls: 10, demotePercent: 20, slowMs: 4_000 };
+const policy: RoutingPolicy = { windowSeconds: 30, halfLifeSeconds: 5, explorePercent: 5, minCalls: 10, demotePercent: 20, slowMs: 4_000 };
 const vendor = (code: string, priority: number): RoutedVendor => ({ code, kind: 'simulator', baseUrl: 'http://127.0.0.1:1', credentials: {}, priority });
 const route = (mode: 'priority' | 'adaptive') => ({ mode, vendors: [vendor('a', 10), vendor('b', 20), vendor('c', 30)] });
 
 /** One window row: counts, all calls in the 100 ms latency cell unless `slowCell` is given. */
-function row(vendorCode: string, counts: { ok?: number; failed?: number; unknown?: number }, options: { method?: string; destination?: string; slowCell?: number } = {}): OutcomeRow {
+function row(vendorCode: string, counts: { ok?: number; failed?: number; unknown?: number }, options: { method?: string; destination?: string; slowCell?: number; age?: number } = {}): OutcomeRow {
   const ok = counts.ok ?? 0;
   const failed = counts.failed ?? 0;
   const unknown = counts.unknown ?? 0;
   const latency = new Array(LATENCY_BOUNDS_MS.length + 1).fill(0);
   latency[options.slowCell ?? 0] = ok + failed + unknown;
-  return { vendor_code: vendorCode, method: options.method ?? 'QRIS', destination: options.destination ?? '', ok, failed, unknown, latency_ms_buckets: latency };
+  return { vendor_code: vendorCode, method: options.method ?? 'QRIS', destination: options.destination ?? '', ok, failed, unknown, latency_ms_buckets: latency, age_seconds: options.age ?? 0 };
 }
 
 const never = () => 0.99;
@@ -29,7 +29,7 @@ t.test('a vendor with more than ROUTING_DEMOTE_PERCENT failed or unknown goes be
   const choice = chooseVendors(route('adaptive'), 'QRIS', null, scores, policy, never);
   t.same(codes(choice.vendors), ['b', 'c', 'a'], 'a demoted; b before c by priority though c scores better');
   t.equal(choice.explored, null);
-  t.match(choice.ranking.find((r) => r.code === 'a'), { demoted: true, reason: /50% of 100 calls failed or unknown, over 20%/ });
+  t.match(choice.ranking.find((r) => r.code === 'a'), { demoted: true, reason: /50% of 100 calls failed or unknown \(recent ones weigh more\), over 20%/ });
   t.equal(scores.get('a|QRIS|')!.share, 100 / 300, 'share of the method’s calls');
   t.equal(scores.get('a|QRIS|')!.unknownRatio, 0.5);
 });
@@ -101,4 +101,14 @@ t.test('priority mode orders by priority whatever the scores; only the route’s
   t.ok(choice.ranking[0].demoted, 'the judgement is still shown');
   const adaptive = chooseVendors({ mode: 'adaptive', vendors: [vendor('a', 10)] }, 'QRIS', null, scores, policy, () => 0);
   t.same(codes(adaptive.vendors), ['a'], 'z scores best but is not on the route (disabled or removed vendors are not)');
+});
+
+t.test('recent buckets weigh more: a brownout shows through a long healthy past, and a recovery through a bad one', async (t) => {
+  // 25 s ago (weight 1/32 at a 5 s half-life) against now.
+  const brownout = scoreOutcomes([row('a', { ok: 500 }, { age: 25 }), row('a', { ok: 10, unknown: 10 }, { age: 0 })], policy.halfLifeSeconds);
+  t.match(judge(brownout.get('a|QRIS|'), policy), { demoted: true }, 'unweighted it would be 10 of 520 (1.9 %)');
+  t.equal(brownout.get('a|QRIS|')!.calls, 520, 'the minimum counts every call');
+  const recovered = scoreOutcomes([row('a', { ok: 10, unknown: 50 }, { age: 25 }), row('a', { ok: 10 }, { age: 0 })], policy.halfLifeSeconds);
+  t.match(judge(recovered.get('a|QRIS|'), policy), { demoted: false }, 'unweighted it would be 50 of 70');
+  t.match(judge(scoreOutcomes([row('a', { ok: 10, unknown: 50 }, { age: 25 }), row('a', { ok: 10 }, { age: 0 })]).get('a|QRIS|'), policy), { demoted: true }, 'without the weights: still demoted');
 });
