@@ -204,6 +204,17 @@ export const configSchema = z.object({
   /** Per-request timeout of calls to vendors. */
   VENDOR_TIMEOUT_MS: ms(8_000),
   /**
+   * Adaptive routing (db/routing.ts, docs/architecture.md "Routing modes"): the sliding window
+   * vendors are judged over; the share of requests sent first to a demoted vendor so that its
+   * recovery shows; the calls a vendor needs in the window to be judged at all; and the part of
+   * them failed or unknown past which it is demoted. 30 s reacts to a brownout within the
+   * half-minute a merchant notices and forgets it as soon; longer windows are steadier.
+   */
+  ROUTING_WINDOW_SECONDS: z.coerce.number().int().min(5).max(3600).default(30),
+  ROUTING_EXPLORE_PERCENT: z.coerce.number().min(0).max(50).default(5),
+  ROUTING_MIN_CALLS: z.coerce.number().int().min(1).max(100_000).default(10),
+  ROUTING_DEMOTE_PERCENT: z.coerce.number().min(1).max(100).default(20),
+  /**
    * How long an order-create job may run before it counts as abandoned (its worker died) and is
    * retried elsewhere. Must exceed the longest run: the routed vendors × VENDOR_TIMEOUT_MS.
    */

@@ -20,6 +20,7 @@ import type { Config } from './config.ts';
 import { logger } from './logger.ts';
 import { readQueueGauges, readStateGauges, type QueueGaugeRow, type StateGaugeRow } from './metrics.sql.ts';
 import { readOpenDifferenceGauges, type OpenDifferenceGaugeRow } from './recon.sql.ts';
+import { currentScores, routingPolicy, type RoutingPolicy, type VendorScore } from './routing.ts';
 import { wasRefused, type Db, type Pool, type Tx } from './pool.ts';
 
 export const registry = new Registry();
@@ -286,6 +287,38 @@ new Gauge({
   },
 });
 
+// ---------------------------------------------------------------- routing scores (db/routing.ts)
+
+let routing: RoutingPolicy | null = null;
+
+/** The method-wide scores of the routing window, as this process's routing sees them (cached). */
+async function methodScores(): Promise<VendorScore[]> {
+  if (!databasePool || !routing) return [];
+  const scores = await currentScores(databasePool, routing);
+  return [...scores.values()].filter((s) => s.destination === '');
+}
+
+const routingGauge = (name: string, help: string, value: (s: VendorScore) => number | null) =>
+  new Gauge({
+    name,
+    help: `${help}, over the last ROUTING_WINDOW_SECONDS (QR creates and payouts sent), by vendor and method. Same in every process: aggregate with max`,
+    labelNames: ['vendor', 'method'] as const,
+    registers: [registry],
+    async collect() {
+      const scores = await methodScores();
+      this.reset();
+      for (const s of scores) {
+        const v = value(s);
+        if (v !== null) this.set({ vendor: s.vendor, method: s.method }, v);
+      }
+    },
+  });
+
+routingGauge('kasir_vendor_route_success_ratio', 'Part of the calls the vendor did (ok)', (s) => s.successRatio);
+routingGauge('kasir_vendor_route_unknown_ratio', 'Part of the calls that ended unknown (timeout, 5xx: reconciled at that vendor)', (s) => s.unknownRatio);
+routingGauge('kasir_vendor_route_latency_p95_seconds', 'Upper bound of the latency cell holding the 95th percentile (absent when past 10 s)', (s) => (s.p95Ms === null ? null : s.p95Ms / 1000));
+routingGauge('kasir_vendor_route_share', "The vendor's part of all the method's calls", (s) => s.share);
+
 // ---------------------------------------------------------------- retention (db/retention.ts)
 
 export const retentionRowsRetired = new Counter({
@@ -346,6 +379,7 @@ export async function startMetricsServer(config: Config, pool: Pool | null): Pro
     defaultMetrics = true;
   }
   databasePool = pool;
+  routing = routingPolicy(config);
   const server = createServer((req, res) => {
     const path = req.url?.split('?', 1)[0];
     if (req.method !== 'GET' || path !== '/metrics') {

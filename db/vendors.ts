@@ -161,25 +161,39 @@ export async function openAllVendors(db: Db, sealer: Sealer): Promise<Array<{ co
   });
 }
 
+export const routeMode = z.enum(['priority', 'adaptive']);
+export type RouteMode = z.infer<typeof routeMode>;
+
+/** A routed vendor, with the priority its route gives it (lower first). */
+export type RoutedVendor = VendorRecord & { priority: number };
+
 /**
- * The enabled vendors to try for a merchant and method, best first: the merchant's own routes
- * when it has any for this method, else the platform default routes.
+ * The route for a merchant and method: the merchant's own routes when it has any for this
+ * method, else the platform default routes; its enabled vendors in priority order, and its mode
+ * (the merchant's own route's mode, or the platform's; 'priority' when none was set). How an
+ * adaptive route reorders them is db/routing.ts.
  */
-export async function routeVendors(db: Db, sealer: Sealer, merchantId: string, method: RouteMethod): Promise<VendorRecord[]> {
-  const rows = await db.any(sql.type(vendorRow)`
+export async function routeOf(db: Db, sealer: Sealer, merchantId: string, method: RouteMethod): Promise<{ mode: RouteMode; vendors: RoutedVendor[] }> {
+  const rows = await db.any(sql.type(vendorRow.extend({ priority: z.number(), mode: routeMode }))`
     with own as (
       select vendor_code, priority from vendor_routes where merchant_id = ${merchantId} and method = ${method}
     ), chosen as (
-      select vendor_code, priority from own
+      select vendor_code, priority, ${merchantId}::uuid as scope from own
       union all
-      select vendor_code, priority from vendor_routes
+      select vendor_code, priority, null::uuid from vendor_routes
       where merchant_id is null and method = ${method} and not exists (select 1 from own)
     )
-    select v.code, v.kind, v.base_url, v.credentials_enc, v.enabled
+    select v.code, v.kind, v.base_url, v.credentials_enc, v.enabled, c.priority,
+           coalesce((select m.mode from route_modes m where m.merchant_id is not distinct from c.scope and m.method = ${method}), 'priority') as mode
     from chosen c join vendors v on v.code = c.vendor_code
     where v.enabled
     order by c.priority, v.code`);
-  return rows.map((row) => openVendor(sealer, row));
+  return { mode: rows[0]?.mode ?? 'priority', vendors: rows.map((row) => ({ ...openVendor(sealer, row), priority: row.priority })) };
+}
+
+/** The enabled vendors to try for a merchant and method, in priority order (routeOf's). */
+export async function routeVendors(db: Db, sealer: Sealer, merchantId: string, method: RouteMethod): Promise<RoutedVendor[]> {
+  return (await routeOf(db, sealer, merchantId, method)).vendors;
 }
 
 /**
@@ -203,6 +217,13 @@ export async function setRoute(
     on conflict on constraint vendor_routes_key do update set priority = excluded.priority`);
 }
 
+/** Sets how a route orders its vendors (merchantId null: the platform default route). */
+export async function setRouteMode(db: Db, input: { merchantId: string | null; method: RouteMethod; mode: RouteMode }): Promise<void> {
+  await db.query(sql.unsafe`
+    insert into route_modes (merchant_id, method, mode) values (${input.merchantId}, ${input.method}, ${input.mode})
+    on conflict on constraint route_modes_key do update set mode = excluded.mode, updated_at = now()`);
+}
+
 export async function removeRoute(db: Db, input: { merchantId: string | null; method: RouteMethod; vendorCode: string }): Promise<boolean> {
   const removed = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
     delete from vendor_routes
@@ -213,10 +234,12 @@ export async function removeRoute(db: Db, input: { merchantId: string | null; me
 
 export async function listRoutes(db: Db) {
   return db.any(sql.type(
-    z.object({ merchant_id: z.string().nullable(), method: z.string(), vendor_code: z.string(), priority: z.number(), enabled: z.boolean() }),
+    z.object({ merchant_id: z.string().nullable(), method: z.string(), vendor_code: z.string(), priority: z.number(), enabled: z.boolean(), mode: routeMode }),
   )`
-    select r.merchant_id, r.method, r.vendor_code, r.priority, v.enabled
+    select r.merchant_id, r.method, r.vendor_code, r.priority, v.enabled,
+           coalesce(m.mode, 'priority') as mode
     from vendor_routes r join vendors v on v.code = r.vendor_code
+    left join route_modes m on m.merchant_id is not distinct from r.merchant_id and m.method = r.method
     order by r.merchant_id nulls first, r.method, r.priority, r.vendor_code`);
 }
 

@@ -1,8 +1,10 @@
 // Picks the adapter for a configured vendor by its kind. A kind without an adapter is a
 // configuration error: it throws rather than letting orders reach a vendor nobody can talk to.
 // Every adapter comes back measured (one place for every vendor): each call's duration and
-// outcome, by vendor code and operation; a call that throws counts as unknown.
+// outcome, by vendor code and operation; a call that throws counts as unknown. Calls that start
+// something (a QR, a payout) are also counted for adaptive routing (db/vendor-outcomes.ts).
 import { observeVendorCall } from '../db/metrics.ts';
+import { recordVendorOutcome } from '../db/vendor-outcomes.ts';
 import type { Gateway, Outcome, VendorRecord } from './gateway.ts';
 import { createMidtransGateway } from './midtrans/connector.ts';
 import { createSimulatorGateway } from './simulator/connector.ts';
@@ -29,24 +31,29 @@ export function gatewayFor(vendor: VendorRecord, options: { timeoutMs?: number }
 
 function measured(vendor: string, gateway: Gateway): Gateway {
   const timed =
-    <A, T>(operation: string, call: (input: A) => Promise<Outcome<T>>) =>
+    <A, T>(operation: string, call: (input: A) => Promise<Outcome<T>>, routed?: (input: A) => { method: string; destination: string | null }) =>
     async (input: A): Promise<Outcome<T>> => {
       const started = performance.now();
       let outcome: Outcome<T>['kind'] = 'unknown';
+      // A refusal of the payout itself (the bank names another holder) says nothing of the vendor.
+      let vendorAnswered = false;
       try {
         const result = await call(input);
         outcome = result.kind;
+        vendorAnswered = result.kind === 'failed' && result.payoutRefusal !== undefined;
         return result;
       } finally {
-        observeVendorCall(vendor, operation, outcome, (performance.now() - started) / 1000);
+        const ms = performance.now() - started;
+        observeVendorCall(vendor, operation, outcome, ms / 1000);
+        if (routed) recordVendorOutcome({ vendor, ...routed(input), outcome: vendorAnswered ? 'ok' : outcome, ms });
       }
     };
   return {
-    createQris: timed('create_qris', (input) => gateway.createQris(input)),
+    createQris: timed('create_qris', (input) => gateway.createQris(input), () => ({ method: 'QRIS', destination: null })),
     queryQris: (reference, vendorOrderId) => timed('query_qris', (ref: string) => gateway.queryQris(ref, vendorOrderId))(reference),
     refund: timed('refund', (input) => gateway.refund(input)),
     queryRefund: timed('query_refund', (input) => gateway.queryRefund(input)),
-    disburse: timed('disburse', (input) => gateway.disburse(input)),
+    disburse: timed('disburse', (input) => gateway.disburse(input), (input) => ({ method: input.channel, destination: input.bankCode ?? input.ewalletCode })),
     queryDisbursement: (reference, vendorDisbursementId) => timed('query_disbursement', (ref: string) => gateway.queryDisbursement(ref, vendorDisbursementId))(reference),
     inquireAccount: timed('inquire_account', (input) => gateway.inquireAccount(input)),
     parseCallback: (headers, rawBody, path) => gateway.parseCallback(headers, rawBody, path),

@@ -49,6 +49,12 @@ const benches: Record<string, { summary: string; load: () => Promise<{ run(args:
       '                [--orders 1000000] [--requests 20] [--budget 20]',
     load: () => import('./bench/history.ts'),
   },
+  routing: {
+    summary:
+      'a vendor brownout (half its creates 5xx or timing out) under priority and adaptive routing side by side: first-attempt\n' +
+      '                creates, p50/p99, left to reconciliation, A\'s share over time [--rate 20] [--before 20] [--brownout 60] [--after 60]',
+    load: () => import('./bench/routing.ts'),
+  },
   export: {
     summary:
       'orders CSV export through one csv worker process: rows/s and the worker\'s peak RSS per size\n' +

@@ -1,6 +1,7 @@
 // order-create: turns a CREATING attempt into a PENDING order with a vendor's QR.
 //
-// Vendors are tried in route order. Before each call the vendor is recorded as pending in a
+// Vendors are tried in route order (an adaptive route's: db/routing.ts, which orders the vendors
+// of an attempt nothing was sent for yet and never moves one already sent). Before each call the vendor is recorded as pending in a
 // committed row, so a crash mid-call is recoverable: the retried job first asks that vendor
 // (query by our ref_code) what it did. Only a definite failure moves on to the next vendor; an
 // unknown outcome (timeout, 5xx) is never retried elsewhere, because the first vendor may have
@@ -13,10 +14,11 @@ import { getMerchant } from '../db/merchants.ts';
 import { announceUnresolved, confirmOrder, failOrder } from '../db/orders.ts';
 import { clearVendorPending, findOrderById, loadAndMarkVendorPending, markVendorPending, type OrderRow } from '../db/orders.sql.ts';
 import { sendJob } from '../db/queue.ts';
-import { getVendor, routeVendors } from '../db/vendors.ts';
+import { chooseVendors, currentScores, routingPolicy } from '../db/routing.ts';
+import { getVendor, routeOf, type RouteMode, type RoutedVendor } from '../db/vendors.ts';
 import type { WorkerContext } from './context.ts';
 import { gatewayOf } from './gateway.ts';
-import type { QrisStatus, VendorRecord } from '../gateways/gateway.ts';
+import type { QrisStatus } from '../gateways/gateway.ts';
 import { validateVendorQris } from '../gateways/qris.ts';
 
 export async function scheduleReconcile(ctx: WorkerContext, orderId: string): Promise<void> {
@@ -47,14 +49,14 @@ export async function resolveWithVendor(ctx: WorkerContext, order: OrderRow, ven
 // merchant routed a moment ago is served at once. `baseUrl` is the merchant's brand's, where the
 // stored V1 answer's checkout_url and qr_url point (db/brands.ts brandBaseUrl).
 const ROUTING_CACHE_MS = 5_000;
-const routing = new Map<string, { until: number; value: Promise<{ vendors: VendorRecord[]; merchantName: string; baseUrl: string }> }>();
+const routing = new Map<string, { until: number; value: Promise<{ mode: RouteMode; vendors: RoutedVendor[]; merchantName: string; baseUrl: string }> }>();
 
 function merchantRouting(ctx: WorkerContext, merchantId: string) {
   const hit = routing.get(merchantId);
   if (hit && hit.until > Date.now()) return hit.value;
-  const value = Promise.all([routeVendors(ctx.pool, ctx.sealer, merchantId, 'QRIS'), getMerchant(ctx.pool, merchantId)]).then(
-    async ([vendors, merchant]) => ({
-      vendors,
+  const value = Promise.all([routeOf(ctx.pool, ctx.sealer, merchantId, 'QRIS'), getMerchant(ctx.pool, merchantId)]).then(
+    async ([route, merchant]) => ({
+      ...route,
       merchantName: merchant.name,
       baseUrl: brandBaseUrl(publicBaseUrl(ctx.config), await findBrandById(ctx.pool, merchant.brand_id)),
     }),
@@ -67,6 +69,16 @@ function merchantRouting(ctx: WorkerContext, merchantId: string) {
 }
 
 /**
+ * The vendors of a new attempt in the order to try them: its route's priority order, or for an
+ * adaptive route the order db/routing.ts gives by the process's cached scores (no statement).
+ */
+async function ordered(ctx: WorkerContext, route: { mode: RouteMode; vendors: RoutedVendor[] }): Promise<RoutedVendor[]> {
+  if (route.mode === 'priority' || route.vendors.length < 2) return route.vendors;
+  const policy = routingPolicy(ctx.config);
+  return chooseVendors(route, 'QRIS', null, await currentScores(ctx.pool, policy), policy).vendors;
+}
+
+/**
  * The common case in one statement: a fresh attempt, loaded and marked pending at its merchant's
  * first vendor (the routing comes from the cache by the job's merchant_id). Returns the attempt
  * as it was before the mark, with the routing it was marked by; null for every other case.
@@ -74,12 +86,13 @@ function merchantRouting(ctx: WorkerContext, merchantId: string) {
 async function loadFresh(ctx: WorkerContext, payload: { order_id: string; merchant_id?: string }) {
   if (!payload.merchant_id) return null;
   const routed = await merchantRouting(ctx, payload.merchant_id);
-  const first = routed.vendors[0];
+  const vendors = await ordered(ctx, routed);
+  const first = vendors[0];
   if (!first) return null;
   const marked = await loadAndMarkVendorPending(ctx.pool, payload.order_id, first.code);
   if (!marked || marked.merchant_id !== payload.merchant_id) return null;
   const order: OrderRow = { ...marked, pending_vendor: null, vendors_tried: marked.vendors_tried.filter((code) => code !== first.code) };
-  return { order, routed, premarked: first.code };
+  return { order, routed: { ...routed, vendors }, premarked: first.code };
 }
 
 export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id: string; merchant_id?: string }) {
@@ -105,7 +118,9 @@ export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id:
   }
 
   // The routing the attempt was marked by, so the vendor marked is the vendor called first.
-  const { vendors, merchantName, baseUrl } = fresh?.routed ?? (await merchantRouting(ctx, order.merchant_id));
+  const routed = fresh?.routed ?? (await merchantRouting(ctx, order.merchant_id));
+  const { merchantName, baseUrl } = routed;
+  const vendors = fresh ? routed.vendors : await ordered(ctx, routed);
   if (vendors.length === 0) {
     await failOrder(ctx.pool, order.id, 'NO_VENDOR', { reason: 'no QRIS vendor is routed for this merchant' });
     return { failed: 'NO_VENDOR' };

@@ -30,7 +30,8 @@ import { sendJob } from '../db/queue.ts';
 import type { Speaker } from '../db/vendor-binding.ts';
 import { completeSettlement, moveSettlement, payoutReference } from '../db/settlements.ts';
 import * as settlements from '../db/settlements.sql.ts';
-import { getVendor, holdUsableVendor, routeVendors, type RouteMethod, type VendorRecord } from '../db/vendors.ts';
+import { chooseVendors, currentScores, routingPolicy } from '../db/routing.ts';
+import { getVendor, holdUsableVendor, routeOf, type RouteMethod, type VendorRecord } from '../db/vendors.ts';
 import type { WorkerContext } from './context.ts';
 import { NotYet } from './work.ts';
 import { gatewayOf } from './gateway.ts';
@@ -66,6 +67,8 @@ interface PayoutKind<R extends PayoutRow> {
   method(row: R): RouteMethod;
   /** What the vendor is asked to pay, under which of our references. */
   order(row: R): Omit<DisburseInput, 'callbackUrl'>;
+  /** The bank or e-wallet code paid to: adaptive routing judges vendors per destination when it can. */
+  destination(row: R): string | null;
   claim(tx: Db, ctx: WorkerContext, row: R, vendorCode: string): Promise<R>;
   /** No routed vendor is left (or none is routed). */
   noVendor(tx: Db, ctx: WorkerContext, row: R, reason: 'NO_VENDOR' | 'VENDOR_ERROR' | 'ACCOUNT_NAME_MISMATCH'): Promise<unknown>;
@@ -93,6 +96,7 @@ const disbursementKind: PayoutKind<disbursements.DisbursementRow> = {
     amount: d.request_amount,
     acceptNameMismatch: d.accept_name_mismatch,
   }),
+  destination: (d) => (d.channel === 'BANK' ? d.bank_short_code : d.ewallet_provider),
   claim: (tx, ctx, d, vendorCode) =>
     moveDisbursement(tx, ctx.boss, d, { status: 'ON_PROCESS', vendorCode, vendorCallPending: true, triedVendor: vendorCode }, {
       source: 'disbursement-worker',
@@ -125,6 +129,7 @@ const settlementKind: PayoutKind<settlements.SettlementRow> = {
     accountName: s.account_name,
     amount: s.net_payout,
   }),
+  destination: (s) => s.bank_short_code,
   claim: (tx, ctx, s, vendorCode) => moveSettlement(tx, ctx.boss, s, { status: 'PROCESSING', vendorCode, vendorCallPending: true, triedVendor: vendorCode }),
   // FAILED keeps the money in SETTLEMENTS_IN_FLIGHT for an operator (settlements:retry or cancel).
   noVendor: (tx, ctx, s, reason) => moveSettlement(tx, ctx.boss, s, { status: 'FAILED', vendorCallPending: false, failureReason: reason }),
@@ -150,11 +155,16 @@ async function scheduleReconcile<R extends PayoutRow>(ctx: WorkerContext, kind: 
 
 /** Claims the next routed vendor for a claimable row: in flight, call pending, committed. */
 async function claimVendor<R extends PayoutRow>(ctx: WorkerContext, kind: PayoutKind<R>, id: string): Promise<{ row: R; vendor: VendorRecord } | { done: string }> {
+  // An adaptive route puts vendors doing badly now last (db/routing.ts). The scores come from
+  // memory, read outside the transaction: a refresh is a statement of its own on the pool.
+  const policy = routingPolicy(ctx.config);
+  const scores = await currentScores(ctx.pool, policy);
   return ctx.pool.transaction(async (tx) => {
     const row = await kind.lock(tx, id);
     if (!row) return { done: 'missing' };
     if (!claimable(kind, row)) return { done: row.status };
-    const routed = await routeVendors(tx, ctx.sealer, row.merchant_id, kind.method(row));
+    const route = await routeOf(tx, ctx.sealer, row.merchant_id, kind.method(row));
+    const routed = route.mode === 'adaptive' ? chooseVendors(route, kind.method(row), kind.destination(row), scores, policy).vendors : route.vendors;
     let vendor: VendorRecord | undefined;
     for (const candidate of routed) {
       if (row.vendors_tried.includes(candidate.code)) continue;

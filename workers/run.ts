@@ -9,6 +9,7 @@ import { createPool } from '../db/pool.ts';
 import { HIGH_VOLUME_QUEUES, startBoss } from '../db/queue.ts';
 import { openReplica, primaryOnly } from '../db/replica.ts';
 import { createSealer } from '../db/secrets.ts';
+import { startOutcomeRecorder } from '../db/vendor-outcomes.ts';
 import { waitForDatabaseOrExit } from '../db/wait-for-database.ts';
 import { groupNames, groups } from './groups.ts';
 
@@ -33,6 +34,8 @@ const boss = await startBoss(config.DATABASE_URL, {
   deleteAfterSeconds: Object.fromEntries(HIGH_VOLUME_QUEUES.map((q) => [q, config.QUEUE_HIGH_VOLUME_DELETE_AFTER_HOURS * 3600])),
 });
 await group.start({ config, pool, replica, boss, sealer: createSealer(config) });
+// Vendor call outcomes counted in this process reach vendor_outcomes (adaptive routing) once a second.
+const outcomes = startOutcomeRecorder(pool);
 const metrics = await startMetricsServer(config, pool);
 logger.info({ group: name }, 'worker group started');
 process.send?.({ ready: true, group: name, metricsPort: metrics?.port ?? null });
@@ -44,6 +47,7 @@ async function stop(signal: string) {
   logger.info({ group: name, signal }, 'worker group stopping');
   await group!.stop?.();
   await boss.stop({ graceful: true, timeout: 20_000 });
+  await outcomes.stop();
   await metrics?.close();
   await replica.close();
   await pool.end();

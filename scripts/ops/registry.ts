@@ -45,6 +45,7 @@ export const COMMANDS: Readonly<Record<string, Loader>> = {
   'vendor:conflicts': async () => (await import('./vendors.ts')).vendorConflicts as Command,
   'route:set': async () => (await import('./vendors.ts')).routeSet as Command,
   'route:list': async () => (await import('./vendors.ts')).routeList as Command,
+  'routes:explain': async () => (await import('./routes.ts')).routesExplain as Command,
   'banks:list': async () => (await import('./master-data.ts')).banksList as Command,
   'banks:enable': async () => (await import('./master-data.ts')).banksEnable as Command,
   'banks:disable': async () => (await import('./master-data.ts')).banksDisable as Command,

@@ -12,7 +12,9 @@ import {
   removeRoute,
   removeVendor,
   routeMethod,
+  routeMode,
   setRoute,
+  setRouteMode,
   setVendorEnabled,
   upsertVendor,
   LATE_PAYMENT_HOURS,
@@ -292,19 +294,39 @@ export const vendorConflicts = command({
 
 export const routeSet = command({
   name: 'route:set',
-  summary: 'Route a method to a vendor, platform-wide or for one merchant (lower priority first)',
-  usage: 'route:set --method QRIS|BANK|EWALLET --vendor C [--merchant ID] [--priority N] [--remove] [--json]',
-  flags: { method: { type: 'string' }, vendor: { type: 'string' }, merchant: { type: 'string' }, priority: { type: 'string' }, remove: { type: 'boolean' } },
-  input: z.object({
-    method: routeMethod,
-    vendor: z.string().min(1, '--vendor is required'),
-    merchant: z.uuid('--merchant must be a merchant UUID').optional(),
-    priority: z.coerce.number().int().min(0).max(10_000).default(100),
-    remove: z.boolean().optional(),
-  }),
+  summary: 'Route a method to a vendor, platform-wide or for one merchant (lower priority first); --mode adaptive lets recent vendor outcomes reorder it',
+  usage: [
+    'route:set --method QRIS|BANK|EWALLET --vendor C [--merchant ID] [--priority N] [--mode priority|adaptive] [--remove] [--json]',
+    'route:set --method QRIS|BANK|EWALLET [--merchant ID] --mode priority|adaptive [--json]',
+  ].join('\n       '),
+  flags: { method: { type: 'string' }, vendor: { type: 'string' }, merchant: { type: 'string' }, priority: { type: 'string' }, mode: { type: 'string' }, remove: { type: 'boolean' } },
+  input: z
+    .object({
+      method: routeMethod,
+      vendor: z.string().min(1, '--vendor is required').optional(),
+      merchant: z.uuid('--merchant must be a merchant UUID').optional(),
+      priority: z.coerce.number().int().min(0).max(10_000).default(100),
+      mode: z.preprocess((v) => (typeof v === 'string' ? v.toLowerCase() : v), z.enum(routeMode.options, { error: '--mode: priority or adaptive' })).optional(),
+      remove: z.boolean().optional(),
+    })
+    .refine((i) => i.vendor !== undefined || i.mode !== undefined, { message: '--vendor is required', path: ['vendor'] })
+    .refine((i) => !(i.remove && i.mode), { message: '--remove takes no --mode', path: ['mode'] }),
   async run(ctx, input) {
     const pool = await ctx.pool();
     const scope = input.merchant ? `merchant ${input.merchant}` : 'the platform default';
+    if (input.vendor === undefined) {
+      // The mode alone: how this route orders its vendors from now on (db/routing.ts).
+      try {
+        await setRouteMode(pool, { merchantId: input.merchant ?? null, method: input.method, mode: input.mode! });
+      } catch (err) {
+        if (/foreign key/i.test((err as Error).message)) throw new OpsError(`unknown merchant ${input.merchant}`);
+        throw err;
+      }
+      return {
+        json: { merchantId: input.merchant ?? null, method: input.method, mode: input.mode },
+        text: `${input.method} route of ${scope} now in ${input.mode} mode${input.mode === 'adaptive' ? ' (ops routes:explain shows how it orders its vendors)' : ''}`,
+      };
+    }
     const route = { merchantId: input.merchant ?? null, method: input.method, vendorCode: input.vendor };
     if (input.remove) {
       if (!(await removeRoute(pool, route))) throw new OpsError(`no such route for ${scope}`);
@@ -321,6 +343,7 @@ export const routeSet = command({
     }
     try {
       await setRoute(pool, { ...route, priority: input.priority });
+      if (input.mode) await setRouteMode(pool, { merchantId: route.merchantId, method: input.method, mode: input.mode });
     } catch (err) {
       if (/foreign key/i.test((err as Error).message)) throw new OpsError(`unknown vendor or merchant (${input.vendor}, ${input.merchant ?? '-'})`);
       throw err;
@@ -331,8 +354,8 @@ export const routeSet = command({
       ? `. Merchant ${input.merchant} now uses only its own ${input.method} routes: the platform's ${input.method} routes no longer apply to it (route:set --remove its own to return to them)`
       : '';
     return {
-      json: { ...route, priority: input.priority, ...(input.merchant ? { replaces_platform_routes: true } : {}) },
-      text: `route ${input.method} → ${input.vendor} (priority ${input.priority}) set for ${scope}${note}`,
+      json: { ...route, priority: input.priority, ...(input.mode ? { mode: input.mode } : {}), ...(input.merchant ? { replaces_platform_routes: true } : {}) },
+      text: `route ${input.method} → ${input.vendor} (priority ${input.priority}${input.mode ? `, ${input.mode} mode` : ''}) set for ${scope}${note}`,
     };
   },
 });
@@ -347,7 +370,7 @@ export const routeList = command({
     const routes = await listRoutes(await ctx.pool());
     const text = routes.length
       ? routes
-          .map((r) => `${(r.merchant_id ?? 'default').padEnd(36)} ${r.method.padEnd(8)} ${r.vendor_code.padEnd(12)} priority=${r.priority}${r.enabled ? '' : ' (vendor disabled)'}`)
+          .map((r) => `${(r.merchant_id ?? 'default').padEnd(36)} ${r.method.padEnd(8)} ${r.vendor_code.padEnd(12)} priority=${r.priority} ${r.mode}${r.enabled ? '' : ' (vendor disabled)'}`)
           .join('\n')
       : 'no routes';
     return { json: { routes }, text };
