@@ -20,7 +20,7 @@ import { role, type Role } from '../../db/users.sql.ts';
 import { IMPORT_COLUMNS } from '../csv/parse-import.ts';
 import { calendarDay, DAY_PATTERN } from '../http/list-filters.ts';
 import { mayDo, permissionFor } from '../http/roles.ts';
-import { idempotencyKey } from '../http/validate.ts';
+import { emailAddress, idempotencyKey } from '../http/validate.ts';
 import * as legacyDisbursements from '../legacy/disbursements.ts';
 import { legacyMessages } from '../legacy/errors.ts';
 import * as legacyOrders from '../legacy/orders.ts';
@@ -95,6 +95,9 @@ const refundFilters = {
   date_to: wibDay.describe('Refunds created on or before this WIB (UTC+7) day, YYYY-MM-DD; not before date_from'),
 };
 
+/** A string with something besides white space (the routes trim, and empty is "not given"). */
+const NOT_BLANK = { type: 'string', pattern: '\\S' };
+
 const dayJson = { type: 'string', format: 'date', pattern: DAY_PATTERN.source };
 
 /**
@@ -108,11 +111,30 @@ const checkedByService = new Map<unknown, JsonSchema>([
   [reports.exportBody.shape.date_to.unwrap(), { ...dayJson, description: 'Last WIB day, YYYY-MM-DD (1900-01-01 to 9999-12-31); open-ended when absent' }],
   // Validated as any string so that another method is the contract's UNSUPPORTED_PAYMENT_METHOD.
   [orders.createBody.shape.payment_method, { type: 'string', enum: ['QRIS'], description: 'Only QRIS; another method is 400 UNSUPPORTED_PAYMENT_METHOD' }],
-  // channel may be left out only when beneficiary_id names the destination (api/v1/disbursements.ts).
+  // The legacy route answers another type with its own message (api/legacy/orders.ts).
+  [legacyOrders.createBody.shape.paymentType, { type: 'string', enum: ['QRIS'], description: 'Only QRIS; another type is 400 "Merchant setting is not Valid"' }],
+  // The destination: a saved beneficiary, or every field its channel needs (db/disbursements.ts
+  // refuses the others MISSING_BANK_INFO / MISSING_EWALLET_INFO; blank counts as missing).
   [disbursements.createBody, {
     anyOf: [
-      { required: ['channel'], properties: { channel: { type: 'string' } } },
-      { required: ['beneficiary_id'], properties: { beneficiary_id: { type: 'string' } } },
+      { title: 'Saved beneficiary', required: ['beneficiary_id'], properties: { beneficiary_id: { type: 'string' } } },
+      {
+        title: 'Bank account',
+        required: ['channel', 'bank_short_code', 'account_number', 'account_name'],
+        properties: { channel: { const: 'BANK' }, bank_short_code: NOT_BLANK, account_number: NOT_BLANK, account_name: NOT_BLANK },
+      },
+      {
+        title: 'E-wallet',
+        required: ['channel', 'ewallet_provider', 'ewallet_phone'],
+        properties: { channel: { const: 'EWALLET' }, ewallet_provider: NOT_BLANK, ewallet_phone: NOT_BLANK },
+      },
+    ],
+  }],
+  // A beneficiary's channel names the fields it needs (db/beneficiaries.ts; the bank names the holder).
+  [beneficiaries.createBody, {
+    oneOf: [
+      { title: 'Bank account', required: ['bank_short_code', 'account_number'], properties: { channel: { const: 'BANK' }, bank_short_code: NOT_BLANK, account_number: NOT_BLANK } },
+      { title: 'E-wallet', required: ['ewallet_provider', 'ewallet_phone'], properties: { channel: { const: 'EWALLET' }, ewallet_provider: NOT_BLANK, ewallet_phone: NOT_BLANK } },
     ],
   }],
 ]);
@@ -315,7 +337,7 @@ export const operations: readonly Operation[] = [
   },
   {
     method: 'get', path: '/v1/refunds/:id', tag: 'Refunds', summary: 'Read a refund',
-    params: { id: z.string().describe('The refund\'s UUID or its ref_code (RFD-…); anything else is 400 INVALID_ID') },
+    params: { id: refunds.refundId.describe('The refund\'s UUID or its ref_code (RFD-…); anything else is 400 INVALID_ID') },
     responses: { 200: { description: 'The refund', schema: s.v1Data(s.refund) } },
     errors: ['INVALID_ID', 'REFUND_NOT_FOUND'],
   },
@@ -777,7 +799,7 @@ const SHARED_SHAPES: Record<string, z.ZodType> = {
   Uuid: z.uuid(),
   Instant: z.iso.datetime().describe('ISO 8601 UTC'),
   Day: calendarDay().meta({ format: 'date', description: 'A calendar day, YYYY-MM-DD, 1900-01-01 to 9999-12-31' }),
-  Email: z.email(),
+  Email: emailAddress(),
   Url: z.url(),
   ErrorCode: s.errorCode,
   WibTime: s.wibTime,

@@ -3613,9 +3613,18 @@ export interface operations {
                     /** @description Pay even when the bank names another account holder than account_name (a NAME_MISMATCH beneficiary, or the inquiry before the transfer); refused otherwise */
                     accept_name_mismatch?: boolean;
                 } | {
-                    channel: string;
-                } | {
                     beneficiary_id: string;
+                } | {
+                    /** @constant */
+                    channel: "BANK";
+                    bank_short_code: string;
+                    account_number: string;
+                    account_name: string;
+                } | {
+                    /** @constant */
+                    channel: "EWALLET";
+                    ewallet_provider: string;
+                    ewallet_phone: string;
                 };
             };
         };
@@ -4004,7 +4013,17 @@ export interface operations {
                     ewallet_provider?: string | null;
                     ewallet_phone?: string | null;
                     is_default?: boolean | null;
-                };
+                } & ({
+                    /** @constant */
+                    channel?: "BANK";
+                    bank_short_code: string;
+                    account_number: string;
+                } | {
+                    /** @constant */
+                    channel?: "EWALLET";
+                    ewallet_provider: string;
+                    ewallet_phone: string;
+                });
             };
         };
         responses: {
@@ -4843,8 +4862,12 @@ export interface operations {
                     orderId: string;
                     /** @example 150000 */
                     totalAmount: number;
-                    /** @example QRIS */
-                    paymentType: string;
+                    /**
+                     * @description Only QRIS; another type is 400 "Merchant setting is not Valid"
+                     * @example QRIS
+                     * @enum {string}
+                     */
+                    paymentType: "QRIS";
                     signature: string;
                     /** @example Budi Santoso */
                     customerName: string;
