@@ -569,7 +569,10 @@ export const operations: readonly Operation[] = [
         headers: { 'Content-Disposition': { description: 'attachment; filename="…"', schema: z.string() } },
       },
     },
-    errors: ['INVALID_ID', 'NOT_FOUND'],
+    description: 'The contract answers 200 or 404. An export that exists but has no file is 404 under its own code: '
+      + 'EXPORT_NOT_READY while QUEUED or PROCESSING (with Retry-After; poll the export or wait for export.completed), '
+      + 'EXPORT_FAILED once FAILED (request a new export). NOT_FOUND: no such export for this merchant.',
+    errors: ['INVALID_ID', 'NOT_FOUND', 'EXPORT_NOT_READY', 'EXPORT_FAILED'],
   },
 
   // Team

@@ -552,7 +552,9 @@ t.test('the document says what the server enforces where a fuzzer found it loose
   const doc = openApiDocument() as Record<string, any>;
   const merchant = await makeMerchant(ctx);
   const body = (path: string) => doc.paths[path].post.requestBody.content['application/json'].schema;
-  t.same(body('/v1/disbursements').anyOf.map((b: { required: string[] }) => b.required), [['channel'], ['beneficiary_id']], 'channel, or a beneficiary_id');
+  t.same(body('/v1/disbursements').anyOf.map((b: { required: string[] }) => b.required),
+    [['beneficiary_id'], ['channel', 'bank_short_code', 'account_number', 'account_name'], ['channel', 'ewallet_provider', 'ewallet_phone']],
+    'a beneficiary_id, or a channel with the fields it needs');
   const noChannel = await v1(merchant.api_key, '/v1/disbursements', { body: { idempotency_key: randomUUID(), bank_short_code: 'BCA', account_number: '1234567890', account_name: 'Budi', amount: 10_000 } });
   t.match(noChannel.json?.error, { code: 'INVALID_BODY', message: /^channel: is required without beneficiary_id/ }, '...as the server says');
   t.same(body('/v1/orders').properties.payment_method.enum, ['QRIS'], 'payment_method is an enum');
