@@ -870,6 +870,59 @@ function json(build: Build, schema: z.ZodType, examples?: Record<string, { summa
   return { 'application/json': { schema: convert(build, schema, 'output'), ...(examples ? { examples } : {}) } };
 }
 
+/** `post /v1/orders/:ref_code/refund` → `postV1OrdersRefCodeRefund`. */
+function operationIdOf(op: Operation): string {
+  return op.method + op.path.split(/[/:_-]/).map((w) => w && w[0].toUpperCase() + w.slice(1)).join('');
+}
+
+const key = (op: Operation) => `${op.method} ${op.path}`;
+
+interface Link {
+  /** The target operation, `<method> <express path>`. */
+  to: string;
+  parameters?: Record<string, string>;
+  requestBody?: unknown;
+  description: string;
+}
+
+/**
+ * OpenAPI links: the create → read → act chains, so a tool (a stateful fuzzer, a client
+ * generator) can walk from what a create answers to the operations on the record it made.
+ * Keyed by the creating operation, then its success status.
+ */
+const orderLinks: Record<string, Link> = {
+  ReadOrder: { to: 'get /v1/orders/:ref_code', parameters: { ref_code: '$response.body#/data/ref_code' }, description: 'Read the order' },
+  OrderEvents: { to: 'get /v1/orders/:ref_code/events', parameters: { ref_code: '$response.body#/data/ref_code' }, description: 'The order\'s status timeline' },
+  FetchOrderStatus: { to: 'post /v1/orders/:ref_code/fetch-status', parameters: { ref_code: '$response.body#/data/ref_code' }, description: 'Reconcile the order with its gateway' },
+  RefundOrder: { to: 'post /v1/orders/:ref_code/refund', parameters: { ref_code: '$response.body#/data/ref_code' }, description: 'Refund the order once it is PAID' },
+  OrderRefunds: { to: 'get /v1/orders/:ref_code/refunds', parameters: { ref_code: '$response.body#/data/ref_code' }, description: 'The order\'s refunds' },
+};
+const LINKS: Record<string, Record<number, Record<string, Link>>> = {
+  'post /v1/orders': { 201: orderLinks, 200: orderLinks },
+  'post /v1/orders/:ref_code/refund': {
+    201: { ReadRefund: { to: 'get /v1/refunds/:id', parameters: { id: '$response.body#/data/id' }, description: 'Read the refund' } },
+  },
+  'post /v1/disbursements': {
+    201: { ReadDisbursement: { to: 'get /v1/disbursements/:id', parameters: { id: '$response.body#/data/id' }, description: 'Read the disbursement' } },
+  },
+  'post /v1/beneficiaries': {
+    201: {
+      ReadBeneficiary: { to: 'get /v1/beneficiaries/:id', parameters: { id: '$response.body#/data/id' }, description: 'Read the beneficiary (PENDING until its account is checked)' },
+      PayBeneficiary: {
+        to: 'post /v1/disbursements',
+        requestBody: { beneficiary_id: '$response.body#/data/id', amount: 10_000, idempotency_key: '$response.body#/data/id' },
+        description: 'Pay the beneficiary once it is VERIFIED (WALLET merchants)',
+      },
+    },
+  },
+  'post /v1/reports/export': {
+    201: {
+      ReadExport: { to: 'get /v1/reports/exports/:id', parameters: { id: '$response.body#/data/id' }, description: 'Read the export (poll until COMPLETED)' },
+      DownloadExport: { to: 'get /v1/reports/exports/:id/download', parameters: { id: '$response.body#/data/id' }, description: 'Download the file once the export is COMPLETED' },
+    },
+  },
+};
+
 /** `INVALID_BODY` → `InvalidBody`. */
 function pascal(code: string): string {
   return code.toLowerCase().split('_').filter(Boolean).map((w) => w[0].toUpperCase() + w.slice(1)).join('');
@@ -947,11 +1000,26 @@ function operationObject(build: Build, op: Operation) {
     roles.length ? `Roles: ${roles.join(', ')} (the merchant's own key acts as owner).` : undefined,
   ].filter(Boolean).join('\n\n');
 
+  for (const [status, links] of Object.entries(LINKS[key(op)] ?? {})) {
+    const response = responses[status] as Record<string, unknown> | undefined;
+    if (!response) throw new Error(`links for ${key(op)} ${status}, which it does not answer`);
+    response.links = Object.fromEntries(Object.entries(links).map(([name, link]) => {
+      const target = operations.find((o) => key(o) === link.to);
+      if (!target) throw new Error(`link ${name} of ${key(op)} to ${link.to}, no such operation`);
+      return [name, {
+        operationId: operationIdOf(target),
+        ...(link.parameters ? { parameters: link.parameters } : {}),
+        ...(link.requestBody ? { requestBody: link.requestBody } : {}),
+        description: link.description,
+      }];
+    }));
+  }
+
   return {
     tags: [op.tag],
     summary: op.summary,
     ...(description ? { description } : {}),
-    operationId: op.method + op.path.split(/[/:_-]/).map((w) => w && w[0].toUpperCase() + w.slice(1)).join(''),
+    operationId: operationIdOf(op),
     ...((op.auth ?? 'apiKey') === 'apiKey' ? {} : { security: [] }),
     ...(roles.length ? { 'x-roles': roles } : {}),
     ...(parameters.length ? { parameters } : {}),
