@@ -566,6 +566,34 @@ t.test('the document says what the server enforces where a fuzzer found it loose
   t.equal(early.json?.error?.message, 'date_from: must be a date as YYYY-MM-DD from 1900-01-01 to 9999-12-31; got the string "0001-01-01"', 'the server names the range');
 });
 
+t.test('links walk create → read → act: each names an operation and fills its path parameters', async (t) => {
+  const doc = openApiDocument() as Record<string, any>;
+  const byId = new Map<string, { path: string; op: any }>();
+  for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+    for (const op of Object.values(item)) byId.set(op.operationId, { path, op });
+  }
+  const linked = (path: string, status: string) => Object.entries(doc.paths[path].post.responses[status].links ?? {}) as [string, any][];
+  const chains: [string, string, string[]][] = [
+    ['/v1/orders', '201', ['getV1OrdersRefCode', 'postV1OrdersRefCodeRefund']],
+    ['/v1/orders', '200', ['getV1OrdersRefCode', 'postV1OrdersRefCodeRefund']],
+    ['/v1/orders/{ref_code}/refund', '201', ['getV1RefundsId']],
+    ['/v1/disbursements', '201', ['getV1DisbursementsId']],
+    ['/v1/beneficiaries', '201', ['getV1BeneficiariesId', 'postV1Disbursements']],
+    ['/v1/reports/export', '201', ['getV1ReportsExportsId', 'getV1ReportsExportsIdDownload']],
+  ];
+  for (const [path, status, targets] of chains) {
+    const links = linked(path, status);
+    for (const target of targets) t.ok(links.some(([, l]) => l.operationId === target), `POST ${path} ${status} links to ${target}`);
+    for (const [name, link] of links) {
+      const found = byId.get(link.operationId);
+      t.ok(found, `${name}: ${link.operationId} exists`);
+      const wanted = [...found!.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]).sort();
+      t.same(Object.keys(link.parameters ?? {}).sort(), wanted, `${name} fills every path parameter of ${found!.path}`);
+      for (const expression of Object.values(link.parameters ?? {})) t.match(expression, /^\$response\.body#\/data\/(id|ref_code)$/, `${name}: from the created record`);
+    }
+  }
+});
+
 t.test('summary', async (t) => {
   const unsampled = operations.filter((o) => ![...seen].some((s) => s.startsWith(`${o.method} ${o.path} 2`)));
   t.comment(`answers validated: ${seen.size}; operations without a sampled success: ${unsampled.map((o) => key(o)).join(', ') || 'none'}`);
