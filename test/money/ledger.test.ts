@@ -192,6 +192,16 @@ t.test('the full audit proves the profits report\'s kept day totals against the 
   t.match(await full(), { code: 0, report: { ok: true } });
 });
 
+t.test('a merchant\'s settlement type is fixed: its orders were credited and are settled by it', async (t) => {
+  const stack = await startStack(t, { groups: [] });
+  const merchant = await makeMerchant(stack.api.ctx, { settlement: 'MANUAL' });
+  const pool = stack.api.ctx.pool;
+  const refusal = await pool.query(sql.unsafe`update merchants set settlement_type = 'WALLET' where id = ${merchant.merchant_id}`).then(() => null, (e: Error) => e);
+  t.match(String((refusal?.cause as Error | undefined)?.message ?? refusal?.message), /settlement_type is fixed/, 'MANUAL to WALLET is refused');
+  await pool.query(sql.unsafe`update merchants set settlement_type = 'MANUAL', name = 'Renamed' where id = ${merchant.merchant_id}`);
+  t.pass('an update that keeps the type goes through');
+});
+
 t.test('the audit checkpoint: the incremental audit finds a corrupted posting made after it, --full one from before it', async (t) => {
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);
