@@ -105,30 +105,34 @@ create trigger orders_profit_paid_at after update of paid_at on orders
                      and old.status in ('PAID', 'REFUNDED') and new.status in ('PAID', 'REFUNDED'))
   execute function profit_totals_order_moved();
 
+-- The same totals counted from the records, per merchant, WIB day and stripe, as the report
+-- counts them: the backfill below, the benches that post in bulk, and the full ledger audit's
+-- check of the kept totals all read this one definition. `merchants` null: every merchant.
+create function profit_totals_from_records(merchants uuid[])
+returns table (merchant_id uuid, wib_date date, stripe smallint, order_count integer, gross_amount bigint, mdr_total bigint,
+               refund_total bigint, disbursement_count integer, disbursement_total bigint, disbursement_fee_total bigint)
+language sql stable as $$
+  select x.merchant_id, x.wib_date, x.stripe, sum(x.orders)::integer, sum(x.gross)::bigint, sum(x.mdr)::bigint,
+         sum(x.refunded)::bigint, sum(x.payouts)::integer, sum(x.paid_out)::bigint, sum(x.fees)::bigint
+  from (
+    select o.merchant_id, (o.paid_at at time zone 'Asia/Jakarta')::date as wib_date, order_counts_stripe(o.id) as stripe,
+           1 as orders, o.amount as gross, coalesce(fee.amount, 0) as mdr, 0 as refunded, 0 as payouts, 0 as paid_out, 0 as fees
+    from orders o
+    join ledger_transfers t on t.kind = 'ORDER_PAYMENT' and t.reference_id = o.id
+    left join ledger_accounts a on a.merchant_id = o.merchant_id and a.kind = 'FEE_REVENUE'
+    left join ledger_postings fee on fee.transfer_id = t.id and fee.account_id = a.id
+    where (merchants is null or o.merchant_id = any(merchants)) and o.status in ('PAID', 'REFUNDED') and o.paid_at is not null
+    union all
+    select r.merchant_id, (r.completed_at at time zone 'Asia/Jakarta')::date, order_counts_stripe(r.id), 0, 0, 0, r.amount, 0, 0, 0
+    from refunds r
+    where (merchants is null or r.merchant_id = any(merchants)) and r.status = 'SUCCEEDED' and r.completed_at is not null
+    union all
+    select d.merchant_id, (d.completed_at at time zone 'Asia/Jakarta')::date, order_counts_stripe(d.id), 0, 0, 0, 0, 1, d.request_amount, d.fee
+    from disbursements d
+    where (merchants is null or d.merchant_id = any(merchants)) and d.status = 'SUCCESS' and d.completed_at is not null
+  ) x
+  group by 1, 2, 3
+$$;
+
 -- What is already there, counted as the report counted it.
-insert into profit_daily_totals (merchant_id, wib_date, stripe, order_count, gross_amount, mdr_total)
-select o.merchant_id, (o.paid_at at time zone 'Asia/Jakarta')::date, order_counts_stripe(o.id),
-       count(*), sum(o.amount), coalesce(sum(fee.amount), 0)
-from orders o
-join ledger_transfers t on t.kind = 'ORDER_PAYMENT' and t.reference_id = o.id
-left join ledger_accounts a on a.merchant_id = o.merchant_id and a.kind = 'FEE_REVENUE'
-left join ledger_postings fee on fee.transfer_id = t.id and fee.account_id = a.id
-where o.status in ('PAID', 'REFUNDED') and o.paid_at is not null
-group by 1, 2, 3;
-
-insert into profit_daily_totals as p (merchant_id, wib_date, stripe, refund_total)
-select r.merchant_id, (r.completed_at at time zone 'Asia/Jakarta')::date, order_counts_stripe(r.id), sum(r.amount)
-from refunds r
-where r.status = 'SUCCEEDED' and r.completed_at is not null
-group by 1, 2, 3
-on conflict (merchant_id, wib_date, stripe) do update set refund_total = p.refund_total + excluded.refund_total;
-
-insert into profit_daily_totals as p (merchant_id, wib_date, stripe, disbursement_count, disbursement_total, disbursement_fee_total)
-select d.merchant_id, (d.completed_at at time zone 'Asia/Jakarta')::date, order_counts_stripe(d.id), count(*), sum(d.request_amount), sum(d.fee)
-from disbursements d
-where d.status = 'SUCCESS' and d.completed_at is not null
-group by 1, 2, 3
-on conflict (merchant_id, wib_date, stripe) do update set
-  disbursement_count = p.disbursement_count + excluded.disbursement_count,
-  disbursement_total = p.disbursement_total + excluded.disbursement_total,
-  disbursement_fee_total = p.disbursement_fee_total + excluded.disbursement_fee_total;
+insert into profit_daily_totals select * from profit_totals_from_records(null);
