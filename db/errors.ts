@@ -23,6 +23,10 @@ export const errorCatalogue = {
   BENEFICIARY_NOT_FOUND: [404, 'Beneficiary not found'],
   NOT_FOUND: [404, 'Not found'],
   USER_NOT_FOUND: [404, 'User not found'],
+  // Not in the contract's table, whose download answers only 200 or 404 (docs/decisions.md,
+  // "Downloading an export that is not done"): the export exists, its file does not (yet).
+  EXPORT_NOT_READY: [404, 'The export is still being built; poll GET /v1/reports/exports/{id} (or wait for export.completed) and download once it is COMPLETED'],
+  EXPORT_FAILED: [404, 'The export failed and has no file; request a new one'],
   REFUND_NOT_FOUND: [404, 'Refund not found'],
   ORDER_PENDING_CONFIRMATION: [409, 'An earlier attempt is unresolved at the gateway; reconcile before retrying'],
   DUPLICATE_IDEMPOTENCY_KEY: [409, 'A disbursement with this idempotency_key exists'],

@@ -75,6 +75,17 @@ export interface TransferRow {
 }
 
 /**
+ * A paid order's share of the profits report's day totals (profit_daily_totals, migration 063):
+ * on the WIB day of its paid_at, counted as the report counts it (PAID or since REFUNDED).
+ */
+export async function addPaidOrderToProfitTotals(db: Db, orderId: string, mdr: number) {
+  await db.query(sql.unsafe`
+    select profit_totals_add(o.merchant_id, o.paid_at, o.id, 1, o.amount, ${mdr}, 0, 0, 0, 0)
+    from orders o
+    where o.id = ${orderId} and o.status in ('PAID', 'REFUNDED') and o.paid_at is not null`);
+}
+
+/**
  * Writes a transfer, its postings and the accounts' new balances in one statement. Returns the
  * transfer id, or null when a transfer of this kind already exists for the reference (then
  * nothing is written). The caller holds the accounts' locks and computed the balances.
@@ -197,6 +208,50 @@ export function findMovement(db: Db, merchantId: string, kind: AccountKind, post
 
 const problemRow = z.object({ check: z.string(), subject: z.string(), detail: z.string() });
 export type AuditProblem = z.infer<typeof problemRow>;
+
+/**
+ * The profits report's kept day totals (profit_daily_totals) against the same totals counted
+ * from the records, day by day, for the merchants given (null: all). The full audit runs it:
+ * it reads every paid order, refund and payout of those merchants.
+ */
+export function findProfitTotalProblems(db: Db, merchants: readonly string[] | null) {
+  const m = merchants === null ? null : sql.array([...merchants], 'uuid');
+  const scoped = (column: ReturnType<typeof sql.fragment>) => (m === null ? sql.fragment`true` : sql.fragment`${column} = any(${m})`);
+  return db.any(sql.type(problemRow)`
+    with kept as (
+      select merchant_id, wib_date, sum(order_count)::int8 as orders, sum(gross_amount)::int8 as gross, sum(mdr_total)::int8 as mdr,
+             sum(refund_total)::int8 as refunded, sum(disbursement_count)::int8 as payouts, sum(disbursement_total)::int8 as paid_out,
+             sum(disbursement_fee_total)::int8 as fees
+      from profit_daily_totals where ${scoped(sql.fragment`merchant_id`)} group by 1, 2
+    ), counted as (
+      select merchant_id, wib_date, sum(orders)::int8 as orders, sum(gross)::int8 as gross, sum(mdr)::int8 as mdr, sum(refunded)::int8 as refunded,
+             sum(payouts)::int8 as payouts, sum(paid_out)::int8 as paid_out, sum(fees)::int8 as fees
+      from (
+        select o.merchant_id, (o.paid_at at time zone 'Asia/Jakarta')::date as wib_date, 1 as orders, o.amount as gross, coalesce(fee.amount, 0) as mdr,
+               0 as refunded, 0 as payouts, 0 as paid_out, 0 as fees
+        from orders o
+        join ledger_transfers t on t.kind = 'ORDER_PAYMENT' and t.reference_id = o.id
+        left join ledger_accounts a on a.merchant_id = o.merchant_id and a.kind = 'FEE_REVENUE'
+        left join ledger_postings fee on fee.transfer_id = t.id and fee.account_id = a.id
+        where ${scoped(sql.fragment`o.merchant_id`)} and o.status in ('PAID', 'REFUNDED') and o.paid_at is not null
+        union all
+        select r.merchant_id, (r.completed_at at time zone 'Asia/Jakarta')::date, 0, 0, 0, r.amount, 0, 0, 0
+        from refunds r where ${scoped(sql.fragment`r.merchant_id`)} and r.status = 'SUCCEEDED' and r.completed_at is not null
+        union all
+        select d.merchant_id, (d.completed_at at time zone 'Asia/Jakarta')::date, 0, 0, 0, 0, 1, d.request_amount, d.fee
+        from disbursements d where ${scoped(sql.fragment`d.merchant_id`)} and d.status = 'SUCCESS' and d.completed_at is not null
+      ) x group by 1, 2
+    )
+    select 'profit_totals' as check, coalesce(k.merchant_id, c.merchant_id)::text || ' ' || coalesce(k.wib_date, c.wib_date)::text as subject,
+           format('kept %s, counted from the records %s',
+                  row(k.orders, k.gross, k.mdr, k.refunded, k.payouts, k.paid_out, k.fees)::text,
+                  row(c.orders, c.gross, c.mdr, c.refunded, c.payouts, c.paid_out, c.fees)::text) as detail
+    from kept k
+    full join counted c on c.merchant_id = k.merchant_id and c.wib_date = k.wib_date
+    where row(coalesce(k.orders, 0), coalesce(k.gross, 0), coalesce(k.mdr, 0), coalesce(k.refunded, 0), coalesce(k.payouts, 0), coalesce(k.paid_out, 0), coalesce(k.fees, 0))
+          is distinct from
+          row(coalesce(c.orders, 0), coalesce(c.gross, 0), coalesce(c.mdr, 0), coalesce(c.refunded, 0), coalesce(c.payouts, 0), coalesce(c.paid_out, 0), coalesce(c.fees, 0))`);
+}
 
 /**
  * Which part of the ledger an audit statement proves. `merchants` null: every merchant.

@@ -18,7 +18,9 @@ import {
   accountBalance,
   accountsAndPostings,
   accountState,
+  addPaidOrderToProfitTotals,
   findLedgerProblems,
+  findProfitTotalProblems,
   findTransfersWithoutPostings,
   lastCleanAuditStart,
   ledgerMerchants,
@@ -132,13 +134,16 @@ export async function postOrderPayment(tx: Db, order: { id: string; merchant_id:
     select settlement_type, mdr_bps from merchants where id = ${order.merchant_id}`);
   const mdr = mdrOf(order.amount, merchant.mdr_bps);
   const owed: AccountKind = merchant.settlement_type === 'WALLET' ? 'WALLET' : 'SETTLEMENT_ACCRUAL';
-  return postTransfer(tx, {
+  const id = await postTransfer(tx, {
     merchantId: order.merchant_id,
     kind: 'ORDER_PAYMENT',
     reference: { type: 'ORDER', id: order.id, refCode: order.ref_code },
     description: `QRIS payment ${order.ref_code} (MDR ${mdr})`,
     legs: { VENDOR_CLEARING: -order.amount, [owed]: order.amount - mdr, FEE_REVENUE: mdr },
   });
+  // The profits report's day totals move with the posting, in its transaction, once.
+  if (id) await addPaidOrderToProfitTotals(tx, order.id, mdr);
+  return id;
 }
 
 /** An operator's correction of a wallet (positive credits, negative debits), as its own transfer. */
@@ -218,7 +223,11 @@ async function auditChunk(pool: Pool, merchants: readonly string[] | null, fromC
   return pool.transaction(async (tx) => {
     await tx.query(sql.unsafe`set transaction isolation level repeatable read`);
     if (statementTimeoutMs !== null) await tx.query(sql.unsafe`select set_config('statement_timeout', ${String(statementTimeoutMs)}, true)`);
-    const problems = await findLedgerProblems(tx, { merchants, fromCheckpoint, paidSince });
+    const problems = [
+      ...(await findLedgerProblems(tx, { merchants, fromCheckpoint, paidSince })),
+      // The full audit also proves the profits report's kept totals (a full read of the records).
+      ...(fromCheckpoint ? [] : await findProfitTotalProblems(tx, merchants)),
+    ];
     if (problems.length === 0) await recordAuditCheckpoint(tx, merchants);
     return [...problems];
   });

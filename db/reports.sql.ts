@@ -1,4 +1,5 @@
-// The merchant's financial summary (GET /v1/reports/profits), one statement over WIB days.
+// The merchant's financial summary (GET /v1/reports/profits), summed from the totals kept per
+// merchant and WIB day (profit_daily_totals), and counted again from the records (the check).
 //
 // What each total counts (docs/decisions.md, Reports and exports):
 // - order_count, gross_amount: orders PAID (or since REFUNDED) whose paid_at falls in the days,
@@ -25,8 +26,28 @@ export const profitTotals = z.object({
 });
 export type ProfitTotals = z.infer<typeof profitTotals>;
 
-/** Totals over the WIB calendar days dateFrom..dateTo (inclusive, YYYY-MM-DD). */
+/**
+ * Totals over the WIB calendar days dateFrom..dateTo (inclusive, YYYY-MM-DD), from the totals
+ * kept per merchant and day (profit_daily_totals, migration 063): at most 366 × 16 rows for a
+ * year, whatever the merchant's volume.
+ */
 export function sumProfits(db: Db, merchantId: string, dateFrom: string, dateTo: string) {
+  return db.one(sql.type(profitTotals)`
+    select coalesce(sum(order_count), 0)::int as order_count, coalesce(sum(gross_amount), 0)::bigint as gross_amount,
+           coalesce(sum(mdr_total), 0)::bigint as mdr_total, coalesce(sum(refund_total), 0)::bigint as refund_total,
+           coalesce(sum(gross_amount - mdr_total - refund_total), 0)::bigint as net_amount,
+           coalesce(sum(disbursement_count), 0)::int as disbursement_count,
+           coalesce(sum(disbursement_total), 0)::bigint as disbursement_total,
+           coalesce(sum(disbursement_fee_total), 0)::bigint as disbursement_fee_total
+    from profit_daily_totals
+    where merchant_id = ${merchantId} and wib_date between ${dateFrom}::date and ${dateTo}::date`);
+}
+
+/**
+ * The same totals counted from the records themselves: what the kept totals must equal (the
+ * ledger audit's check of them, and the tests). Reads every record of the period.
+ */
+export function recountProfits(db: Db, merchantId: string, dateFrom: string, dateTo: string) {
   return db.one(sql.type(profitTotals)`
     with bounds as (
       select (${dateFrom}::date)::timestamp at time zone 'Asia/Jakarta' as since,

@@ -50,14 +50,13 @@ export function errorHandler(bodyLimit: string) {
     if (known instanceof ApiError && known.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(known.retryAfterSeconds));
 
     if (isLegacy(req)) {
-      // The legacy envelope knows no 405: a wrong method is the Not Found it always was.
-      if (known instanceof ApiError && known.code === 'METHOD_NOT_ALLOWED') {
-        res.removeHeader('Allow');
-        known = new ApiError('NOT_FOUND');
-      }
+      // A wrong method is 405 with Allow, as on V1, in the legacy envelope (the contract leaves
+      // codes other than 400 open); notFound has set Allow.
       const legacy =
         known instanceof LegacyError
           ? known
+          : known instanceof ApiError && known.code === 'METHOD_NOT_ALLOWED'
+            ? new LegacyError(405, 'Method Not Allowed')
           : known instanceof ApiError && known.status === 429
             ? new LegacyError(429, legacyMessages.tooManyRequests)
             : known instanceof ApiError && known.code === 'SERVICE_UNAVAILABLE'

@@ -20,6 +20,36 @@ export function expects<S extends z.ZodType>(schema: S, words: string): S {
   return schema;
 }
 
+/**
+ * An e-mail address as the document's `format: email` reads it (RFC 5321 host names): zod's own
+ * pattern lets a domain label start or end with a hyphen (`siti@shop-.example.com`), which JSON
+ * Schema validators refuse, so an address the server kept would fail the document's schema in
+ * every later answer. The local part is zod's; every label is 1 to 63 letters, digits or inner
+ * hyphens, the last one 2 to 63 letters. Stricter than both, never looser than either.
+ */
+export const EMAIL_PATTERN = /^(?:[A-Za-z0-9_'+\-]+\.)*[A-Za-z0-9_'+\-]*[A-Za-z0-9_+\-]@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$/;
+
+/** An e-mail address (EMAIL_PATTERN), shown in the document as `format: email` with the pattern. */
+export function emailAddress() {
+  return z.email({ pattern: EMAIL_PATTERN });
+}
+
+/**
+ * A notify URL's form, as the document shows it: http or https, `//`, a host name or bracketed
+ * IPv6 address without credentials, an optional port, then anything without white space; or
+ * empty (none). new URL() alone would take `http:example.com` or `https://user:pw@host`, forms
+ * no client means and the document could not state. The host's address rules (no private or
+ * local destinations unless allowlisted) stay with db/notify-url.ts: they depend on the
+ * deployment's NOTIFY_URL_ALLOWLIST, and the description says so.
+ */
+export const NOTIFY_URL_PATTERN = /^(?:[hH][tT][tT][pP][sS]?:\/\/(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~-]+)(?::[0-9]{1,5})?(?:[/?#]\S*)?)?$/;
+
+/** A notify URL field (V1 notify_url, legacy notifyUrl): NOTIFY_URL_PATTERN, at most 2048 characters. */
+export function notifyUrlField() {
+  return expects(z.string().max(2048).regex(NOTIFY_URL_PATTERN), 'an http(s) URL without credentials')
+    .describe('http(s) URL, at most 2048 characters, no credentials; private, loopback and link-local destinations are refused unless the deployment allowlists them (400)');
+}
+
 /** The largest amount: 13 digits, what QRIS tag 54 can carry. */
 export const MAX_AMOUNT = 9_999_999_999_999;
 

@@ -10,6 +10,7 @@
 // the service's rules in the V1 order (orderId unused, bank, limit, daily limit, balance).
 import { Router, type Request } from 'express';
 import { z } from 'zod';
+import { notifyUrlField } from '../http/validate.ts';
 import type { AppContext } from '../context.ts';
 import { createDisbursement, type DisbursementRequest } from '../../db/disbursements.ts';
 import { findByIdempotencyKey } from '../../db/disbursements.sql.ts';
@@ -28,7 +29,7 @@ const DANA_MINIMUM = 20_000;
 const clientId = z.string().min(1).max(255);
 const orderId = z.string().min(1).max(255);
 const requestAmount = z.number().int().min(1);
-const notifyUrl = z.string().max(2048).nullish().transform((v) => v || null);
+const notifyUrl = notifyUrlField().nullish().transform((v) => v || null);
 
 export const clientBody = z.object({ clientId });
 
@@ -46,8 +47,9 @@ export const ewalletBody = z.object({
   clientId,
   orderId,
   ewalletCode: z.string().trim().min(1).max(32),
-  // Spec 4.10: digits only, beginning with 08 (the local form; stored as 62…).
-  accountNumber: z.string().regex(/^08\d+$/),
+  // Spec 4.10: digits only, beginning with 08 (the local form; stored as 62…), 8 to 12 national
+  // digits as api/http/phone.ts takes them.
+  accountNumber: z.string().regex(/^08\d{7,11}$/),
   requestAmount,
   notifyUrl,
 });

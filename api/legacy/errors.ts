@@ -24,7 +24,7 @@ export const disbursementExists = (orderId: string) => `Disbursement with orderI
 export const disbursementNotFound = (orderId: string) => `Disbursement with orderId ${orderId} not found.`;
 
 export class LegacyError extends Error {
-  readonly code: 400 | 401 | 404 | 429 | 500 | 503;
+  readonly code: 400 | 401 | 404 | 405 | 429 | 500 | 503;
 
   constructor(code: LegacyError['code'], message: string) {
     super(message);

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { Router, type Request } from 'express';
 import { z } from 'zod';
+import { emailAddress, notifyUrlField } from '../http/validate.ts';
 import type { AppContext } from '../context.ts';
 import { ApiError } from '../../db/errors.ts';
 import { findMerchantByLegacyClientId, legacyClientSecretOf, type MerchantRow } from '../../db/merchants.ts';
@@ -22,9 +23,9 @@ export const createBody = z.object({
   paymentType: z.string().min(1),
   signature: z.string().min(1),
   customerName: z.string().min(1).max(255),
-  customerEmail: z.email().max(254).nullish(),
+  customerEmail: emailAddress().max(254).nullish(),
   customerPhone: z.string().regex(/^62\d{8,13}$/).nullish(),
-  notifyUrl: z.string().max(2048).nullish(),
+  notifyUrl: notifyUrlField().nullish(),
   returnUrl: z.url({ protocol: /^https?$/ }).max(2048).nullish(),
 });
 

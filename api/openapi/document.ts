@@ -20,7 +20,7 @@ import { role, type Role } from '../../db/users.sql.ts';
 import { IMPORT_COLUMNS } from '../csv/parse-import.ts';
 import { calendarDay, DAY_PATTERN } from '../http/list-filters.ts';
 import { mayDo, permissionFor } from '../http/roles.ts';
-import { idempotencyKey } from '../http/validate.ts';
+import { emailAddress, idempotencyKey } from '../http/validate.ts';
 import * as legacyDisbursements from '../legacy/disbursements.ts';
 import { legacyMessages } from '../legacy/errors.ts';
 import * as legacyOrders from '../legacy/orders.ts';
@@ -95,6 +95,9 @@ const refundFilters = {
   date_to: wibDay.describe('Refunds created on or before this WIB (UTC+7) day, YYYY-MM-DD; not before date_from'),
 };
 
+/** A string with something besides white space (the routes trim, and empty is "not given"). */
+const NOT_BLANK = { type: 'string', pattern: '\\S' };
+
 const dayJson = { type: 'string', format: 'date', pattern: DAY_PATTERN.source };
 
 /**
@@ -108,11 +111,30 @@ const checkedByService = new Map<unknown, JsonSchema>([
   [reports.exportBody.shape.date_to.unwrap(), { ...dayJson, description: 'Last WIB day, YYYY-MM-DD (1900-01-01 to 9999-12-31); open-ended when absent' }],
   // Validated as any string so that another method is the contract's UNSUPPORTED_PAYMENT_METHOD.
   [orders.createBody.shape.payment_method, { type: 'string', enum: ['QRIS'], description: 'Only QRIS; another method is 400 UNSUPPORTED_PAYMENT_METHOD' }],
-  // channel may be left out only when beneficiary_id names the destination (api/v1/disbursements.ts).
+  // The legacy route answers another type with its own message (api/legacy/orders.ts).
+  [legacyOrders.createBody.shape.paymentType, { type: 'string', enum: ['QRIS'], description: 'Only QRIS; another type is 400 "Merchant setting is not Valid"' }],
+  // The destination: a saved beneficiary, or every field its channel needs (db/disbursements.ts
+  // refuses the others MISSING_BANK_INFO / MISSING_EWALLET_INFO; blank counts as missing).
   [disbursements.createBody, {
     anyOf: [
-      { required: ['channel'], properties: { channel: { type: 'string' } } },
-      { required: ['beneficiary_id'], properties: { beneficiary_id: { type: 'string' } } },
+      { title: 'Saved beneficiary', required: ['beneficiary_id'], properties: { beneficiary_id: { type: 'string' } } },
+      {
+        title: 'Bank account',
+        required: ['channel', 'bank_short_code', 'account_number', 'account_name'],
+        properties: { channel: { const: 'BANK' }, bank_short_code: NOT_BLANK, account_number: NOT_BLANK, account_name: NOT_BLANK },
+      },
+      {
+        title: 'E-wallet',
+        required: ['channel', 'ewallet_provider', 'ewallet_phone'],
+        properties: { channel: { const: 'EWALLET' }, ewallet_provider: NOT_BLANK, ewallet_phone: NOT_BLANK },
+      },
+    ],
+  }],
+  // A beneficiary's channel names the fields it needs (db/beneficiaries.ts; the bank names the holder).
+  [beneficiaries.createBody, {
+    oneOf: [
+      { title: 'Bank account', required: ['bank_short_code', 'account_number'], properties: { channel: { const: 'BANK' }, bank_short_code: NOT_BLANK, account_number: NOT_BLANK } },
+      { title: 'E-wallet', required: ['ewallet_provider', 'ewallet_phone'], properties: { channel: { const: 'EWALLET' }, ewallet_provider: NOT_BLANK, ewallet_phone: NOT_BLANK } },
     ],
   }],
 ]);
@@ -315,7 +337,7 @@ export const operations: readonly Operation[] = [
   },
   {
     method: 'get', path: '/v1/refunds/:id', tag: 'Refunds', summary: 'Read a refund',
-    params: { id: z.string().describe('The refund\'s UUID or its ref_code (RFD-…); anything else is 400 INVALID_ID') },
+    params: { id: refunds.refundId.describe('The refund\'s UUID or its ref_code (RFD-…); anything else is 400 INVALID_ID') },
     responses: { 200: { description: 'The refund', schema: s.v1Data(s.refund) } },
     errors: ['INVALID_ID', 'REFUND_NOT_FOUND'],
   },
@@ -547,7 +569,10 @@ export const operations: readonly Operation[] = [
         headers: { 'Content-Disposition': { description: 'attachment; filename="…"', schema: z.string() } },
       },
     },
-    errors: ['INVALID_ID', 'NOT_FOUND'],
+    description: 'The contract answers 200 or 404. An export that exists but has no file is 404 under its own code: '
+      + 'EXPORT_NOT_READY while QUEUED or PROCESSING (with Retry-After; poll the export or wait for export.completed), '
+      + 'EXPORT_FAILED once FAILED (request a new export). NOT_FOUND: no such export for this merchant.',
+    errors: ['INVALID_ID', 'NOT_FOUND', 'EXPORT_NOT_READY', 'EXPORT_FAILED'],
   },
 
   // Team
@@ -777,7 +802,7 @@ const SHARED_SHAPES: Record<string, z.ZodType> = {
   Uuid: z.uuid(),
   Instant: z.iso.datetime().describe('ISO 8601 UTC'),
   Day: calendarDay().meta({ format: 'date', description: 'A calendar day, YYYY-MM-DD, 1900-01-01 to 9999-12-31' }),
-  Email: z.email(),
+  Email: emailAddress(),
   Url: z.url(),
   ErrorCode: s.errorCode,
   WibTime: s.wibTime,
@@ -844,6 +869,59 @@ function pointRefs(value: unknown): unknown {
 function json(build: Build, schema: z.ZodType, examples?: Record<string, { summary: string; value: unknown }>) {
   return { 'application/json': { schema: convert(build, schema, 'output'), ...(examples ? { examples } : {}) } };
 }
+
+/** `post /v1/orders/:ref_code/refund` → `postV1OrdersRefCodeRefund`. */
+function operationIdOf(op: Operation): string {
+  return op.method + op.path.split(/[/:_-]/).map((w) => w && w[0].toUpperCase() + w.slice(1)).join('');
+}
+
+const key = (op: Operation) => `${op.method} ${op.path}`;
+
+interface Link {
+  /** The target operation, `<method> <express path>`. */
+  to: string;
+  parameters?: Record<string, string>;
+  requestBody?: unknown;
+  description: string;
+}
+
+/**
+ * OpenAPI links: the create → read → act chains, so a tool (a stateful fuzzer, a client
+ * generator) can walk from what a create answers to the operations on the record it made.
+ * Keyed by the creating operation, then its success status.
+ */
+const orderLinks: Record<string, Link> = {
+  ReadOrder: { to: 'get /v1/orders/:ref_code', parameters: { ref_code: '$response.body#/data/ref_code' }, description: 'Read the order' },
+  OrderEvents: { to: 'get /v1/orders/:ref_code/events', parameters: { ref_code: '$response.body#/data/ref_code' }, description: 'The order\'s status timeline' },
+  FetchOrderStatus: { to: 'post /v1/orders/:ref_code/fetch-status', parameters: { ref_code: '$response.body#/data/ref_code' }, description: 'Reconcile the order with its gateway' },
+  RefundOrder: { to: 'post /v1/orders/:ref_code/refund', parameters: { ref_code: '$response.body#/data/ref_code' }, description: 'Refund the order once it is PAID' },
+  OrderRefunds: { to: 'get /v1/orders/:ref_code/refunds', parameters: { ref_code: '$response.body#/data/ref_code' }, description: 'The order\'s refunds' },
+};
+const LINKS: Record<string, Record<number, Record<string, Link>>> = {
+  'post /v1/orders': { 201: orderLinks, 200: orderLinks },
+  'post /v1/orders/:ref_code/refund': {
+    201: { ReadRefund: { to: 'get /v1/refunds/:id', parameters: { id: '$response.body#/data/id' }, description: 'Read the refund' } },
+  },
+  'post /v1/disbursements': {
+    201: { ReadDisbursement: { to: 'get /v1/disbursements/:id', parameters: { id: '$response.body#/data/id' }, description: 'Read the disbursement' } },
+  },
+  'post /v1/beneficiaries': {
+    201: {
+      ReadBeneficiary: { to: 'get /v1/beneficiaries/:id', parameters: { id: '$response.body#/data/id' }, description: 'Read the beneficiary (PENDING until its account is checked)' },
+      PayBeneficiary: {
+        to: 'post /v1/disbursements',
+        requestBody: { beneficiary_id: '$response.body#/data/id', amount: 10_000, idempotency_key: '$response.body#/data/id' },
+        description: 'Pay the beneficiary once it is VERIFIED (WALLET merchants)',
+      },
+    },
+  },
+  'post /v1/reports/export': {
+    201: {
+      ReadExport: { to: 'get /v1/reports/exports/:id', parameters: { id: '$response.body#/data/id' }, description: 'Read the export (poll until COMPLETED)' },
+      DownloadExport: { to: 'get /v1/reports/exports/:id/download', parameters: { id: '$response.body#/data/id' }, description: 'Download the file once the export is COMPLETED' },
+    },
+  },
+};
 
 /** `INVALID_BODY` → `InvalidBody`. */
 function pascal(code: string): string {
@@ -922,11 +1000,26 @@ function operationObject(build: Build, op: Operation) {
     roles.length ? `Roles: ${roles.join(', ')} (the merchant's own key acts as owner).` : undefined,
   ].filter(Boolean).join('\n\n');
 
+  for (const [status, links] of Object.entries(LINKS[key(op)] ?? {})) {
+    const response = responses[status] as Record<string, unknown> | undefined;
+    if (!response) throw new Error(`links for ${key(op)} ${status}, which it does not answer`);
+    response.links = Object.fromEntries(Object.entries(links).map(([name, link]) => {
+      const target = operations.find((o) => key(o) === link.to);
+      if (!target) throw new Error(`link ${name} of ${key(op)} to ${link.to}, no such operation`);
+      return [name, {
+        operationId: operationIdOf(target),
+        ...(link.parameters ? { parameters: link.parameters } : {}),
+        ...(link.requestBody ? { requestBody: link.requestBody } : {}),
+        description: link.description,
+      }];
+    }));
+  }
+
   return {
     tags: [op.tag],
     summary: op.summary,
     ...(description ? { description } : {}),
-    operationId: op.method + op.path.split(/[/:_-]/).map((w) => w && w[0].toUpperCase() + w.slice(1)).join(''),
+    operationId: operationIdOf(op),
     ...((op.auth ?? 'apiKey') === 'apiKey' ? {} : { security: [] }),
     ...(roles.length ? { 'x-roles': roles } : {}),
     ...(parameters.length ? { parameters } : {}),

@@ -7,6 +7,7 @@
 // which holds each schema's keys equal to its presenter's. Enums come from the db modules'
 // own row schemas, so a status added there is documented here.
 import { z } from 'zod';
+import { emailAddress } from '../http/validate.ts';
 import type { presentBrand } from '../http/brand.ts';
 import type { presentBeneficiary } from '../../db/present/beneficiaries.ts';
 import type { presentDisbursement, presentLegacyDisbursement } from '../../db/present/disbursements.ts';
@@ -339,7 +340,7 @@ export const profits = named('ProfitsReport', 'The merchant\'s totals over WIB c
 export const user = named('User', 'A team user (docs/decisions.md, Team and roles).', z.strictObject({
   id: uuid,
   full_name: text,
-  email: z.email(),
+  email: emailAddress(),
   phone_number: phone.nullable(),
   role,
   created_at: instant,

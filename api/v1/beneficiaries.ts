@@ -10,7 +10,7 @@ import { createBeneficiary, requestVerification } from '../../db/beneficiaries.t
 import { findMerchantBeneficiary, listMerchantBeneficiaries, softDeleteBeneficiary } from '../../db/beneficiaries.sql.ts';
 import { ApiError } from '../../db/errors.ts';
 import { sendData, sendStored } from '../http/envelope.ts';
-import { normalizePhone } from '../http/phone.ts';
+import { normalizePhone, phoneField } from '../http/phone.ts';
 import { idempotentRequest, parseBody } from '../http/validate.ts';
 import { idempotent } from '../../db/idempotency.ts';
 import { toJson } from '../../db/present/json-text.ts';
@@ -30,7 +30,7 @@ export const createBody = z.strictObject({
   account_number: accountNumber,
   account_name: optionalText(255),
   ewallet_provider: optionalText(32),
-  ewallet_phone: optionalText(32),
+  ewallet_phone: phoneField().nullish().transform((v) => v || null),
   is_default: z.boolean().nullish().transform((v) => v ?? false),
 });
 

@@ -14,8 +14,8 @@ import { dayRange, oneOf, knownQuery } from '../http/list-filters.ts';
 import { checkNotifyUrl } from '../../db/notify-url.ts';
 import { pageMeta, sendData, sendPage } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
-import { normalizePhone } from '../http/phone.ts';
-import { expects, idempotencyKeyOf, parseBody } from '../http/validate.ts';
+import { normalizePhone, phoneField } from '../http/phone.ts';
+import { expects, idempotencyKeyOf, notifyUrlField, parseBody } from '../http/validate.ts';
 import { requireWalletMerchant } from '../http/wallet.ts';
 import { presentDisbursement } from '../../db/present/disbursements.ts';
 
@@ -39,9 +39,9 @@ export const createBody = z.strictObject({
   account_number: accountNumber,
   account_name: optionalText(255),
   ewallet_provider: optionalText(32),
-  ewallet_phone: optionalText(32),
+  ewallet_phone: phoneField().nullish().transform((v) => v || null),
   amount: z.unknown(),
-  notify_url: z.string().max(2048).nullish(),
+  notify_url: notifyUrlField().nullish(),
   beneficiary_id: z.uuid().nullish(),
   // Pay even when the bank names another account holder than account_name (a beneficiary's
   // NAME_MISMATCH, or the vendor's inquiry before the transfer); refused otherwise.

@@ -25,9 +25,9 @@ import { sendData, sendPage, sendStored, pageMeta } from '../http/envelope.ts';
 import { cursorOf, encodeCursor, pagination } from '../http/pagination.ts';
 import { dayRange, knownQuery, oneOf } from '../http/list-filters.ts';
 import { orderListPage } from '../../db/orders.ts';
-import { normalizePhone } from '../http/phone.ts';
+import { normalizePhone, phoneField } from '../http/phone.ts';
 import { verifyBodySignature } from '../../db/signatures.ts';
-import { expects, idempotencyKeyOf, parseBody, rupiahAmount } from '../http/validate.ts';
+import { emailAddress, expects, idempotencyKeyOf, notifyUrlField, parseBody, rupiahAmount } from '../http/validate.ts';
 import { memberText } from '../../db/present/json-text.ts';
 import { orderResponseBody, presentOrder, presentOrderEvent } from '../../db/present/orders.ts';
 
@@ -38,9 +38,9 @@ export const createBody = z.strictObject({
   amount: rupiahAmount(),
   payment_method: z.string(),
   customer_name: z.string().max(255).nullish(),
-  customer_email: z.email().max(254).nullish(),
-  customer_phone: expects(z.string(), 'an Indonesian phone number').nullish(),
-  notify_url: z.string().max(2048).nullish(),
+  customer_email: emailAddress().max(254).nullish(),
+  customer_phone: phoneField().nullish(),
+  notify_url: notifyUrlField().nullish(),
   return_url: z.url({ protocol: /^https?$/ }).max(2048).nullish(),
   expire_minutes: expects(z.number().int().min(0).max(10_080), 'an integer number of minutes').optional(),
   metadata: z.record(z.string(), z.unknown()).nullish(),

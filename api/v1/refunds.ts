@@ -30,6 +30,9 @@ export const refundBody = z.strictObject({
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const REF_CODE = /^RFD-\d+-[0-9A-Z]+$/;
 
+/** GET /v1/refunds/{id}'s id, as the document shows it: a UUID (either case) or a ref_code. */
+export const refundId = z.string().regex(new RegExp(`^(?:${UUID.source.slice(1, -1).replace(/a-f/g, 'a-fA-F')}|${REF_CODE.source.slice(1, -1)})$`));
+
 const show = (row: MerchantRefundRow) => presentRefund(row, { ref_code: row.order_ref_code });
 
 export function refundRoutes(ctx: AppContext): Router {

@@ -94,11 +94,20 @@ export function reportRoutes(ctx: AppContext): Router {
     sendData(res, presentExport(found, baseUrlOf(req)));
   });
 
+  /** The Retry-After of a download asked for too early: exports of a month take seconds. */
+  const EXPORT_POLL_SECONDS = 5;
+
   router.get('/v1/reports/exports/:id/download', async (req: Request, res: Response) => {
     const found = await findMerchantExport(ctx.pool, req.merchant.id, uuidParam(req, 'id'));
     if (!found) throw new ApiError('NOT_FOUND', 'Export not found');
-    if (found.status === 'FAILED') throw new ApiError('NOT_FOUND', `Export failed: ${found.error ?? 'no file'}`);
-    if (found.status !== 'COMPLETED') throw new ApiError('NOT_FOUND', `Export is not ready (${found.status})`);
+    // The contract's download answers 200 or 404; an export that exists without its file is a 404
+    // under a code of its own, so a client can tell "wait" and "ask again" from "no such export".
+    if (found.status === 'FAILED') throw new ApiError('EXPORT_FAILED', `The export failed (${found.error ?? 'no file'}); request a new one`);
+    if (found.status !== 'COMPLETED') {
+      const notReady = new ApiError('EXPORT_NOT_READY', `The export is still being built (${found.status}); poll GET /v1/reports/exports/${found.id} or wait for export.completed, then download`);
+      notReady.retryAfterSeconds = EXPORT_POLL_SECONDS;
+      throw notReady;
+    }
     const size = found.byte_count!;
     res.status(200);
     res.setHeader('Content-Type', 'text/csv; charset=utf-8');

@@ -7,8 +7,8 @@ import type { AppContext } from '../context.ts';
 import { ApiError } from '../../db/errors.ts';
 import { changeRole, createUser, listUsers, removeUser, role } from '../../db/users.ts';
 import { sendData, sendStored } from '../http/envelope.ts';
-import { normalizePhone } from '../http/phone.ts';
-import { expects, idempotentRequest, parseBody } from '../http/validate.ts';
+import { normalizePhone, phoneField } from '../http/phone.ts';
+import { emailAddress, idempotentRequest, parseBody } from '../http/validate.ts';
 import { idempotent } from '../../db/idempotency.ts';
 import { toJson } from '../../db/present/json-text.ts';
 import { uuidParam } from '../http/wallet.ts';
@@ -21,8 +21,8 @@ const roleField = z.enum(role.options);
 // pipe, so the document shows its format).
 export const createBody = z.strictObject({
   full_name: z.string().trim().min(1).max(200),
-  email: z.string().trim().max(254).check(z.email()),
-  phone_number: expects(z.string().trim(), 'an Indonesian phone number').nullish().transform((v) => v || null),
+  email: z.string().trim().max(254).check(emailAddress()),
+  phone_number: phoneField().nullish().transform((v) => v || null),
   role: roleField,
 });
 

@@ -15,7 +15,7 @@ import { webhooksRetainedSince } from '../../db/retention.ts';
 import { sentSampleBody, webhookEvent, webhookEvents } from '../openapi/webhook-events.ts';
 import { pageMeta, sendData, sendPage } from '../http/envelope.ts';
 import { pagination } from '../http/pagination.ts';
-import { parseBody } from '../http/validate.ts';
+import { notifyUrlField, parseBody } from '../http/validate.ts';
 import { knownQuery } from '../http/list-filters.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -30,7 +30,7 @@ export const SAMPLES_PER_MINUTE = 10;
 
 export const sampleRequest = z.strictObject({
   event: z.enum(webhookEvents.map((e) => e.name) as [string, ...string[]]),
-  notify_url: z.string().max(2048).nullish(),
+  notify_url: notifyUrlField().nullish(),
 });
 
 async function merchantDelivery(ctx: AppContext, req: Request) {

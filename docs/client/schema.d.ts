@@ -720,7 +720,9 @@ export interface paths {
         };
         /**
          * Download a completed export
-         * @description Roles: owner, finance, ops, viewer (the merchant's own key acts as owner).
+         * @description The contract answers 200 or 404. An export that exists but has no file is 404 under its own code: EXPORT_NOT_READY while QUEUED or PROCESSING (with Retry-After; poll the export or wait for export.completed), EXPORT_FAILED once FAILED (request a new export). NOT_FOUND: no such export for this merchant.
+         *
+         *     Roles: owner, finance, ops, viewer (the merchant's own key acts as owner).
          */
         get: operations["getV1ReportsExportsIdDownload"];
         put?: never;
@@ -2096,7 +2098,7 @@ export interface components {
          * @description Every V1 error code
          * @enum {string}
          */
-        ErrorCode: "UNAUTHORIZED" | "INVALID_SIGNATURE" | "MERCHANT_INACTIVE" | "NOT_WALLET_MERCHANT" | "FORBIDDEN" | "INVALID_BODY" | "INVALID_JSON" | "UNSUPPORTED_PAYMENT_METHOD" | "IDEMPOTENCY_KEY_REUSED" | "MERCHANT_ORDER_ID_REUSED" | "INVALID_ID" | "BANK_NOT_FOUND" | "MISSING_BANK_INFO" | "MISSING_EWALLET_INFO" | "INVALID_FILE" | "ORDER_NOT_FOUND" | "DISBURSEMENT_NOT_FOUND" | "BENEFICIARY_NOT_FOUND" | "NOT_FOUND" | "USER_NOT_FOUND" | "REFUND_NOT_FOUND" | "ORDER_PENDING_CONFIRMATION" | "DUPLICATE_IDEMPOTENCY_KEY" | "DUPLICATE_EMAIL" | "METHOD_NOT_ALLOWED" | "INVALID_STATUS" | "AMOUNT_EXCEEDS_ORDER" | "BANK_DISABLED" | "INSUFFICIENT_BALANCE" | "AMOUNT_EXCEEDS_LIMIT" | "DAILY_LIMIT_EXCEEDED" | "LAST_OWNER" | "BENEFICIARY_NAME_MISMATCH" | "TOO_MANY_REQUESTS" | "INTERNAL_ERROR" | "NO_VENDOR" | "VENDOR_ERROR" | "SERVICE_UNAVAILABLE";
+        ErrorCode: "UNAUTHORIZED" | "INVALID_SIGNATURE" | "MERCHANT_INACTIVE" | "NOT_WALLET_MERCHANT" | "FORBIDDEN" | "INVALID_BODY" | "INVALID_JSON" | "UNSUPPORTED_PAYMENT_METHOD" | "IDEMPOTENCY_KEY_REUSED" | "MERCHANT_ORDER_ID_REUSED" | "INVALID_ID" | "BANK_NOT_FOUND" | "MISSING_BANK_INFO" | "MISSING_EWALLET_INFO" | "INVALID_FILE" | "ORDER_NOT_FOUND" | "DISBURSEMENT_NOT_FOUND" | "BENEFICIARY_NOT_FOUND" | "NOT_FOUND" | "USER_NOT_FOUND" | "EXPORT_NOT_READY" | "EXPORT_FAILED" | "REFUND_NOT_FOUND" | "ORDER_PENDING_CONFIRMATION" | "DUPLICATE_IDEMPOTENCY_KEY" | "DUPLICATE_EMAIL" | "METHOD_NOT_ALLOWED" | "INVALID_STATUS" | "AMOUNT_EXCEEDS_ORDER" | "BANK_DISABLED" | "INSUFFICIENT_BALANCE" | "AMOUNT_EXCEEDS_LIMIT" | "DAILY_LIMIT_EXCEEDED" | "LAST_OWNER" | "BENEFICIARY_NAME_MISMATCH" | "TOO_MANY_REQUESTS" | "INTERNAL_ERROR" | "NO_VENDOR" | "VENDOR_ERROR" | "SERVICE_UNAVAILABLE";
         /** @description An enabled e-wallet destination. */
         Ewallet: {
             id: components["schemas"]["Uuid"];
@@ -3618,9 +3620,18 @@ export interface operations {
                     /** @description Pay even when the bank names another account holder than account_name (a NAME_MISMATCH beneficiary, or the inquiry before the transfer); refused otherwise */
                     accept_name_mismatch?: boolean;
                 } | {
-                    channel: string;
-                } | {
                     beneficiary_id: string;
+                } | {
+                    /** @constant */
+                    channel: "BANK";
+                    bank_short_code: string;
+                    account_number: string;
+                    account_name: string;
+                } | {
+                    /** @constant */
+                    channel: "EWALLET";
+                    ewallet_provider: string;
+                    ewallet_phone: string;
                 };
             };
         };
@@ -4009,7 +4020,17 @@ export interface operations {
                     ewallet_provider?: string | null;
                     ewallet_phone?: string | null;
                     is_default?: boolean | null;
-                };
+                } & ({
+                    /** @constant */
+                    channel?: "BANK";
+                    bank_short_code: string;
+                    account_number: string;
+                } | {
+                    /** @constant */
+                    channel?: "EWALLET";
+                    ewallet_provider: string;
+                    ewallet_phone: string;
+                });
             };
         };
         responses: {
@@ -4631,7 +4652,24 @@ export interface operations {
             400: components["responses"]["InvalidId"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["MerchantInactive"];
-            404: components["responses"]["NotFound"];
+            /** @description NOT_FOUND, EXPORT_NOT_READY, EXPORT_FAILED */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        error: {
+                            /** @enum {string} */
+                            code: "NOT_FOUND" | "EXPORT_NOT_READY" | "EXPORT_FAILED";
+                            message: string;
+                            request_id: components["schemas"]["RequestId"];
+                        };
+                    };
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
         };
@@ -4848,8 +4886,12 @@ export interface operations {
                     orderId: string;
                     /** @example 150000 */
                     totalAmount: number;
-                    /** @example QRIS */
-                    paymentType: string;
+                    /**
+                     * @description Only QRIS; another type is 400 "Merchant setting is not Valid"
+                     * @example QRIS
+                     * @enum {string}
+                     */
+                    paymentType: "QRIS";
                     signature: string;
                     /** @example Budi Santoso */
                     customerName: string;

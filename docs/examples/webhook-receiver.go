@@ -10,8 +10,12 @@
 //   off. (X-Signature signs the body alone: it cannot tell a replay from a delivery.)
 // - It deduplicates on webhook-id, which the signature covers: Kasir delivers at least once.
 //   (Keep the ids in your database; a map is enough here.)
+// - It logs every refusal on stderr with its reason ("refused webhook <id>: <reason>"): a
+//   receiver silent on a 401 leaves a wrong secret or a skewed clock to guesswork.
+// - It tells samples from real events: a sample (ops webhooks:trigger, POST
+//   /v1/webhook-deliveries/samples) has "sample": true in its body and is never acted on.
 //
-// Each verified event is printed as one JSON line: {"id", "event", "body"}.
+// Each verified event is printed as one JSON line: {"id", "event", "sample", "body"}.
 package main
 
 import (
@@ -50,16 +54,16 @@ func signingKey(secret string) []byte {
 	return []byte(secret)
 }
 
-// verified says whether webhook-signature signs this id, timestamp and body, and the timestamp
-// is recent.
-func verified(h http.Header, body []byte) bool {
+// refusal says why the request is refused, or "" when webhook-signature signs this id,
+// timestamp and body and the timestamp is recent.
+func refusal(h http.Header, body []byte) string {
 	id, timestamp, signatures := h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature")
 	seconds, err := strconv.ParseInt(timestamp, 10, 64)
 	if id == "" || signatures == "" || err != nil {
-		return false
+		return "missing webhook-id, webhook-timestamp or webhook-signature"
 	}
 	if age := time.Since(time.Unix(seconds, 0)); age > tolerance || age < -tolerance {
-		return false
+		return "stale timestamp " + timestamp + " (more than 5 minutes from now)"
 	}
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte(id + "." + timestamp + "."))
@@ -69,10 +73,10 @@ func verified(h http.Header, body []byte) bool {
 		version, value, _ := strings.Cut(entry, ",")
 		given, err := base64.StdEncoding.DecodeString(value)
 		if version == "v1" && err == nil && hmac.Equal(given, expected) {
-			return true
+			return ""
 		}
 	}
-	return false
+	return "bad signature (is KASIR_WEBHOOK_SECRET the merchant's webhook secret?)"
 }
 
 // firstTime records id and says whether it was new.
@@ -87,8 +91,14 @@ func firstTime(id string) bool {
 }
 
 func handle(id, event string, payload map[string]any) {
-	line, _ := json.Marshal(map[string]any{"id": id, "event": event, "body": payload})
+	// A sample is verified like any delivery but names no real resource: print it marked, act on nothing.
+	sample := payload["sample"] == true
+	line, _ := json.Marshal(map[string]any{"id": id, "event": event, "sample": sample, "body": payload})
 	fmt.Println(string(line))
+	if sample {
+		return
+	}
+	// Here a real event's work starts (mark the order paid, release the goods...).
 }
 
 func receive(w http.ResponseWriter, r *http.Request) {
@@ -97,8 +107,13 @@ func receive(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unreadable body", http.StatusBadRequest)
 		return
 	}
-	if !verified(r.Header, body) {
-		http.Error(w, "bad signature", http.StatusUnauthorized)
+	if reason := refusal(r.Header, body); reason != "" {
+		id := r.Header.Get("webhook-id")
+		if id == "" {
+			id = "-"
+		}
+		log.Printf("refused webhook %s: %s", id, reason)
+		http.Error(w, "refused", http.StatusUnauthorized)
 		return
 	}
 	w.WriteHeader(http.StatusOK)

@@ -11,7 +11,11 @@
 //   off. (X-Signature signs the body alone: it cannot tell a replay from a delivery.)
 // - It deduplicates on webhook-id, which the signature covers: Kasir delivers at least once.
 //   (Keep the ids in your database; a file of ids is enough here.)
-// Each verified event is written to stdout as one JSON line: {"id", "event", "body"}.
+// - It logs every refusal on stderr with its reason ("refused webhook <id>: <reason>"): a
+//   receiver silent on a 401 leaves a wrong secret or a skewed clock to guesswork.
+// - It tells samples from real events: a sample (ops webhooks:trigger, POST
+//   /v1/webhook-deliveries/samples) has "sample": true in its body and is never acted on.
+// Each verified event is written to stdout as one JSON line: {"id", "event", "sample", "body"}.
 $secret = getenv('KASIR_WEBHOOK_SECRET');
 if ($secret === false || $secret === '') {
     http_response_code(500);
@@ -28,25 +32,28 @@ $id = $_SERVER['HTTP_WEBHOOK_ID'] ?? '';
 $timestamp = $_SERVER['HTTP_WEBHOOK_TIMESTAMP'] ?? '';
 $signatures = $_SERVER['HTTP_WEBHOOK_SIGNATURE'] ?? '';
 
-function verified(string $key, string $id, string $timestamp, string $signatures, string $body): bool
+// Why the request is refused, or null when it is signed and recent.
+function refusal(string $key, string $id, string $timestamp, string $signatures, string $body): ?string
 {
     if ($id === '' || $signatures === '' || !ctype_digit($timestamp)) {
-        return false;
+        return 'missing webhook-id, webhook-timestamp or webhook-signature';
     }
     if (abs(time() - (int) $timestamp) > 300) {               // the time window: 5 minutes
-        return false;
+        return "stale timestamp $timestamp (more than 5 minutes from now)";
     }
     $expected = base64_encode(hash_hmac('sha256', "$id.$timestamp.$body", $key, true));
     foreach (explode(' ', $signatures) as $entry) {          // v1,<base64>, several allowed
         $parts = explode(',', $entry, 2);
         if (count($parts) === 2 && $parts[0] === 'v1' && hash_equals($expected, $parts[1])) {
-            return true;
+            return null;
         }
     }
-    return false;
+    return "bad signature (is KASIR_WEBHOOK_SECRET the merchant's webhook secret?)";
 }
 
-if (!verified($key, $id, $timestamp, $signatures, $body)) {
+$refused = refusal($key, $id, $timestamp, $signatures, $body);
+if ($refused !== null) {
+    file_put_contents('php://stderr', 'refused webhook ' . ($id === '' ? '-' : $id) . ": $refused\n");
     http_response_code(401);
     exit;
 }
@@ -58,5 +65,12 @@ if (in_array($id, $handled, true)) {
     exit; // a retry of a delivery already handled
 }
 file_put_contents($seen, $id . "\n", FILE_APPEND | LOCK_EX);
-$line = json_encode(['id' => $id, 'event' => $_SERVER['HTTP_X_KASIR_EVENT'] ?? '', 'body' => json_decode($body, true)]);
+$payload = json_decode($body, true);
+// A sample is verified like any delivery but names no real resource: print it marked, act on nothing.
+$sample = is_array($payload) && ($payload['sample'] ?? null) === true;
+$line = json_encode(['id' => $id, 'event' => $_SERVER['HTTP_X_KASIR_EVENT'] ?? '', 'sample' => $sample, 'body' => $payload]);
 file_put_contents('php://stdout', $line . "\n");
+if ($sample) {
+    exit;
+}
+// Here a real event's work starts (mark the order paid, release the goods...).

@@ -23,6 +23,7 @@ import { createMerchant } from '../../db/merchants.ts';
 import { createPool, type Pool } from '../../db/pool.ts';
 import { startBoss } from '../../db/queue.ts';
 import { createSealer, newMasterKey } from '../../db/secrets.ts';
+import { backfillPaymentTotals, openLedgerAccounts } from '../lib/bench-ledger.ts';
 import { insertSyntheticOrders } from '../lib/synthetic-orders.ts';
 import { benchDatabase, databaseOptions, durableFrom } from './database.ts';
 import { startWorker } from './worker.ts';
@@ -122,14 +123,7 @@ export async function run(args: string[]): Promise<void> {
 
 /** Posts the merchant's PAID orders in bulk, then runs the profits statement three times. */
 async function timeProfits(client: pg.Client, pool: Pool, merchantId: string) {
-  await client.query(
-    `insert into ledger_accounts (merchant_id, kind, allow_negative)
-     select $1, k, k in ('VENDOR_CLEARING', 'ADJUSTMENTS')
-     from unnest(array['WALLET', 'SETTLEMENT_ACCRUAL', 'DISBURSEMENTS_IN_FLIGHT', 'VENDOR_CLEARING', 'FEE_REVENUE',
-                       'ADJUSTMENTS', 'REFUNDS_IN_FLIGHT', 'SETTLEMENTS_IN_FLIGHT']) k
-     on conflict do nothing`,
-    [merchantId],
-  );
+  await openLedgerAccounts(client, merchantId);
   await client.query(
     `insert into ledger_transfers (merchant_id, kind, reference_type, reference_id, ref_code)
      select merchant_id, 'ORDER_PAYMENT', 'ORDER', id, ref_code from orders where merchant_id = $1 and status = 'PAID'`,
@@ -143,6 +137,7 @@ async function timeProfits(client: pg.Client, pool: Pool, merchantId: string) {
      where t.merchant_id = $1`,
     [merchantId],
   );
+  await backfillPaymentTotals(client);
   await client.query('analyze');
   const wib = new Date(Date.now() + 7 * 3_600_000).toISOString();
   const from = `${wib.slice(0, 8)}01`;

@@ -24,6 +24,7 @@
 //   Webhooks: order.paid, order.expired, refund.succeeded, disbursement.success/failed, each
 //   DELIVERED, one in 50 after a first attempt answered 503.
 import type pg from 'pg';
+import { backfillPaymentTotals, openLedgerAccounts } from '../lib/bench-ledger.ts';
 
 /** Orders per chunk: a few seconds per statement, well inside any statement timeout. */
 export const CHUNK = 50_000;
@@ -51,7 +52,7 @@ export async function loadYear(ctx: LoadContext, merchants: LoadMerchant[], prog
   await ctx.client.query('drop table if exists h_vendor');
   await ctx.client.query(`create temporary table h_vendor as select $1::text as code`, [ctx.vendorCode]);
   for (const m of merchants) {
-    await openAccounts(ctx.client, m.id);
+    await openLedgerAccounts(ctx.client, m.id);
     for (let from = 1; from <= m.orders; from += CHUNK) {
       const to = Math.min(from + CHUNK - 1, m.orders);
       const started = performance.now();
@@ -67,7 +68,7 @@ export async function loadYear(ctx: LoadContext, merchants: LoadMerchant[], prog
     }
   }
   await backfillDailyTotals(ctx.client);
-  await backfillSummaries(ctx.client);
+  await backfillPaymentTotals(ctx.client);
 }
 
 /**
@@ -77,17 +78,6 @@ export async function loadYear(ctx: LoadContext, merchants: LoadMerchant[], prog
  */
 export async function analyze(client: pg.Client): Promise<void> {
   await client.query('vacuum (analyze)');
-}
-
-async function openAccounts(client: pg.Client, merchantId: string) {
-  await client.query(
-    `insert into ledger_accounts (merchant_id, kind, allow_negative)
-     select $1, k, k in ('VENDOR_CLEARING', 'ADJUSTMENTS')
-     from unnest(array['WALLET', 'SETTLEMENT_ACCRUAL', 'DISBURSEMENTS_IN_FLIGHT', 'VENDOR_CLEARING', 'FEE_REVENUE',
-                       'ADJUSTMENTS', 'REFUNDS_IN_FLIGHT', 'SETTLEMENTS_IN_FLIGHT']) k
-     on conflict do nothing`,
-    [merchantId],
-  );
 }
 
 /** h_orders: the chunk's orders with everything later groups derive from them (MDR, refund amount, times). */
@@ -363,9 +353,3 @@ async function backfillDailyTotals(client: pg.Client) {
   );
 }
 
-/**
- * HOOK for totals kept beside the rows (per merchant and day, for profits and the like): a
- * schema that adds such a table fills it here from the loaded rows, as its migration would.
- * None exists yet.
- */
-async function backfillSummaries(_client: pg.Client) {}

@@ -437,10 +437,17 @@ function text(r: Report): string {
       : []),
     '',
   ];
-  const cpu = (m: { cpu: ReturnType<ReturnType<typeof startCpuSample>['stop']> }) =>
-    Object.entries(m.cpu.percent_of_one_core)
-      .map(([k, v]) => `${k} ${v ?? '?'}% (sys ${m.cpu.system_percent_of_one_core[k] ?? '?'})`)
-      .join(', ') + `; machine ${m.cpu.machine_busy_percent}% busy`;
+  // CPU milliseconds per answered request: a share of one core at a rate. Far less sensitive to a
+  // busy machine than the rate itself, so runs on a shared machine still compare.
+  const msPer = (percent: number, rps: number) => (rps ? ((percent * 10) / rps).toFixed(2) : '?');
+  const cpu = (m: { rps: number; cpu: ReturnType<ReturnType<typeof startCpuSample>['stop']> }) => {
+    const shares = Object.entries(m.cpu.percent_of_one_core);
+    const total = shares.reduce((a, [, v]) => a + (v ?? 0), 0);
+    return (
+      shares.map(([k, v]) => `${k} ${v ?? '?'}% = ${v === undefined || v === null ? '?' : msPer(v, m.rps)} ms/order (sys ${m.cpu.system_percent_of_one_core[k] ?? '?'})`).join(', ') +
+      `; all ${msPer(total, m.rps)} ms/order; machine ${m.cpu.machine_busy_percent}% busy`
+    );
+  };
   const codes = (m: { statuses: Record<string, number>; errors: number; timeouts: number }) =>
     Object.entries(m.statuses)
       .filter(([code]) => !code.startsWith('2'))

@@ -39,9 +39,13 @@ t.test('a known path with another method is 405 with Allow; an unknown path stay
   t.equal(unknown.status, 404);
   t.notOk(unknown.headers.allow);
   const legacy = await call(api.url, { method: 'GET', path: '/api/order/create' });
-  t.equal(legacy.status, 404, 'the legacy envelope keeps its Not Found');
-  t.same(legacy.json, { code: 404, message: 'Not Found', data: null });
-  t.notOk(legacy.headers.allow);
+  t.equal(legacy.status, 405, 'a legacy path answers a wrong method 405 too');
+  t.same(legacy.json, { code: 405, message: 'Method Not Allowed', data: null }, 'in the legacy envelope');
+  t.equal(legacy.headers.allow, 'POST');
+  const legacyUnknown = await call(api.url, { method: 'POST', path: '/api/order/nothing' });
+  t.equal(legacyUnknown.status, 404, 'an unknown legacy path keeps its Not Found');
+  t.same(legacyUnknown.json, { code: 404, message: 'Not Found', data: null });
+  t.notOk(legacyUnknown.headers.allow);
 });
 
 t.test('an error body carries the request id: the one the caller sent, or the one Kasir made', async (t) => {

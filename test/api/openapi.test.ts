@@ -552,7 +552,9 @@ t.test('the document says what the server enforces where a fuzzer found it loose
   const doc = openApiDocument() as Record<string, any>;
   const merchant = await makeMerchant(ctx);
   const body = (path: string) => doc.paths[path].post.requestBody.content['application/json'].schema;
-  t.same(body('/v1/disbursements').anyOf.map((b: { required: string[] }) => b.required), [['channel'], ['beneficiary_id']], 'channel, or a beneficiary_id');
+  t.same(body('/v1/disbursements').anyOf.map((b: { required: string[] }) => b.required),
+    [['beneficiary_id'], ['channel', 'bank_short_code', 'account_number', 'account_name'], ['channel', 'ewallet_provider', 'ewallet_phone']],
+    'a beneficiary_id, or a channel with the fields it needs');
   const noChannel = await v1(merchant.api_key, '/v1/disbursements', { body: { idempotency_key: randomUUID(), bank_short_code: 'BCA', account_number: '1234567890', account_name: 'Budi', amount: 10_000 } });
   t.match(noChannel.json?.error, { code: 'INVALID_BODY', message: /^channel: is required without beneficiary_id/ }, '...as the server says');
   t.same(body('/v1/orders').properties.payment_method.enum, ['QRIS'], 'payment_method is an enum');
@@ -562,6 +564,34 @@ t.test('the document says what the server enforces where a fuzzer found it loose
   t.notOk(day.test('1899-12-31') || day.test('0001-01-01'), 'Day: not before 1900');
   const early = await v1(merchant.api_key, '/v1/refunds?date_from=0001-01-01');
   t.equal(early.json?.error?.message, 'date_from: must be a date as YYYY-MM-DD from 1900-01-01 to 9999-12-31; got the string "0001-01-01"', 'the server names the range');
+});
+
+t.test('links walk create → read → act: each names an operation and fills its path parameters', async (t) => {
+  const doc = openApiDocument() as Record<string, any>;
+  const byId = new Map<string, { path: string; op: any }>();
+  for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+    for (const op of Object.values(item)) byId.set(op.operationId, { path, op });
+  }
+  const linked = (path: string, status: string) => Object.entries(doc.paths[path].post.responses[status].links ?? {}) as [string, any][];
+  const chains: [string, string, string[]][] = [
+    ['/v1/orders', '201', ['getV1OrdersRefCode', 'postV1OrdersRefCodeRefund']],
+    ['/v1/orders', '200', ['getV1OrdersRefCode', 'postV1OrdersRefCodeRefund']],
+    ['/v1/orders/{ref_code}/refund', '201', ['getV1RefundsId']],
+    ['/v1/disbursements', '201', ['getV1DisbursementsId']],
+    ['/v1/beneficiaries', '201', ['getV1BeneficiariesId', 'postV1Disbursements']],
+    ['/v1/reports/export', '201', ['getV1ReportsExportsId', 'getV1ReportsExportsIdDownload']],
+  ];
+  for (const [path, status, targets] of chains) {
+    const links = linked(path, status);
+    for (const target of targets) t.ok(links.some(([, l]) => l.operationId === target), `POST ${path} ${status} links to ${target}`);
+    for (const [name, link] of links) {
+      const found = byId.get(link.operationId);
+      t.ok(found, `${name}: ${link.operationId} exists`);
+      const wanted = [...found!.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]).sort();
+      t.same(Object.keys(link.parameters ?? {}).sort(), wanted, `${name} fills every path parameter of ${found!.path}`);
+      for (const expression of Object.values(link.parameters ?? {})) t.match(expression, /^\$response\.body#\/data\/(id|ref_code)$/, `${name}: from the created record`);
+    }
+  }
 });
 
 t.test('summary', async (t) => {

@@ -35,7 +35,7 @@ t.test('a burst of rows is analyzed within seconds by the scheduler', async (t) 
   const after = await eventually(async () => {
     const now = await statsOf('burst_probe');
     return now.last_analyze && (!before.last_analyze || now.last_analyze > before.last_analyze) ? now : undefined;
-  }, 'the statistics sweep to analyze burst_probe', 20_000);
+  }, 'the statistics sweep to analyze burst_probe', 60_000); // the scheduler's start included: slow on a busy machine
   t.equal(after.estimate, 5000, 'the planner now knows the table holds 5,000 rows');
   t.notOk((await staleTables(pool)).some((s) => s.name === 'burst_probe'), 'and it is no longer stale');
 });

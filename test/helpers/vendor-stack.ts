@@ -26,6 +26,18 @@ export interface DialectVendor {
   methods?: ('QRIS' | 'BANK' | 'EWALLET')[];
 }
 
+/** The shared secret of nativeSimulatorVendor's simulator (its callbacks' HMAC key). */
+export const NATIVE_SIMULATOR_SECRET = 'kasir-test-native-simulator-secret';
+
+/** The built-in simulator in its own dialect, beside vendor dialects on one stack. */
+export function nativeSimulatorVendor(code: string): DialectVendor {
+  return {
+    code,
+    simulatorEnv: () => ({ SIMULATOR_SECRET: NATIVE_SIMULATOR_SECRET }),
+    vendor: (url, c) => ({ code: c, kind: 'simulator', baseUrl: url, credentials: { secret: NATIVE_SIMULATOR_SECRET } }),
+  };
+}
+
 export interface VendorStack extends Stack {
   /** The first vendor's code and record. */
   code: string;

@@ -11,6 +11,7 @@ import { adjustWallet, auditLedger, postTransfer, InsufficientFunds } from '../.
 import { mdrOf } from '../../db/money-rules.ts';
 import { migrate } from '../../db/migrate.ts';
 import { sql } from '../../db/pool.ts';
+import { recountProfits, sumProfits } from '../../db/reports.sql.ts';
 import { call } from '../helpers/http.ts';
 import { emptyDatabase } from '../helpers/db.ts';
 import { makeMerchant } from '../helpers/factories.ts';
@@ -163,6 +164,44 @@ t.test('the audit fails on a tampered balance, an unbalanced transfer and an unp
   t.ok(unbalanced.problems.some((p: any) => p.check === 'transfer_sum'), 'a transfer that does not sum to zero is reported');
 });
 
+t.test('the full audit proves the profits report\'s kept day totals against the records', async (t) => {
+  const stack = await startStack(t, { groups: ['vendor', 'disbursement'] });
+  const merchant = await makeMerchant(stack.api.ctx);
+  const pool = stack.api.ctx.pool;
+  const order = await paidOrder(stack, merchant, 80_000);
+  const today = new Date(Date.now() + 7 * 3_600_000).toISOString().slice(0, 10);
+  const report = () => sumProfits(pool, merchant.merchant_id, today, today);
+  t.strictSame(await report(), await recountProfits(pool, merchant.merchant_id, today, today), 'the payment counted once, with its MDR');
+  t.match(await report(), { order_count: 1, gross_amount: 80_000, mdr_total: mdrOf(80_000, 70) });
+  const full = async () => {
+    const res = await ops(stack.env, 'ledger:audit', '--full', '--json');
+    return { code: res.code, report: JSON.parse(res.stdout) };
+  };
+  t.match(await full(), { code: 0, report: { ok: true } });
+
+  await pool.query(sql.unsafe`update profit_daily_totals set gross_amount = gross_amount + 1 where merchant_id = ${merchant.merchant_id} and order_count = 1`);
+  const tampered = await full();
+  t.equal(tampered.code, 1, 'a kept total that is not the records\' own fails the audit');
+  t.match(tampered.report.problems, [{ check: 'profit_totals', subject: `${merchant.merchant_id} ${today}` }]);
+  await pool.query(sql.unsafe`update profit_daily_totals set gross_amount = gross_amount - 1 where merchant_id = ${merchant.merchant_id} and order_count = 1`);
+
+  // A paid order's time corrected to another WIB day moves it there, MDR and all.
+  await pool.query(sql.unsafe`update orders set paid_at = '2026-01-31T17:30:00Z' where id = ${order.id}`);
+  t.match(await sumProfits(pool, merchant.merchant_id, '2026-02-01', '2026-02-01'), { order_count: 1, gross_amount: 80_000, mdr_total: mdrOf(80_000, 70) });
+  t.match(await report(), { order_count: 0, gross_amount: 0, mdr_total: 0 });
+  t.match(await full(), { code: 0, report: { ok: true } });
+});
+
+t.test('a merchant\'s settlement type is fixed: its orders were credited and are settled by it', async (t) => {
+  const stack = await startStack(t, { groups: [] });
+  const merchant = await makeMerchant(stack.api.ctx, { settlement: 'MANUAL' });
+  const pool = stack.api.ctx.pool;
+  const refusal = await pool.query(sql.unsafe`update merchants set settlement_type = 'WALLET' where id = ${merchant.merchant_id}`).then(() => null, (e: Error) => e);
+  t.match(String((refusal?.cause as Error | undefined)?.message ?? refusal?.message), /settlement_type is fixed/, 'MANUAL to WALLET is refused');
+  await pool.query(sql.unsafe`update merchants set settlement_type = 'MANUAL', name = 'Renamed' where id = ${merchant.merchant_id}`);
+  t.pass('an update that keeps the type goes through');
+});
+
 t.test('the audit checkpoint: the incremental audit finds a corrupted posting made after it, --full one from before it', async (t) => {
   const stack = await startStack(t, { groups: [] });
   const merchant = await makeMerchant(stack.api.ctx);
@@ -249,4 +288,9 @@ t.test('the ledger migration posts orders paid before it existed', async (t) => 
   const report = await auditLedger(pool);
   t.same(report.problems, [], 'the backfilled ledger passes the audit (chains, sums, coverage)');
   t.equal(report.transfers, 4);
+  for (const merchant of merchants) {
+    const kept = await sumProfits(pool, merchant, '2000-01-01', '2100-12-31');
+    t.strictSame(kept, await recountProfits(pool, merchant, '2000-01-01', '2100-12-31'), 'the profits totals were backfilled from the records');
+  }
+  t.match(await sumProfits(pool, merchants[0], '2000-01-01', '2100-12-31'), { order_count: 3, gross_amount: 160_072 });
 });

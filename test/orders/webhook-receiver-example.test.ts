@@ -2,7 +2,8 @@
 // (node, php -S, go run), against real Kasir webhooks: each verifies the Standard Webhooks
 // signature (id, timestamp and body) within its time window, acknowledges, and handles a
 // retried delivery (same webhook-id) once; a forged request is 401, and so is a captured webhook
-// replayed later or under a new id. PHP and Go come from Debian's php-cli and golang-go (the
+// replayed later or under a new id, each refusal logged on stderr with its reason; a sample is
+// printed marked as one. PHP and Go come from Debian's php-cli and golang-go (the
 // test preflight says so when they are missing).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -28,7 +29,9 @@ t.teardown(() => rm(scratch, { recursive: true, force: true }));
 
 interface Receiver {
   port: number;
-  events(): { id: string; event: string; body: { ref_code: string; status: string } }[];
+  events(): { id: string; event: string; sample: boolean; body: { ref_code: string; status: string; sample?: true } }[];
+  /** What the example wrote on stderr, line by line. */
+  logs(): string[];
 }
 
 /** Starts one example on a free port and collects the JSON lines it prints. */
@@ -36,9 +39,9 @@ async function startReceiver(t: { teardown(fn: () => unknown): void }, kind: 'no
   const port = await freePort();
   const env = { ...process.env, KASIR_WEBHOOK_SECRET: secret, PORT: String(port), HOME: scratch, GOCACHE: join(scratch, 'go-cache'), GOPATH: join(scratch, 'go') };
   const child: ChildProcess =
-    kind === 'node' ? spawn(process.execPath, [`${examples}/webhook-receiver.mjs`], { cwd: examples, env, stdio: ['ignore', 'pipe', 'inherit'] })
-    : kind === 'php' ? spawn('php', ['-S', `127.0.0.1:${port}`, 'webhook-receiver.php'], { cwd: examples, env, stdio: ['ignore', 'pipe', 'ignore'] })
-    : spawn('go', ['run', 'webhook-receiver.go'], { cwd: examples, env, stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+    kind === 'node' ? spawn(process.execPath, [`${examples}/webhook-receiver.mjs`], { cwd: examples, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    : kind === 'php' ? spawn('php', ['-S', `127.0.0.1:${port}`, 'webhook-receiver.php'], { cwd: examples, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn('go', ['run', 'webhook-receiver.go'], { cwd: examples, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   t.teardown(() => {
     try {
       if (kind === 'go') process.kill(-child.pid!, 'SIGTERM'); // go run's compiled child too
@@ -47,6 +50,8 @@ async function startReceiver(t: { teardown(fn: () => unknown): void }, kind: 'no
   });
   const lines: string[] = [];
   createInterface({ input: child.stdout! }).on('line', (line) => lines.push(line));
+  const logs: string[] = [];
+  createInterface({ input: child.stderr! }).on('line', (line) => logs.push(line));
   let exited: number | null = null;
   child.once('exit', (code) => (exited = code ?? 1));
   await eventually(async () => {
@@ -57,6 +62,7 @@ async function startReceiver(t: { teardown(fn: () => unknown): void }, kind: 'no
   return {
     port,
     events: () => lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)),
+    logs: () => logs,
   };
 }
 
@@ -70,7 +76,7 @@ for (const kind of ['node', 'php', 'go'] as const) {
       const found = receiver.events().filter((e) => e.body.ref_code === order.ref_code);
       return found.length ? found : undefined;
     }, `the ${kind} example to receive order.paid`);
-    t.match(paid, { event: 'order.paid', body: { ref_code: order.ref_code, status: 'PAID' } });
+    t.match(paid, { event: 'order.paid', sample: false, body: { ref_code: order.ref_code, status: 'PAID' } }, 'a real event, printed as one');
 
     // Kasir sends the same delivery again (as after a lost answer): handled once.
     const deliveries = await call(stack.api.url, { method: 'GET', path: '/v1/webhook-deliveries', headers: { 'x-api-key': merchant.api_key } });
@@ -85,6 +91,8 @@ for (const kind of ['node', 'php', 'go'] as const) {
     const forged = await call(`http://127.0.0.1:${receiver.port}`, { path: '/kasir/webhooks', headers: { 'x-signature': `sha256=${'0'.repeat(64)}`, 'webhook-id': 'msg_forged' }, body: { ref_code: 'ORD-1-FAKE', status: 'PAID' } });
     t.equal(forged.status, 401, 'a forged webhook is refused');
     t.notOk(receiver.events().some((e) => e.id === 'msg_forged'));
+    await eventually(async () => receiver.logs().some((l) => l.includes('refused webhook msg_forged: missing webhook-id, webhook-timestamp or webhook-signature')) || undefined,
+      `the ${kind} example to log the forged request's refusal`);
 
     // A captured delivery, as an attacker on the path holds it: its exact body and headers.
     const detail = await call(stack.api.url, { method: 'GET', path: `/v1/webhook-deliveries/${delivery.id}`, headers: { 'x-api-key': merchant.api_key } });
@@ -101,8 +109,20 @@ for (const kind of ['node', 'php', 'go'] as const) {
     t.equal((await replay('msg_new_id', now - 600, delivery.id)).status, 401, 'a 10-minute-old webhook under a new id is refused (the id is signed)');
     t.equal((await replay(delivery.id, now - 600)).status, 401, 'a 10-minute-old webhook under its own id is refused (the time window)');
     t.equal((await replay('msg_new_id', now, delivery.id)).status, 401, 'a fresh timestamp does not help without the secret');
+    await eventually(async () => {
+      const logged = receiver.logs();
+      return logged.some((l) => l.includes(`refused webhook ${delivery.id}: stale timestamp ${now - 600}`))
+        && logged.some((l) => l.includes('refused webhook msg_new_id: bad signature')) ? true : undefined;
+    }, `the ${kind} example to log each refusal with its reason`);
     t.equal((await replay(delivery.id, now - 60)).status, 200, 'within the window, its own id, it verifies...');
     t.equal(receiver.events().filter((e) => e.id === paid.id).length, 1, '...and is handled once: deduplicated on the signed id');
     t.notOk(receiver.events().some((e) => e.id === 'msg_new_id'));
+
+    // A sample Kasir sends on request: verified like a delivery, printed marked as a sample.
+    const asked = await call(stack.api.url, { path: '/v1/webhook-deliveries/samples', headers: { 'x-api-key': merchant.api_key }, body: { event: 'order.paid' } });
+    t.equal(asked.status, 202, asked.text);
+    const sample = await eventually(async () => receiver.events().find((e) => e.body.sample === true), `the ${kind} example to receive the sample`);
+    t.match(sample, { event: 'order.paid', sample: true }, 'the sample is printed as a sample');
+    t.notOk(receiver.events().some((e) => e.body.sample !== true && e.sample), 'no real event is printed as a sample');
   });
 }

@@ -249,8 +249,10 @@ t.test('export requests: the job record, refusals, the paginated list', async (t
   t.equal((await get(m, '/v1/reports/exports?limit=101')).json.error.code, 'INVALID_BODY');
 
   const early = await download(m, res.json.data.id);
-  t.equal(early.status, 404, 'not downloadable before it is built');
-  t.equal(early.json.error.code, 'NOT_FOUND');
+  t.equal(early.status, 404, 'not downloadable before it is built (the contract\'s 404)');
+  t.equal(early.json.error.code, 'EXPORT_NOT_READY', 'under a code that says it is still being built, not NOT_FOUND');
+  t.match(early.json.error.message, /still being built \(QUEUED\)/);
+  t.equal(early.headers['retry-after'], '5', 'with when to look again');
   await restartCsv();
   await exportReaches(m, res.json.data.id, 'COMPLETED');
   t.equal((await download(m, res.json.data.id)).status, 200, 'downloadable once COMPLETED');
@@ -538,7 +540,7 @@ t.test('an export over EXPORT_MAX_ROWS fails at once: FAILED with its reason, no
   t.strictSame(hook.json, { ...failed, event: 'export.failed', event_id: hook.headers['webhook-id'], event_created_at: hook.json.event_created_at }, 'the failed export, its reason, the event');
   const file = await download(shop, failed.id);
   t.equal(file.status, 404);
-  t.equal(file.json.error.code, 'NOT_FOUND');
+  t.equal(file.json.error.code, 'EXPORT_FAILED', 'a failed export says so, not NOT_FOUND');
   const chunks = await pool.oneFirst(sql.unsafe`select count(*)::int from export_chunks where export_id = ${failed.id}`);
   t.equal(chunks, 0, 'nothing of the file was kept');
   const small = await exported(other, { type: 'orders' });

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { findBankByShortCode } from '../../db/master-data.ts';
 import { createPool } from '../../db/pool.ts';
+import { recountProfits, sumProfits } from '../../db/reports.sql.ts';
 import { createSealer, newMasterKey } from '../../db/secrets.ts';
 import { upsertVendor } from '../../db/vendors.ts';
 import { loadYear } from '../../scripts/bench/history-load.ts';
@@ -66,4 +67,20 @@ t.test('a loaded year passes the ledger audit and looks like a year of the API',
   t.ok(n('attempts') > n('deliveries'), 'some deliveries retried');
   t.ok(n('daily_totals') > 0, 'daily payout totals');
   t.equal(n('without_events'), 0, 'every order has its timeline');
+
+  // The profits report reads the kept day totals: for the whole year, a month and one day of
+  // each merchant they equal the totals counted from the records.
+  const wib = (ms: number) => new Date(ms + 7 * 3_600_000).toISOString().slice(0, 10);
+  const periods = [
+    [wib(end.getTime() - 366 * 86_400_000), wib(end.getTime())],
+    [wib(end.getTime() - 200 * 86_400_000), wib(end.getTime() - 170 * 86_400_000)],
+    [wib(end.getTime() - 3 * 86_400_000), wib(end.getTime() - 3 * 86_400_000)],
+  ];
+  for (const m of [big, small]) {
+    for (const [from, to] of periods) {
+      const kept = await sumProfits(pool, m.merchant_id, from, to);
+      t.strictSame(kept, await recountProfits(pool, m.merchant_id, from, to), `profits ${from}..${to}: the kept totals are the records' own`);
+      if (m === big && from !== to) t.ok(kept.order_count > 0 && kept.refund_total > 0 && kept.disbursement_count > 0, `${from}..${to} holds payments, refunds and payouts`);
+    }
+  }
 });

@@ -61,7 +61,7 @@ t.test('README walkthrough runs as written', async (t) => {
   t.match(out, /"amount":50000,"reason":"one item returned","status":"PENDING"/, 'the refund is accepted');
   t.match(out, /"idempotency_key":"payout-1".*"total_debit":52500.*"status":"PENDING"/, 'the payout is accepted after the test float');
   t.match(out, /\{"code":200,"message":"Success","data":\{"clientId":"[^"]+","balance":"1046450\.00"\}\}/, 'the legacy balance is the README\'s');
-  await eventually(async () => (/\{"id":"[^"]+","event":"order\.paid","body":\{"ref_code":"ORD-[^"]+",[^\n]*"status":"PAID"/.test(out) ? true : undefined),
+  await eventually(async () => (/\{"id":"[^"]+","event":"order\.paid","sample":false,"body":\{"ref_code":"ORD-[^"]+",[^\n]*"status":"PAID"/.test(out) ? true : undefined),
     'the receiver to print the verified order.paid', 15_000);
   t.pass('the example receiver printed the order.paid it verified');
   // Issue 37: the README's payout is paid by the simulator, which confirms the holder's name it

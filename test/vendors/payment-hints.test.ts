@@ -17,17 +17,12 @@ import { merchantApi } from '../helpers/merchant-api.ts';
 import { balanceOf, ledgerAudit } from '../helpers/money.ts';
 import { simulatorSignature } from '../helpers/order-lifecycle.ts';
 import { clearFaults, setFaults, simulatePay } from '../helpers/simulator.ts';
-import { startVendorStack } from '../helpers/vendor-stack.ts';
+import { nativeSimulatorVendor, NATIVE_SIMULATOR_SECRET, startVendorStack } from '../helpers/vendor-stack.ts';
 import { XENDIT_ACCOUNT, xenditDialectVendor } from '../helpers/xendit.ts';
 
-const NATIVE_SECRET = 'kasir-test-native-simulator-secret';
 const stack = await startVendorStack(t, [
   xenditDialectVendor('xendit'),
-  {
-    code: 'sim',
-    simulatorEnv: () => ({ SIMULATOR_SECRET: NATIVE_SECRET }),
-    vendor: (url, code) => ({ code, kind: 'simulator', baseUrl: url, credentials: { secret: NATIVE_SECRET } }),
-  },
+  nativeSimulatorVendor('sim'),
 ]);
 const xendit = stack.sims[0].url;
 const pool = stack.api.ctx.pool;
@@ -131,7 +126,7 @@ t.test('simulator (shared HMAC): a signed callback for an unpaid order moves not
   const order = await orderRow(ref);
   t.equal(order.vendor_code, 'sim');
   const body = JSON.stringify({ event_id: randomUUID(), type: 'qris.paid', reference: ref, id: order.vendor_order_id, amount: 30_000, paid_at: new Date().toISOString(), rrn: '000000000001' });
-  const res = await call(stack.api.url, { path: '/callbacks/sim', headers: { 'content-type': 'application/json', ...simulatorSignature(NATIVE_SECRET, body) }, body });
+  const res = await call(stack.api.url, { path: '/callbacks/sim', headers: { 'content-type': 'application/json', ...simulatorSignature(NATIVE_SIMULATOR_SECRET, body) }, body });
   t.equal(res.status, 200, res.text);
   t.equal((await orderRow(ref)).status, 'PENDING');
   t.match(await unconfirmed(ref), [{ vendor_code: 'sim', detail: { why: 'NOT_PAID', read_status: 'PENDING' } }]);

@@ -11,17 +11,12 @@ import { bankPayout, merchantApi } from '../helpers/merchant-api.ts';
 import { balanceOf, ledgerAudit } from '../helpers/money.ts';
 import { ops } from '../helpers/processes.ts';
 import { clearFaults, setFaults, simulatePay, startCallbackReceiver } from '../helpers/simulator.ts';
-import { startVendorStack } from '../helpers/vendor-stack.ts';
+import { nativeSimulatorVendor, startVendorStack } from '../helpers/vendor-stack.ts';
 import { XENDIT_ACCOUNT, xenditDialectVendor, xenditStats } from '../helpers/xendit.ts';
 
-const NATIVE_SECRET = 'kasir-test-native-simulator-secret';
 const stack = await startVendorStack(t, [
   xenditDialectVendor('xendit'),
-  {
-    code: 'sim',
-    simulatorEnv: () => ({ SIMULATOR_SECRET: NATIVE_SECRET }),
-    vendor: (url, code) => ({ code, kind: 'simulator', baseUrl: url, credentials: { secret: NATIVE_SECRET } }),
-  },
+  nativeSimulatorVendor('sim'),
 ]);
 const xendit = stack.sims[0].url;
 const native = stack.sims[1].url;
