@@ -9,6 +9,7 @@ import { logger } from '../db/logger.ts';
 import { startMetricsServer } from '../db/metrics.ts';
 import { waitForDatabaseOrExit } from '../db/wait-for-database.ts';
 import { openContext } from './context.ts';
+import { sandboxVendorCodes } from '../db/vendors.ts';
 import { publishedSecretProblem, warnWithoutTrustProxy } from './start-checks.ts';
 
 const config = loadConfig();
@@ -25,6 +26,8 @@ if (refusal) {
 warnWithoutTrustProxy(config);
 const app = createApp(ctx);
 const metrics = await startMetricsServer(config, ctx.pool);
+// Said in the line every operator reads: a sandbox vendor's dashboard can "pay" any order.
+const sandboxVendors = await sandboxVendorCodes(ctx.pool);
 
 // Node checks the headers and request timers of open sockets every connectionsCheckingInterval
 // (30 s by default, which would let a 1 s limit hold a socket for 31 s); once a second bounds
@@ -41,7 +44,11 @@ server.maxConnections = config.MAX_CONNECTIONS;
 server.listen(config.PORT, config.HOST, () => {
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
-  logger.info({ port, publicBaseUrl: publicBaseUrl(config) }, 'api listening');
+  if (sandboxVendors.length) {
+    logger.warn({ port, publicBaseUrl: publicBaseUrl(config), sandboxVendors }, `api listening with SANDBOX vendors (${sandboxVendors.join(', ')}): take no real money on this stack`);
+  } else {
+    logger.info({ port, publicBaseUrl: publicBaseUrl(config) }, 'api listening');
+  }
   process.send?.({ listening: true, port, metricsPort: metrics?.port ?? null });
 });
 

@@ -45,13 +45,15 @@ export const VENDOR_CODE = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 export async function upsertVendor(
   db: Db,
   sealer: Sealer,
-  input: { code: string; kind: string; baseUrl: string; credentials: Record<string, string> },
+  /** `sandbox`: the vendor's sandbox environment, marked by the operator (db/sandbox-credentials.ts). */
+  input: { code: string; kind: string; baseUrl: string; credentials: Record<string, string>; sandbox?: boolean },
 ): Promise<void> {
   await db.query(sql.unsafe`
-    insert into vendors (code, kind, base_url, credentials_enc)
-    values (${input.code}, ${input.kind}, ${input.baseUrl}, ${sql.binary(sealer.seal(JSON.stringify(input.credentials), vendorCredentialsPlace(input.code)))})
+    insert into vendors (code, kind, base_url, credentials_enc, sandbox)
+    values (${input.code}, ${input.kind}, ${input.baseUrl}, ${sql.binary(sealer.seal(JSON.stringify(input.credentials), vendorCredentialsPlace(input.code)))},
+            ${input.sandbox ?? false})
     on conflict (code) do update
-      set kind = excluded.kind, base_url = excluded.base_url, credentials_enc = excluded.credentials_enc,
+      set kind = excluded.kind, base_url = excluded.base_url, credentials_enc = excluded.credentials_enc, sandbox = excluded.sandbox,
           enabled = true, removed_at = null, updated_at = now()`);
 }
 
@@ -133,8 +135,17 @@ export async function setVendorEnabled(db: Db, code: string, enabled: boolean): 
 }
 
 export async function listVendors(db: Db) {
-  return db.any(sql.type(z.object({ code: z.string(), kind: z.string(), base_url: z.string(), enabled: z.boolean(), removed: z.boolean() }))`
-    select code, kind, base_url, enabled, removed_at is not null as removed from vendors order by code`);
+  return db.any(sql.type(z.object({ code: z.string(), kind: z.string(), base_url: z.string(), enabled: z.boolean(), removed: z.boolean(), sandbox: z.boolean() }))`
+    select code, kind, base_url, enabled, removed_at is not null as removed, sandbox from vendors order by code`);
+}
+
+/**
+ * Vendors marked --sandbox and not removed (a disabled one still applies callbacks to what it
+ * holds): a stack holding one says so in /healthz and its startup log.
+ */
+export async function sandboxVendorCodes(db: Db): Promise<readonly string[]> {
+  return db.anyFirst(sql.type(z.object({ code: z.string() }))`
+    select code from vendors where sandbox and removed_at is null order by code`);
 }
 
 /**

@@ -356,6 +356,7 @@ export const brand = named('Brand', 'The brand of the domain called.', z.strictO
 export const health = named('Health', 'Liveness with the database reachability (a bare object, not the V1 envelope).', z.strictObject({
   status: z.enum(['ok', 'unavailable']),
   db: z.enum(['ok', 'unreachable']),
+  sandbox: z.literal(true).optional().describe('Present while a vendor is marked `--sandbox` (ops vendor:add): this stack must take no real money'),
 }));
 
 // ---------- V1 envelopes (spec 2.1)

@@ -2166,6 +2166,11 @@ export interface components {
             status: "ok" | "unavailable";
             /** @enum {string} */
             db: "ok" | "unreachable";
+            /**
+             * @description Present while a vendor is marked `--sandbox` (ops vendor:add): this stack must take no real money
+             * @constant
+             */
+            sandbox?: true;
         };
         /**
          * Format: date-time

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { gatewayFor } from '../../gateways/registry.ts';
 import { PUBLISHED_SECRETS, publishedCredentials } from '../../db/published-secrets.ts';
+import { environmentSigns, sandboxMarkProblem } from '../../db/sandbox-credentials.ts';
 import { listConflicts } from '../../db/vendor-binding.ts';
 import {
   getVendor,
@@ -26,6 +27,10 @@ const vendorCode = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/, 'lowercase let
 const httpUrl = z.url({ protocol: /^https?$/ });
 const key = (flag: string) => z.string({ error: `--${flag} is required` }).min(8, `--${flag}: at least 8 characters`);
 
+// The vendor's sandbox, marked by the operator (db/sandbox-credentials.ts). Not the simulator's:
+// the built-in simulator is the development gateway, kept off real stacks by its published secrets.
+const sandbox = z.boolean().optional();
+
 /**
  * What each kind needs, and the credentials object sealed for it (the adapter's own reading
  * of `vendor.credentials`). Flags of another kind are refused rather than silently dropped.
@@ -34,6 +39,7 @@ const vendorInput = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('simulator'), code: vendorCode, 'base-url': httpUrl, secret: key('secret') }),
   z.strictObject({
     kind: z.literal('xendit'),
+    sandbox,
     code: vendorCode,
     'base-url': httpUrl,
     'secret-key': key('secret-key'),
@@ -42,6 +48,7 @@ const vendorInput = z.discriminatedUnion('kind', [
   z
     .strictObject({
       kind: z.literal('midtrans'),
+      sandbox,
       code: vendorCode,
       'base-url': httpUrl,
       'server-key': key('server-key'),
@@ -64,6 +71,7 @@ const vendorInput = z.discriminatedUnion('kind', [
     .refine((v) => v['iris-approver-totp-secret'] === undefined || v['iris-base-url'] !== undefined, '--iris-approver-totp-secret goes with the Iris keys'),
   z.strictObject({
     kind: z.literal('snap'),
+    sandbox,
     code: vendorCode,
     'base-url': httpUrl,
     'partner-id': z.string({ error: '--partner-id is required' }).min(1).max(64),
@@ -155,26 +163,34 @@ export const vendorAdd = command({
   summary: 'Add a vendor (or update its URL and credentials); credentials are stored encrypted',
   usage: [
     'vendor:add --code C --kind simulator --base-url URL --secret S [--json]',
-    'vendor:add --code C --kind xendit --base-url URL --secret-key K --callback-token T [--json]',
+    'vendor:add --code C --kind xendit --base-url URL --secret-key K --callback-token T [--sandbox] [--json]',
     'vendor:add --code C --kind midtrans --base-url URL --server-key K [--qris-acquirer gopay|airpay-shopee]',
-    '           [--iris-base-url URL --iris-creator-key K --iris-approver-key K --iris-merchant-key K [--iris-approver-totp-secret BASE32]] [--json]',
+    '           [--iris-base-url URL --iris-creator-key K --iris-approver-key K --iris-merchant-key K [--iris-approver-totp-secret BASE32]] [--sandbox] [--json]',
     'vendor:add --code C --kind snap --base-url URL --partner-id P --client-key K --client-secret S',
     '           --private-key-file PEM --provider-public-key-file PEM --channel-id CH --merchant-id MID [--terminal-id TID]',
-    '           [--notify-signature rsa|hmac] [--qr-query-service-code 47|51] [--bank-branch-code NNNN] [--source-account-no N] [--json]',
+    '           [--notify-signature rsa|hmac] [--qr-query-service-code 47|51] [--bank-branch-code NNNN] [--source-account-no N] [--sandbox] [--json]',
+    '--sandbox: the vendor\'s sandbox (test keys, sandbox hosts), refused without it; production credentials are refused with it',
   ].join('\n       '),
-  flags: Object.fromEntries(
-    ['code', 'kind', 'base-url', 'secret', 'secret-key', 'callback-token', 'server-key', 'qris-acquirer', 'iris-base-url', 'iris-creator-key', 'iris-approver-key', 'iris-merchant-key',
-      'iris-approver-totp-secret', 'partner-id', 'client-key', 'client-secret', 'private-key-file', 'provider-public-key-file', 'channel-id', 'merchant-id', 'terminal-id',
-      'notify-signature', 'qr-query-service-code', 'bank-branch-code', 'source-account-no'].map(
-      (name) => [name, { type: 'string' as const }],
+  flags: {
+    sandbox: { type: 'boolean' },
+    ...Object.fromEntries(
+      ['code', 'kind', 'base-url', 'secret', 'secret-key', 'callback-token', 'server-key', 'qris-acquirer', 'iris-base-url', 'iris-creator-key', 'iris-approver-key', 'iris-merchant-key',
+        'iris-approver-totp-secret', 'partner-id', 'client-key', 'client-secret', 'private-key-file', 'provider-public-key-file', 'channel-id', 'merchant-id', 'terminal-id',
+        'notify-signature', 'qr-query-service-code', 'bank-branch-code', 'source-account-no'].map(
+        (name) => [name, { type: 'string' as const }],
+      ),
     ),
-  ),
+  },
   // The SNAP client key is an identifier sent in the clear (X-CLIENT-KEY), not a secret.
   secretFlags: ['secret', 'secret-key', 'callback-token', 'server-key', 'iris-creator-key', 'iris-approver-key', 'iris-merchant-key', 'iris-approver-totp-secret', 'client-secret'],
   input: z.preprocess((raw) => Object.fromEntries(Object.entries(raw as object).filter(([, v]) => v !== undefined)), vendorInput),
   async run(ctx, input) {
     const baseUrl = input['base-url'].replace(/\/+$/, '');
+    const sandbox = input.kind !== 'simulator' && input.sandbox === true;
     const credentials = credentialsOf(input);
+    const urls = { 'base-url': baseUrl, 'iris-base-url': input.kind === 'midtrans' ? input['iris-base-url'] : undefined };
+    const markProblem = sandboxMarkProblem(environmentSigns(urls, credentials), sandbox);
+    if (markProblem) throw new OpsError(markProblem);
     // A secret published with Kasir (the simulator's defaults) lets anyone sign this vendor's callbacks.
     const published = publishedCredentials(credentials);
     if (published.length && process.env.ALLOW_DEVELOPMENT_SECRETS !== 'true') {
@@ -183,8 +199,11 @@ export const vendorAdd = command({
           'Use the secret the vendor issued you (or set ALLOW_DEVELOPMENT_SECRETS=true on a stack nobody else can reach)',
       );
     }
-    await upsertVendor(await ctx.pool(), ctx.sealer(), { code: input.code, kind: input.kind, baseUrl, credentials });
-    return { json: { code: input.code, kind: input.kind, base_url: baseUrl, enabled: true }, text: `vendor ${input.code} (${input.kind}) saved and enabled` };
+    await upsertVendor(await ctx.pool(), ctx.sealer(), { code: input.code, kind: input.kind, baseUrl, credentials, sandbox });
+    return {
+      json: { code: input.code, kind: input.kind, base_url: baseUrl, enabled: true, sandbox },
+      text: `vendor ${input.code} (${input.kind}) saved and enabled${sandbox ? ' as a SANDBOX vendor: this stack must take no real money' : ''}`,
+    };
   },
 });
 
@@ -217,7 +236,9 @@ export const vendorList = command({
   async run(ctx) {
     const vendors = await listVendors(await ctx.pool());
     const text = vendors.length
-      ? vendors.map((v) => `${v.code.padEnd(12)} ${v.kind.padEnd(10)} ${v.removed ? 'removed ' : v.enabled ? 'enabled ' : 'disabled'} ${v.base_url}`).join('\n')
+      ? vendors
+          .map((v) => `${v.code.padEnd(12)} ${v.kind.padEnd(10)} ${v.removed ? 'removed ' : v.enabled ? 'enabled ' : 'disabled'} ${v.base_url}${v.sandbox ? '  SANDBOX' : ''}`)
+          .join('\n')
       : 'no vendors';
     return { json: { vendors }, text };
   },

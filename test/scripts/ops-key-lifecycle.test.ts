@@ -116,7 +116,7 @@ t.test('secret flags read a file or stdin instead of argv', async (t) => {
   t.equal(viaStdin.code, 0, viaStdin.stderr);
   t.equal(webhookSecretOf(sealer, await getMerchant(pool, created.merchant_id)), 'whsec_from-stdin-0123456789');
 
-  const vendor = await opsWithStdin(env, 'tok-from-stdin-123', 'vendor:add', '--code', 'xnd-file', '--kind', 'xendit', '--base-url', 'https://api.xendit.co',
+  const vendor = await opsWithStdin(env, 'tok-from-stdin-123', 'vendor:add', '--sandbox', '--code', 'xnd-file', '--kind', 'xendit', '--base-url', 'https://api.xendit.co',
     '--secret-key-file', `${dir}/secret-key.txt`, '--callback-token-file', '-');
   t.equal(vendor.code, 0, vendor.stderr);
   t.same((await getVendor(pool, sealer, 'xnd-file'))?.credentials, { secretKey: 'xnd_development_from_file', callbackToken: 'tok-from-stdin-123' });

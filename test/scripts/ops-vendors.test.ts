@@ -32,16 +32,16 @@ t.test('a mistyped command names the nearest one and its usage', async (t) => {
 });
 
 t.test('vendor:add seals each kind’s credentials; re-running it updates the vendor', async (t) => {
-  const xendit = await ops('vendor:add', '--code', 'xnd', '--kind', 'xendit', '--base-url', 'https://api.xendit.co/', '--secret-key', 'xnd_development_abc123', '--callback-token', 'tok-12345678', '--json');
+  const xendit = await ops('vendor:add', '--sandbox', '--code', 'xnd', '--kind', 'xendit', '--base-url', 'https://api.xendit.co/', '--secret-key', 'xnd_development_abc123', '--callback-token', 'tok-12345678', '--json');
   t.equal(xendit.code, 0, xendit.stderr);
-  t.same(JSON.parse(xendit.stdout), { code: 'xnd', kind: 'xendit', base_url: 'https://api.xendit.co', enabled: true });
+  t.same(JSON.parse(xendit.stdout), { code: 'xnd', kind: 'xendit', base_url: 'https://api.xendit.co', enabled: true, sandbox: true });
   t.same((await getVendor(pool, sealer, 'xnd'))?.credentials, { secretKey: 'xnd_development_abc123', callbackToken: 'tok-12345678' });
 
-  const again = await ops('vendor:add', '--code', 'xnd', '--kind', 'xendit', '--base-url', 'https://api.xendit.co', '--secret-key', 'xnd_development_rotated', '--callback-token', 'tok-87654321');
+  const again = await ops('vendor:add', '--sandbox', '--code', 'xnd', '--kind', 'xendit', '--base-url', 'https://api.xendit.co', '--secret-key', 'xnd_development_rotated', '--callback-token', 'tok-87654321');
   t.equal(again.code, 0, again.stderr);
   t.equal((await getVendor(pool, sealer, 'xnd'))?.credentials.secretKey, 'xnd_development_rotated', 'updated in place');
 
-  const mid = await ops('vendor:add', '--code', 'mid', '--kind', 'midtrans', '--base-url', 'https://api.sandbox.midtrans.com', '--server-key', 'SB-Mid-server-abc', '--json');
+  const mid = await ops('vendor:add', '--sandbox', '--code', 'mid', '--kind', 'midtrans', '--base-url', 'https://api.sandbox.midtrans.com', '--server-key', 'SB-Mid-server-abc', '--json');
   t.equal(mid.code, 0, mid.stderr);
   t.same((await getVendor(pool, sealer, 'mid'))?.credentials, { serverKey: 'SB-Mid-server-abc', qrisAcquirer: 'gopay' }, 'acquirer defaults to gopay');
   // Sealed: the key's text is nowhere in the stored bytes.
@@ -63,7 +63,7 @@ t.test('vendor:add refuses what a kind does not take, and half of the Iris keys'
 });
 
 t.test('a payout route to a Midtrans vendor without Iris keys is refused; with them it is set', async (t) => {
-  await ops('vendor:add', '--code', 'mid-noiris', '--kind', 'midtrans', '--base-url', 'https://api.sandbox.midtrans.com', '--server-key', 'SB-Mid-server-abc');
+  await ops('vendor:add', '--sandbox', '--code', 'mid-noiris', '--kind', 'midtrans', '--base-url', 'https://api.sandbox.midtrans.com', '--server-key', 'SB-Mid-server-abc');
   const qris = await ops('route:set', '--method', 'QRIS', '--vendor', 'mid-noiris');
   t.equal(qris.code, 0, qris.stderr);
   for (const method of ['BANK', 'EWALLET']) {
@@ -71,7 +71,7 @@ t.test('a payout route to a Midtrans vendor without Iris keys is refused; with t
     t.equal(refused.code, 1);
     t.match(refused.stderr, /without Iris keys: it cannot pay out/);
   }
-  await ops('vendor:add', '--code', 'mid-iris', '--kind', 'midtrans', '--base-url', 'https://api.sandbox.midtrans.com', '--server-key', 'SB-Mid-server-abc',
+  await ops('vendor:add', '--sandbox', '--code', 'mid-iris', '--kind', 'midtrans', '--base-url', 'https://api.sandbox.midtrans.com', '--server-key', 'SB-Mid-server-abc',
     '--iris-base-url', 'https://app.sandbox.midtrans.com/iris', '--iris-creator-key', 'IRIS-creator-1', '--iris-approver-key', 'IRIS-approver-1', '--iris-merchant-key', 'IRIS-merchant-1');
   const bank = await ops('route:set', '--method', 'BANK', '--vendor', 'mid-iris');
   t.equal(bank.code, 0, bank.stderr);
@@ -151,7 +151,7 @@ t.test('vendor:add refuses a secret published with Kasir, unless ALLOW_DEVELOPME
   t.equal(published.code, 1);
   t.match(published.stderr, /secret: a development default published with Kasir/);
   t.equal(await getVendor(pool, sealer, 'simpub'), null, 'nothing saved');
-  const dialect = await ops('vendor:add', '--code', 'xndpub', '--kind', 'xendit', '--base-url', 'http://127.0.0.1:4010/xendit', '--secret-key', 'xnd_development_abc123',
+  const dialect = await ops('vendor:add', '--sandbox', '--code', 'xndpub', '--kind', 'xendit', '--base-url', 'http://127.0.0.1:4010/xendit', '--secret-key', 'xnd_development_abc123',
     '--callback-token', 'kasir-simulator-xendit-callback-token');
   t.equal(dialect.code, 1);
   t.match(dialect.stderr, /callbackToken: a development default/, "a dialect's default token too");
@@ -189,7 +189,7 @@ t.test('vendor:remove: refused while it holds money in flight (unless --force); 
 });
 
 t.test('route:set for one merchant says the platform routes of that method stop applying to it, and when they apply again', async (t) => {
-  await ops('vendor:add', '--code', 'mid-own', '--kind', 'midtrans', '--base-url', 'https://api.sandbox.midtrans.com', '--server-key', 'SB-Mid-server-abc');
+  await ops('vendor:add', '--sandbox', '--code', 'mid-own', '--kind', 'midtrans', '--base-url', 'https://api.sandbox.midtrans.com', '--server-key', 'SB-Mid-server-abc');
   const created = await ops('merchant:create', '--name', 'Toko Rute', '--settlement', 'WALLET', '--json');
   const merchant = JSON.parse(created.stdout).merchant_id as string;
   const set = await ops('route:set', '--method', 'QRIS', '--vendor', 'mid-own', '--merchant', merchant);

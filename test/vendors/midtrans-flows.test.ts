@@ -147,7 +147,7 @@ t.test('a beneficiary name check through Iris account validation', async (t) => 
 
 t.test('ops: vendor:add --kind midtrans, vendor:check says OK or why not', async (t) => {
   const add = (code: string, serverKey: string) =>
-    ops(stack.env, 'vendor:add', '--code', code, '--kind', 'midtrans', '--base-url', `${stack.sim.url}/midtrans`, '--server-key', serverKey,
+    ops(stack.env, 'vendor:add', '--sandbox', '--code', code, '--kind', 'midtrans', '--base-url', `${stack.sim.url}/midtrans`, '--server-key', serverKey,
       '--iris-base-url', `${stack.sim.url}/iris`, '--iris-creator-key', MIDTRANS_ACCOUNT.irisCreatorKey, '--iris-approver-key', MIDTRANS_ACCOUNT.irisApproverKey,
       '--iris-merchant-key', MIDTRANS_ACCOUNT.irisMerchantKey, '--iris-approver-totp-secret', MIDTRANS_ACCOUNT.irisApproverTotpSecret, '--json');
   t.equal((await add('mt-cli', MIDTRANS_ACCOUNT.serverKey)).code, 0);

@@ -158,7 +158,7 @@ t.test('failover: Xendit rate-limits every create (429), orders go to the next v
 
 t.test('ops: vendor:add --kind xendit, vendor:check reads the balance or says why not', async (t) => {
   const add = (code: string, key: string) =>
-    ops(stack.env, 'vendor:add', '--code', code, '--kind', 'xendit', '--base-url', `${xendit}/xendit`, '--secret-key', key, '--callback-token', XENDIT_ACCOUNT.callbackToken, '--json');
+    ops(stack.env, 'vendor:add', '--sandbox', '--code', code, '--kind', 'xendit', '--base-url', `${xendit}/xendit`, '--secret-key', key, '--callback-token', XENDIT_ACCOUNT.callbackToken, '--json');
   t.equal((await add('xendit-cli', XENDIT_ACCOUNT.secretKey)).code, 0);
   const good = await ops(stack.env, 'vendor:check', '--code', 'xendit-cli', '--json');
   t.equal(good.code, 0, good.stdout + good.stderr);
