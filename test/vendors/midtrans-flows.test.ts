@@ -127,6 +127,26 @@ t.test('a payout the bank fails is FAILED by the notification and its debit reve
   await ledgerAudit(t, stack.env);
 });
 
+t.test('an Iris account that approves on its own: created processed or completed, nothing approved, paid once', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx);
+  await fund(merchant, 400_000);
+  const approvals = async () => (await admin.irisStats()).calls['POST /api/v1/payouts/approve'] ?? 0;
+  const before = await approvals();
+  let debited = 0;
+  // …5555: Iris answers `processed` (settles later); …3333: `completed` (paid at once).
+  for (const account of ['1234565555', '1234563333']) {
+    const res = await disburse(merchant, bank(90_000, account));
+    t.equal(res.status, 201, res.text);
+    debited += res.json.data.total_debit;
+    const done = await disbursementReaches(merchant, res.json.data.id, 'SUCCESS');
+    const made = (await admin.irisStats()).payouts!.filter((p) => p.notes === res.json.data.ref_code);
+    t.match(made, [{ status: 'completed', amount: 90_000, reference_no: done.vendor_disbursement_id }], `${account}: one payout at Iris`);
+  }
+  t.equal(await approvals(), before, 'no approval asked for a payout Iris approved itself');
+  t.equal(await balanceOf(stack, merchant), 400_000 - debited, 'each debited once');
+  await ledgerAudit(t, stack.env);
+});
+
 t.test('a beneficiary name check through Iris account validation', async (t) => {
   const merchant = await makeMerchant(stack.api.ctx);
   const headers = { 'x-api-key': merchant.api_key };
