@@ -233,6 +233,28 @@ t.test('unknown outcomes at Midtrans', async (t) => {
     await ledgerAudit(t, stack.env);
   });
 
+  t.test('refund times out and stays in flight: the re-send answered 406 is never failed, nothing re-credited; done once when Midtrans lists it', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    const ref = await paidOrder(merchant, 100_000);
+    await admin.refundHold(1);
+    await setFaults(stack.sim.url, { op: 'refund', mode: 'timeout', count: 1 });
+    const before = await refundPosts();
+    const res = await refund(merchant, ref, 30_000);
+    t.equal(res.status, 201, res.text);
+    const id = res.json.data.id;
+    const reason = await eventually(() => pool.maybeOneFirst(sql.unsafe`select unresolved_reason from refunds where id = ${id} and unresolved_at is not null`).then((r) => r ?? undefined), 'unresolved', 30_000);
+    t.match(reason, /406/, 'the re-send was refused 406 (key in use): left for an operator, not failed');
+    t.equal((await refundPosts()) - before, 2, 'the first and one re-send under the same refund_key');
+    t.equal((await statusAtMidtrans(ref)).refunds, undefined, 'Midtrans lists nothing while in flight');
+    t.match(await pool.one(sql.unsafe`select status from refunds where id = ${id}`), { status: 'PENDING' }, 'never FAILED');
+    t.equal(await balanceOf(stack, merchant), 99_300 - 30_000, 'the merchant is not re-credited');
+    await admin.refundRelease();
+    await refundReaches(id, 'SUCCEEDED', 30_000);
+    t.equal((await statusAtMidtrans(ref)).refunds.length, 1, 'one refund at Midtrans');
+    t.equal(await balanceOf(stack, merchant), 99_300 - 30_000, 'debited once');
+    await ledgerAudit(t, stack.env);
+  });
+
   t.test('refund answers 5xx (nothing made): the status proves it absent, sent again under the same refund_key, SUCCEEDED once', async (t) => {
     const merchant = await makeMerchant(stack.api.ctx);
     const ref = await paidOrder(merchant, 100_000);
