@@ -66,6 +66,7 @@ export interface ReportLine {
   status: 'SUCCESS' | 'PENDING' | 'FAILED';
   at: Date;
   fee: number | null;
+  netOfUnstatedFee?: boolean;
 }
 
 /**
@@ -231,8 +232,8 @@ export function compareDay(input: {
       });
       continue;
     }
-    const line = successes[0] ?? [...lines].sort((a, b) => b.at.getTime() - a.at.getTime())[0];
-    if (!line) {
+    const reported = successes[0] ?? [...lines].sort((a, b) => b.at.getTime() - a.at.getTime())[0];
+    if (!reported) {
       if (recordInDay && (state === 'SUCCESS' || state === 'IN_FLIGHT')) {
         add({
           ...base,
@@ -246,6 +247,8 @@ export function compareDay(input: {
       }
       continue;
     }
+    // A net amount whose fee the vendor did not state is compared as net plus the assumed fee.
+    const line = reported.netOfUnstatedFee ? { ...reported, amount: reported.amount + (assumedFee(r.subject, r.amount, input.costs) ?? 0) } : reported;
     const seen = { vendorReference: line.vendorId, vendorAmount: line.amount, vendorStatus: line.status };
     if (line.amount !== r.amount) {
       add({

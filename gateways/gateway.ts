@@ -172,6 +172,11 @@ export interface VendorLine {
   at: Date;
   /** The vendor's fee on this line, in whole rupiah, when it reports one. */
   fee: number | null;
+  /**
+   * True when the vendor reports only what reached the account, net of a fee it does not state:
+   * `amount` is that net, and reconciliation adds the fee Kasir assumes for the vendor.
+   */
+  netOfUnstatedFee?: boolean;
 }
 
 /** A record Kasir sent a vendor, for vendors that can only be read record by record. */

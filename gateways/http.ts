@@ -41,6 +41,8 @@ export async function vendorCall(log: Logger, r: VendorRequest): Promise<Outcome
     const response = await got(r.url, {
       method: r.method,
       body: r.body,
+      // Iris's statement takes its dates as a JSON body on a GET (gateways/midtrans/report.ts).
+      allowGetBody: r.method === 'GET' && r.body !== undefined,
       headers: r.headers,
       timeout: { request: r.timeoutMs },
       retry: { limit: 0 },

@@ -469,7 +469,7 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
       return ok(lines.join('; '));
     },
 
-    reportDay: (day) => midtransReport({ core: (method, path) => client.core(method, path), iris: creds.iris ? (method, path) => client.iris('creator', method, path) : null }, day),
+    reportDay: (day) => midtransReport({ core: (method, path) => client.core(method, path), iris: creds.iris ? (method, path, payload) => client.iris('creator', method, path, payload) : null }, day),
 
     async parseCallback(headers, rawBody, path = '') {
       if (path !== '') return null;

@@ -6,7 +6,12 @@
 // - Basic auth with SIMULATOR_MIDTRANS_SERVER_KEY as the username: anything else is HTTP 401.
 // - POST /v2/charge (payment_type qris), GET /v2/{order_id|transaction_id}/status and
 //   POST /v2/{id}/refund (refund_key: a repeat is the same refund) over the shared store, so
-//   `simulate:pay` pays a Midtrans QR. Business refusals answer HTTP 200 with the code in the
+//   `simulate:pay` pays a Midtrans QR. A refund is approved at once but is in flight for a while
+//   (SIMULATOR_DISBURSE_DELAY_MS, the bank's time; held until POST /midtrans/admin/refund-release
+//   after POST /midtrans/admin/refund-hold {count}): the status lists it only once done, and
+//   its refund notification comes then. Its amount is no longer refundable from the start, so
+//   a re-send of its refund_key while in flight answers 406 "refund_key has already been used",
+//   and an amount over what is left 412, as Midtrans answers (issue 36 F1). Business refusals answer HTTP 200 with the code in the
 //   body's status_code (406 order_id taken, 412 not refundable), as Midtrans does; a missing
 //   transaction is HTTP 404 with status_code "404".
 // - Notifications, signed with signature_key, go to the charge's X-Override-Notification URL:
@@ -66,19 +71,25 @@ const refundBody = z.object({
 
 const UNIT_MS = { second: 1000, minute: 60_000, hour: 3_600_000, day: 86_400_000 } as const;
 
+/** A refund at Midtrans; `doneAt`: when it stops being in flight (null: held until released). */
+type ChargeRefund = RefundRecord & { chargebackId: number; doneAt?: Date | null };
+
 interface Charge {
   transactionId: string;
   acquirer: string;
   notifyUrl: string | null;
-  refunds: Array<RefundRecord & { chargebackId: number }>;
+  refunds: ChargeRefund[];
 }
 
 const chargeRecord = z.object({
   transactionId: z.string(),
   acquirer: z.string(),
   notifyUrl: z.string().nullable(),
-  refunds: z.array(refundSchema.extend({ chargebackId: z.number().int() })),
+  refunds: z.array(refundSchema.extend({ chargebackId: z.number().int(), doneAt: z.coerce.date().nullable().optional() })),
 });
+
+/** The refunds the status lists: those no longer in flight (no doneAt: made before refunds took time). */
+const listedRefunds = (charge: Charge, now = new Date()) => charge.refunds.filter((r) => r.doneAt === undefined || (r.doneAt !== null && r.doneAt <= now));
 
 
 function parse<T extends z.ZodType>(schema: T, req: Request): z.output<T> {
@@ -96,6 +107,8 @@ export function midtransDialect(ctx: DialectContext): Router {
   const charges = new Map<string, Charge>(ctx.journal.loaded('midtrans.charge', chargeRecord));
   const stats = { calls: {} as Record<string, number>, rejected: {} as Record<string, number>, notificationsSent: 0, notifyAnswers: {} as Record<string, number>, notified: [] as string[] };
   let garble = 0;
+  /** How many of the next refunds stay in flight until released (admin refund-hold). */
+  let refundHolds = 0;
   let chargebackSeq = Math.max(0, ...[...charges.values()].flatMap((c) => c.refunds.map((r) => r.chargebackId)));
 
   const send = (res: Response, http: number, body: Record<string, unknown>) => {
@@ -132,9 +145,13 @@ export function midtransDialect(ctx: DialectContext): Router {
     return null;
   };
 
+  /** What the status shows refunded: the refunds done, not those in flight. */
+  const refundedOf = (qr: QrRecord) => listedRefunds(charges.get(qr.reference)!).reduce((sum, r) => sum + r.amount, 0);
+
   function transactionStatus(qr: QrRecord): string {
     const s = qrStatus(qr);
-    if (s === 'PAID') return qr.refunded === 0 ? 'settlement' : qr.refunded >= qr.amount ? 'refund' : 'partial_refund';
+    const refunded = refundedOf(qr);
+    if (s === 'PAID') return refunded === 0 ? 'settlement' : refunded >= qr.amount ? 'refund' : 'partial_refund';
     return s === 'EXPIRED' ? 'expire' : 'pending';
   }
 
@@ -157,10 +174,10 @@ export function midtransDialect(ctx: DialectContext): Router {
       acquirer: charge.acquirer,
       ...(qr.paidAt ? { settlement_time: wib(qr.paidAt), issuer: charge.acquirer } : {}),
       ...(qr.expiresAt ? { expiry_time: wib(qr.expiresAt) } : {}),
-      ...(charge.refunds.length
+      ...(listedRefunds(charge).length
         ? {
-            refund_amount: money(qr.refunded),
-            refunds: charge.refunds.map((r) => ({ refund_chargeback_id: r.chargebackId, refund_amount: money(r.amount), created_at: wib(r.createdAt), reason: 'Refund requested', refund_key: r.refundReference })),
+            refund_amount: money(refundedOf(qr)),
+            refunds: listedRefunds(charge).map((r) => ({ refund_chargeback_id: r.chargebackId, refund_amount: money(r.amount), created_at: wib(r.createdAt), reason: 'Refund requested', refund_key: r.refundReference })),
           }
         : {}),
     };
@@ -241,7 +258,7 @@ export function midtransDialect(ctx: DialectContext): Router {
     if (!qr) throw new MidtransError(404, '404', "Transaction doesn't exist.");
     const charge = charges.get(qr.reference)!;
     const refundKey = body.refund_key ?? `mt-${randomUUID()}`;
-    const answer = (r: RefundRecord & { chargebackId: number }) =>
+    const answer = (r: ChargeRefund) =>
       send(res, 200, {
         ...transactionJson(qr, charge),
         status_code: '200',
@@ -251,21 +268,38 @@ export function midtransDialect(ctx: DialectContext): Router {
         refund_key: r.refundReference,
       });
     const existing = charge.refunds.find((r) => r.refundReference === refundKey);
-    if (existing) return answer(existing);
-    if (ctx.store.refunds.has(refundKey)) throw new MidtransError(200, '406', 'refund_key has already been used');
+    if (existing && listedRefunds(charge).includes(existing)) return answer(existing);
+    if (existing || ctx.store.refunds.has(refundKey)) throw new MidtransError(200, '406', 'refund_key has already been used');
     if (qrStatus(qr) !== 'PAID') throw new MidtransError(200, '412', 'Merchant cannot modify the status of the transaction');
+    // What is left counts the refunds in flight too.
     const amount = body.amount ?? qr.amount - qr.refunded;
     if (amount < 1 || amount > qr.amount - qr.refunded) throw new MidtransError(200, '412', 'Refund amount exceeds the refundable amount');
-    const refund = { id: `mtr_${++chargebackSeq}`, refundReference: refundKey, reference: qr.reference, amount, createdAt: new Date(), chargebackId: chargebackSeq };
+    const held = refundHolds > 0;
+    if (held) refundHolds--;
+    const refund: ChargeRefund = {
+      id: `mtr_${++chargebackSeq}`, refundReference: refundKey, reference: qr.reference, amount, createdAt: new Date(), chargebackId: chargebackSeq,
+      doneAt: held ? null : new Date(Date.now() + ctx.options.disburseDelayMs),
+    };
     qr.refunded += amount;
     charge.refunds.push(refund);
     ctx.store.saveQr(qr);
     ctx.store.saveRefund(refund);
     ctx.journal.put('midtrans.charge', qr.reference, charge);
-    log.info({ reference: qr.reference, refund_key: refundKey, amount }, 'refund succeeded');
-    notify(qr, (res.locals.callbackFault as Fault | undefined) ?? null, { refund_key: refundKey, refund_amount: money(amount) });
+    log.info({ reference: qr.reference, refund_key: refundKey, amount, held }, 'refund approved, in flight');
+    const callbackFault = (res.locals.callbackFault as Fault | undefined) ?? null;
+    if (!held) ctx.timers.after(ctx.options.disburseDelayMs, () => refundDone(qr, refund, callbackFault));
     answer(refund);
   });
+
+  /** A refund leaves flight: listed from now on, and notified. */
+  function refundDone(qr: QrRecord, refund: ChargeRefund, callbackFault: Fault | null): void {
+    if (refund.doneAt === null || refund.doneAt === undefined || refund.doneAt > new Date()) {
+      refund.doneAt = new Date();
+      ctx.journal.put('midtrans.charge', qr.reference, charges.get(qr.reference)!);
+    }
+    log.info({ reference: qr.reference, refund_key: refund.refundReference }, 'refund done');
+    notify(qr, callbackFault, { refund_key: refund.refundReference, refund_amount: money(refund.amount) });
+  }
 
   // ---------------------------------------------------------------- notifications
 
@@ -313,6 +347,24 @@ export function midtransDialect(ctx: DialectContext): Router {
     if (!parsed.success) return void res.status(400).json({ error: { code: 'VALIDATION_ERROR', message: 'count: 0..100' } });
     garble = parsed.data.count;
     res.json({ garble });
+  });
+  admin.post('/refund-hold', (req, res) => {
+    const parsed = z.object({ count: z.number().int().min(0).max(100) }).safeParse(JSON.parse((req.body as Buffer).toString('utf8') || '{}'));
+    if (!parsed.success) return void res.status(400).json({ error: { code: 'VALIDATION_ERROR', message: 'count: 0..100' } });
+    refundHolds = parsed.data.count;
+    res.json({ held: refundHolds });
+  });
+  admin.post('/refund-release', (req, res) => {
+    let released = 0;
+    for (const [reference, charge] of charges) {
+      const qr = ctx.store.qrs.get(reference);
+      for (const r of charge.refunds) {
+        if (r.doneAt !== null || !qr) continue;
+        refundDone(qr, r, null);
+        released++;
+      }
+    }
+    res.json({ released });
   });
   router.use('/admin', admin);
 

@@ -7,7 +7,10 @@
 //   key of the other role 403.
 // - POST /payouts makes `queued` payouts with a reference_no of Iris's own (Kasir's reference
 //   rides in notes); a repeat with the same X-Idempotency-Key answers the first result and makes
-//   nothing (docs.midtrans.com, Payouts API headers); nothing moves until POST /payouts/approve {reference_nos, otp} with the
+//   nothing (docs.midtrans.com, Payouts API headers). An account that approves on its own
+//   answers `processed` (account ending …5555: approved, settles after the delay) or `completed`
+//   (…3333: paid at once), as Iris documents create answers (gateways/simulator/magic.ts);
+//   otherwise nothing moves until POST /payouts/approve {reference_nos, otp} with the
 //   approver's current two-factor code (midtrans-go iris/request.go ApprovePayoutReq sends otp
 //   always; the dashboard requires approver 2FA): a TOTP (RFC 6238, SHA-1, 6 digits, 30 s, one
 //   step either side) of SIMULATOR_IRIS_APPROVER_TOTP_SECRET, computed here from the RFC on its
@@ -29,7 +32,7 @@ import { QRIS_MAX_AMOUNT } from '../qris.ts';
 import { readBody, type DialectContext } from '../simulator/dialect.ts';
 import { loopbackOnly } from '../simulator/loopback.ts';
 import type { Fault, RequestOp } from '../simulator/faults.ts';
-import { accountHolder } from '../simulator/magic.ts';
+import { accountHolder, irisAutoApproval } from '../simulator/magic.ts';
 import type { DisbursementRecord } from '../simulator/store.ts';
 import { irisStatements } from './iris-report-dialect.ts';
 
@@ -270,12 +273,40 @@ export function irisDialect(ctx: DialectContext): Router {
       };
       payouts.set(payout.referenceNo, payout);
       savePayout(payout);
-      log.info({ reference_no: payout.referenceNo, notes: payout.notes, amount: payout.amount }, 'payout queued');
-      return { status: 'queued', reference_no: payout.referenceNo };
+      // An account that approves on its own (magic endings): no approver is waited for.
+      const auto = irisAutoApproval(payout.account);
+      if (auto) approve(payout, auto === 'completed' ? 'SUCCESS' : 'PROCESSING');
+      log.info({ reference_no: payout.referenceNo, notes: payout.notes, amount: payout.amount, status: auto ?? 'queued' }, 'payout created');
+      return { status: auto ?? 'queued', reference_no: payout.referenceNo };
     });
     if (key !== undefined) createdByKey.set(key, { payouts: made });
     send(res, 201, { payouts: made });
   });
+
+  /** Hands an approved payout to the shared store: PROCESSING settles after the delay, SUCCESS is paid now. */
+  function approve(p: Payout, status: 'PROCESSING' | 'SUCCESS'): void {
+    p.state = 'approved';
+    p.updatedAt = new Date();
+    savePayout(p);
+    const record: DisbursementRecord = {
+      id: p.referenceNo,
+      reference: p.referenceNo,
+      channel: 'BANK',
+      bankCode: p.bank,
+      ewalletCode: null,
+      accountNumber: p.account,
+      accountName: p.name,
+      amount: p.amount,
+      callbackUrl: notifyUrl ?? '',
+      status,
+      failureReason: null,
+      createdAt: p.createdAt,
+      updatedAt: p.updatedAt,
+      dialect: 'iris',
+    };
+    ctx.disbursementAccepted(record, null);
+    notify(p, null);
+  }
 
   function takeApproveFault(): 'error' | 'reject' | 'timeout' | null {
     if (!approveFaults || approveFaults.count < 1) return null;
@@ -294,29 +325,7 @@ export function irisDialect(ctx: DialectContext): Router {
     const found = body.reference_nos.map((ref) => payouts.get(ref));
     if (found.some((p) => !p)) throw new IrisError(404, 'Payout not found', ['reference_nos contains an unknown reference_no']);
     if (found.some((p) => p!.state !== 'queued')) throw new IrisError(400, 'An error occurred when approving payouts', ['only queued payouts can be approved']);
-    for (const p of found as Payout[]) {
-      p.state = 'approved';
-      p.updatedAt = new Date();
-      savePayout(p);
-      const record: DisbursementRecord = {
-        id: p.referenceNo,
-        reference: p.referenceNo,
-        channel: 'BANK',
-        bankCode: p.bank,
-        ewalletCode: null,
-        accountNumber: p.account,
-        accountName: p.name,
-        amount: p.amount,
-        callbackUrl: notifyUrl ?? '',
-        status: 'PROCESSING',
-        failureReason: null,
-        createdAt: p.createdAt,
-        updatedAt: p.updatedAt,
-        dialect: 'iris',
-      };
-      ctx.disbursementAccepted(record, null);
-      notify(p, null);
-    }
+    for (const p of found as Payout[]) approve(p, 'PROCESSING');
     if (mode === 'timeout') {
       const cancel = ctx.timers.after(HOLD_MS, () => res.destroy());
       res.on('close', cancel);

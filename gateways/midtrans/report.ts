@@ -9,9 +9,13 @@
 // Iris payouts, when the vendor has Iris keys: each payout Kasir holds a reference_no for is read
 // (GET /api/v1/payouts/{reference_no}), and Iris's statement of the days (GET /api/v1/statements,
 // the midtrans-go SDK's GetTransactionHistory) adds what a per-payout read cannot show: a debit
-// for a reference_no Kasir does not know, and a second debit of one it does (paid out twice).
+// for a reference_no Kasir does not know, a second debit of one it does (paid out twice), and
+// money the bank sent back. The statement takes its dates as a JSON body on the GET, as both
+// official SDKs send them (the Node client says so: not query parameters); an Iris that ignored
+// a query would answer another window and hide a day's double debit.
 // A statement line carries Iris's reference_no, never Kasir's reference (it is in the payout's
-// notes), and no status of its own: a "Payout" debit is money out, a credit of one money back [I].
+// notes), and no status of its own: a "Payout" debit is money out; a "Refund" credit (or a credit
+// of a "Payout" line) is a payout's money back, whatever its read still says [I].
 import { ReportUnavailable, type Outcome, type ReportDay, type SentRecord, type VendorLine, type VendorReport } from '../gateway.ts';
 import type { MidtransAnswer } from './client.ts';
 import { coreVerdict, fromMidtransAmount, parseJakartaTime, text, toPayoutStatus } from './transforms.ts';
@@ -21,7 +25,7 @@ const READS_IN_FLIGHT = 8;
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-type Call = (method: 'GET' | 'POST', path: string) => Promise<Outcome<MidtransAnswer>>;
+type Call = (method: 'GET' | 'POST', path: string, payload?: object) => Promise<Outcome<MidtransAnswer>>;
 
 export interface MidtransReader {
   core: Call;
@@ -96,17 +100,21 @@ async function readPayout(iris: Call, referenceNo: string): Promise<VendorLine[]
 
 /** Iris's statement lines between two WIB dates: payouts out (debit) and back (credit). */
 async function readStatement(iris: Call, fromDate: string, toDate: string): Promise<Array<{ referenceNo: string; amount: number; debit: boolean; at: Date }>> {
-  const answer = await iris('GET', `/statements?${new URLSearchParams({ from_date: fromDate, to_date: toDate })}`);
+  const answer = await iris('GET', '/statements', { from_date: fromDate, to_date: toDate });
   if (answer.kind !== 'ok') unreadable('Iris statements', answer.reason);
   const { status, body } = answer.value;
   if (status !== 200 || !Array.isArray(body)) unreadable('Iris statements', `HTTP ${status}`);
   return body.filter(isRecord).flatMap((line) => {
     const referenceNo = text(line.reference_no);
-    if (!referenceNo || String(line.type).toLowerCase() !== 'payout') return [];
+    const type = String(line.type).toLowerCase();
+    const debit = String(line.status).toLowerCase() === 'debit';
+    // Payout debits and credits, and Refund credits (a payout the bank returned); fees, top-ups
+    // and manual lines move no payout of Kasir's.
+    if (!referenceNo || !(type === 'payout' || (type === 'refund' && !debit))) return [];
     const amount = fromMidtransAmount(line.amount);
     const at = typeof line.created_at === 'string' ? new Date(line.created_at) : null;
     if (amount === null || !at || Number.isNaN(at.getTime())) unreadable('Iris statements', `an unreadable line for ${referenceNo}`);
-    return [{ referenceNo, amount, debit: String(line.status).toLowerCase() === 'debit', at }];
+    return [{ referenceNo, amount, debit, at }];
   });
 }
 
@@ -121,11 +129,17 @@ export async function midtransReport(reader: MidtransReader, day: ReportDay): Pr
     if (!reader.iris) return;
     const referenceNos = [...new Set(sent.flatMap((r) => (r.kind === 'PAYOUT' && r.vendorId ? [r.vendorId] : [])))];
     const read = new Set(referenceNos);
-    for (const batch of await inBatches(referenceNos, (referenceNo) => readPayout(reader.iris!, referenceNo), READS_IN_FLIGHT)) yield* batch;
-    const statement = await readStatement(reader.iris, wibDate(day.from), wibDate(new Date(day.to.getTime() - 1)));
+    const statement = (await readStatement(reader.iris, wibDate(day.from), wibDate(new Date(day.to.getTime() - 1)))).filter((s) => s.at >= day.from && s.at < day.to);
+    const returned = new Map(statement.filter((s) => !s.debit).map((s) => [s.referenceNo, s]));
+    for (const batch of await inBatches(referenceNos, (referenceNo) => readPayout(reader.iris!, referenceNo), READS_IN_FLIGHT)) {
+      for (const line of batch) {
+        // Money back on a payout whose read still says completed: the statement is the later word.
+        const back = line.status === 'SUCCESS' && line.vendorId !== null ? returned.get(line.vendorId) : undefined;
+        yield back ? { ...line, status: 'FAILED', at: back.at } : line;
+      }
+    }
     const debits = new Map<string, typeof statement>();
     for (const s of statement) {
-      if (s.at < day.from || s.at >= day.to) continue;
       if (!s.debit) {
         // Money back on a payout Kasir did not read: its last word is that it failed.
         if (!read.has(s.referenceNo)) yield { kind: 'PAYOUT', reference: null, vendorId: s.referenceNo, amount: s.amount, status: 'FAILED', at: s.at, fee: null };

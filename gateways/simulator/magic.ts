@@ -63,3 +63,15 @@ export function accountHolder(accountNumber: string, entered: string | null = nu
   if (given && !accountNumber.endsWith(OTHER_HOLDER_SUFFIX)) return given;
   return HOLDERS[createHash('sha256').update(accountNumber).digest().readUInt32BE(0) % HOLDERS.length];
 }
+
+/**
+ * Iris dialect only: an Iris account that approves payouts on its own, as Iris's create answers
+ * `processed` and `completed` allow (issue 36 F2): a payout to an account ending `…5555` is
+ * created `processed` (approved, it settles after the usual delay), one ending `…3333`
+ * `completed` (paid at once); null: created `queued`, waiting for the approver.
+ */
+export function irisAutoApproval(accountNumber: string): 'processed' | 'completed' | null {
+  if (accountNumber.endsWith('5555')) return 'processed';
+  if (accountNumber.endsWith('3333')) return 'completed';
+  return null;
+}

@@ -5,7 +5,8 @@
 //
 // The body: fromDateTime and toDateTime (ISO 8601, inclusive), pageSize (1..50, default 10),
 // pageNumber (from 0). The answer: detailData[], one line per movement of money of the account,
-// oldest first: dateTime (+07:00), amount {value, currency}, status (SUCCESS; INIT while a transfer
+// oldest first: dateTime (+07:00), amount {value, currency} (a payment's net of its fee, as
+// Midtrans documents it: what reached the account; a refund's and a transfer's their own), status (SUCCESS; INIT while a transfer
 // is in flight; CLOSED when it failed), type (PAYMENT, REFUND, DISBURSEMENT), remark, and
 // additionalInfo {partnerReferenceNo, referenceNo, and for a refund partnerRefundNo and
 // originalPartnerReferenceNo; feeAmount by the sandbox's price list: 0.7 % of a payment, 2,500 a
@@ -49,7 +50,7 @@ export function historyList(ctx: DialectContext) {
         at: qr.paidAt!,
         id: qr.id,
         entry: {
-          dateTime: jakarta(qr.paidAt!), amount: money(qr.amount), remark: `QRIS ${qr.reference}`, status: 'SUCCESS', type: 'PAYMENT',
+          dateTime: jakarta(qr.paidAt!), amount: money(qr.amount - bpsOf(qr.amount, 70)), remark: `QRIS ${qr.reference}`, status: 'SUCCESS', type: 'PAYMENT',
           additionalInfo: { partnerReferenceNo: qr.reference, referenceNo: qr.id, feeAmount: money(bpsOf(qr.amount, 70)) },
         },
       });

@@ -8,7 +8,9 @@
 // (top level or additionalInfo; a refund's partnerRefundNo), the provider's id from referenceNo,
 // a fee from additionalInfo.feeAmount; SUCCESS is money moved, INIT and PENDING not yet, CLOSED,
 // CANCELLED and FAILED that it did not; types PAYMENT, REFUND, and DISBURSEMENT, SEND_MONEY or
-// TRANSFER for payouts. Other types (top-ups, withdrawals) are not Kasir's.
+// TRANSFER for payouts. Other types (top-ups, withdrawals) are not Kasir's. A payment's amount is
+// what reached the account, net of the fee (Midtrans: "Net amount of the transaction"): Kasir's
+// gross is that plus feeAmount, or plus the fee Kasir assumes where the line states none.
 //
 // A provider that refuses the service (not offered to this partner) is read record by record
 // instead, with the services Kasir uses anyway: QR MPM query for each order Kasir sent it (its
@@ -44,15 +46,19 @@ export function historyLine(entry: Record<string, unknown>): VendorLine | null {
   if (amount === null || !at) unreadable('transaction history', `an unreadable line (${JSON.stringify(entry).slice(0, 200)})`);
   const partner = text(entry.partnerReferenceNo) ?? text(info.partnerReferenceNo);
   const fee = isRecord(info.feeAmount) ? fromSnapAmount(info.feeAmount) : null;
+  // A payer paid the gross; the account received it less the fee. A refund and a transfer move
+  // their own amount, the fee beside it [I].
+  const net = kind === 'PAYMENT';
   return {
     kind,
     reference: kind === 'REFUND' ? (text(info.partnerRefundNo) ?? partner) : partner,
     vendorId: text(entry.referenceNo) ?? text(info.referenceNo),
     orderReference: kind === 'REFUND' ? (text(info.originalPartnerReferenceNo) ?? null) : null,
-    amount,
+    amount: net && fee !== null ? amount + fee : amount,
     status: STATUSES[String(entry.status).toUpperCase()] ?? 'PENDING',
     at,
     fee,
+    ...(net && fee === null ? { netOfUnstatedFee: true } : {}),
   };
 }
 

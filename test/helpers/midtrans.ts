@@ -83,6 +83,9 @@ export function midtransAdmin(simulatorUrl: string) {
     irisGarble: (count: number) => post(`${simulatorUrl}/iris/admin/garble`, { count }),
     approveFault: (mode: 'error' | 'reject' | 'timeout', count = 1) => post(`${simulatorUrl}/iris/admin/approve-fault`, { mode, count }),
     setIrisNotifyUrl: (url: string) => post(`${simulatorUrl}/iris/admin/notify-url`, { url }, 'PUT'),
+    /** The next `count` Midtrans refunds stay in flight (not listed, a re-send 406) until refundRelease. */
+    refundHold: (count = 1) => post(`${simulatorUrl}/midtrans/admin/refund-hold`, { count }),
+    refundRelease: () => post(`${simulatorUrl}/midtrans/admin/refund-release`, {}),
   };
 }
 

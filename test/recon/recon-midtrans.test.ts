@@ -51,6 +51,9 @@ t.test('a clean day: orders read one by one, refunds from their statuses, payout
   const unpaid = (await m.createOrder(merchant, 90_000)).json.data.ref_code;
   const payout = (await m.disburse(merchant, bankPayout(100_000, '1234581111'))).json.data;
   await m.disbursementReaches(merchant, payout.id, 'SUCCESS');
+  // Refused by the bank after approval: Iris's statement has its debit and the Refund credit.
+  const refused = (await m.disburse(merchant, bankPayout(60_000, '1234580000'))).json.data;
+  await m.disbursementReaches(merchant, refused.id, 'FAILED');
   const before = (await admin.stats()).calls['GET /v2/:id/status'] ?? 0;
 
   const { run, open } = await reconRun();
@@ -59,7 +62,8 @@ t.test('a clean day: orders read one by one, refunds from their statuses, payout
   t.match(run.matched, { PAYMENT: { count: 1, amount: 200_000 }, REFUND: { count: 1, amount: 30_000 }, PAYOUT: { count: 1, amount: 100_000 } });
   t.ok((await admin.stats()).calls['GET /v2/:id/status'] - before >= 2, 'each order of the day read again');
   t.same(await differencesOf(unpaid), [], 'an unpaid order Midtrans also holds unpaid is no difference');
-  t.ok((await admin.irisStats()).calls['GET /api/v1/statements'] >= 1, "Iris's statement read");
+  t.ok((await admin.irisStats()).calls['GET /api/v1/statements'] >= 1, "Iris's statement read (its dates in a JSON body, as the dialect requires)");
+  t.same(await differencesOf(refused.ref_code), [], 'a payout debited and sent back by the bank (Refund credit) is no difference');
   await ledgerAudit(t, stack.env);
 });
 

@@ -7,6 +7,7 @@ import t from 'tap';
 import type { VendorLine } from '../../gateways/gateway.ts';
 import { historyLine, HISTORY_LIST_PATH, snapReport } from '../../gateways/snap/report.ts';
 import { PATHS, verdictOf, type Verdict } from '../../gateways/snap/transforms.ts';
+import { compareDay } from '../../db/recon.ts';
 
 const settings = { merchantId: 'M1', terminalId: null, qrQueryServiceCode: '47' as const, bankBranchCode: null, sourceAccountNo: null };
 const day = (sent: Parameters<typeof snapReport>[2]['sent']) => ({ date: '2026-11-20', from: new Date('2026-11-19T16:45:00Z'), to: new Date('2026-11-20T17:15:00Z'), sent });
@@ -60,12 +61,38 @@ t.test('history lines are read leniently; a line Kasir cannot read stops the day
   t.match(historyLine({ dateTime: '2026-11-20T10:00:00+07:00', amount: { value: '10000.00', currency: 'IDR' }, status: 'SUCCESS', type: 'SEND_MONEY', partnerReferenceNo: 'DSB-9', referenceNo: 'T9' }), {
     kind: 'PAYOUT', reference: 'DSB-9', vendorId: 'T9', amount: 10_000, status: 'SUCCESS', fee: null,
   });
-  t.match(historyLine({ dateTime: '2026-11-20T10:00:00Z', amount: { value: '5000', currency: 'IDR' }, status: 'CLOSED', type: 'payment', additionalInfo: { partnerReferenceNo: 'ORD-9', feeAmount: { value: '35.00', currency: 'IDR' } } }), {
-    kind: 'PAYMENT', reference: 'ORD-9', status: 'FAILED', fee: 35,
-  });
+  t.match(historyLine({ dateTime: '2026-11-20T10:00:00Z', amount: { value: '4965', currency: 'IDR' }, status: 'CLOSED', type: 'payment', additionalInfo: { partnerReferenceNo: 'ORD-9', feeAmount: { value: '35.00', currency: 'IDR' } } }), {
+    kind: 'PAYMENT', reference: 'ORD-9', status: 'FAILED', fee: 35, amount: 5000,
+  }, "a payment's amount is net of its fee: Kasir's gross is the two together");
+  const unstated = historyLine({ dateTime: '2026-11-20T10:00:00Z', amount: { value: '4965', currency: 'IDR' }, status: 'SUCCESS', type: 'PAYMENT', partnerReferenceNo: 'ORD-8' });
+  t.match(unstated, { amount: 4965, fee: null, netOfUnstatedFee: true }, 'net without a stated fee: recon adds the fee it assumes');
+  t.equal(historyLine({ dateTime: '2026-11-20T10:00:00Z', amount: { value: '70000', currency: 'IDR' }, status: 'SUCCESS', type: 'SEND_MONEY', partnerReferenceNo: 'DSB-8', additionalInfo: { feeAmount: { value: '2500', currency: 'IDR' } } })?.amount, 70_000, "a transfer's amount is its own, the fee beside it");
   t.equal(historyLine({ dateTime: '2026-11-20T10:00:00Z', amount: { value: '5000.00', currency: 'IDR' }, status: 'SUCCESS', type: 'TOP_UP' }), null, 'not Kasir\'s');
   t.throws(() => historyLine({ dateTime: '2026-11-20T10:00:00Z', amount: { value: '5000.50', currency: 'IDR' }, status: 'SUCCESS', type: 'PAYMENT' }), { name: 'ReportUnavailable' }, 'a fraction is never rounded');
 
   const garbled = async (): Promise<{ kind: 'ok'; value: Verdict }> => ({ kind: 'ok', value: verdictOf(500, { responseCode: '5001200', responseMessage: 'General Error' }) });
   await t.rejects(snapReport(garbled, settings, day(async () => [])), { name: 'ReportUnavailable' }, 'a provider error is no empty day');
+});
+
+t.test('net history amounts against Kasir: no "amount differs" for a fee, a lost notify still repairable', async (t) => {
+  const row = (reference: string, amount: number, raw_status: string) => ({
+    subject: 'PAYMENT' as const, reference, id: reference, merchant_id: 'm', vendor_code: 'snap', vendors: ['snap'], vendor_id: `Q-${reference}`,
+    amount, raw_status, at: raw_status === 'PAID' ? new Date('2026-11-20T03:00:00Z') : null, payout_kind: null, order_reference: null,
+  });
+  const entry = (reference: string, net: number, fee: number | null) => ({
+    dateTime: '2026-11-20T10:00:00+07:00', amount: { value: `${net}.00`, currency: 'IDR' }, status: 'SUCCESS', type: 'PAYMENT',
+    additionalInfo: { partnerReferenceNo: reference, referenceNo: `Q-${reference}`, ...(fee === null ? {} : { feeAmount: { value: `${fee}.00`, currency: 'IDR' } }) },
+  });
+  const comparison = compareDay({
+    vendorCode: 'snap',
+    day: '2026-11-20',
+    dayRecords: [row('ORD-A', 100_000, 'PAID'), row('ORD-B', 200_000, 'PAID'), row('ORD-C', 50_000, 'PENDING')],
+    otherRecords: [],
+    // 0.7 %: A's fee stated, B's not (Kasir assumes 70 bps), C paid and its notify lost.
+    lines: [historyLine(entry('ORD-A', 99_300, 700))!, historyLine(entry('ORD-B', 198_600, null))!, historyLine(entry('ORD-C', 49_650, 350))!],
+    costs: { cost_payment_bps: 70, cost_payout: null, cost_refund: null },
+  });
+  t.match(comparison.matched.PAYMENT, { count: 2, amount: 300_000 }, 'both fee-bearing payments matched at their gross');
+  t.match(comparison.differences, [{ kind: 'PAID_AT_VENDOR_ONLY', reference: 'ORD-C', vendorAmount: 50_000, repairable: { type: 'payment', refCode: 'ORD-C' } }], 'only the lost notify, repairable');
+  t.equal(comparison.differences.length, 1);
 });

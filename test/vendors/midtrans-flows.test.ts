@@ -127,6 +127,26 @@ t.test('a payout the bank fails is FAILED by the notification and its debit reve
   await ledgerAudit(t, stack.env);
 });
 
+t.test('an Iris account that approves on its own: created processed or completed, nothing approved, paid once', async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx);
+  await fund(merchant, 400_000);
+  const approvals = async () => (await admin.irisStats()).calls['POST /api/v1/payouts/approve'] ?? 0;
+  const before = await approvals();
+  let debited = 0;
+  // …5555: Iris answers `processed` (settles later); …3333: `completed` (paid at once).
+  for (const account of ['1234565555', '1234563333']) {
+    const res = await disburse(merchant, bank(90_000, account));
+    t.equal(res.status, 201, res.text);
+    debited += res.json.data.total_debit;
+    const done = await disbursementReaches(merchant, res.json.data.id, 'SUCCESS');
+    const made = (await admin.irisStats()).payouts!.filter((p) => p.notes === res.json.data.ref_code);
+    t.match(made, [{ status: 'completed', amount: 90_000, reference_no: done.vendor_disbursement_id }], `${account}: one payout at Iris`);
+  }
+  t.equal(await approvals(), before, 'no approval asked for a payout Iris approved itself');
+  t.equal(await balanceOf(stack, merchant), 400_000 - debited, 'each debited once');
+  await ledgerAudit(t, stack.env);
+});
+
 t.test('a beneficiary name check through Iris account validation', async (t) => {
   const merchant = await makeMerchant(stack.api.ctx);
   const headers = { 'x-api-key': merchant.api_key };
@@ -208,6 +228,28 @@ t.test('unknown outcomes at Midtrans', async (t) => {
     t.equal(res.status, 201, res.text);
     await refundReaches(res.json.data.id, 'SUCCEEDED', 30_000);
     t.equal((await refundPosts()) - before, 1, 'never sent again');
+    t.equal((await statusAtMidtrans(ref)).refunds.length, 1, 'one refund at Midtrans');
+    t.equal(await balanceOf(stack, merchant), 99_300 - 30_000, 'debited once');
+    await ledgerAudit(t, stack.env);
+  });
+
+  t.test('refund times out and stays in flight: the re-send answered 406 is never failed, nothing re-credited; done once when Midtrans lists it', async (t) => {
+    const merchant = await makeMerchant(stack.api.ctx);
+    const ref = await paidOrder(merchant, 100_000);
+    await admin.refundHold(1);
+    await setFaults(stack.sim.url, { op: 'refund', mode: 'timeout', count: 1 });
+    const before = await refundPosts();
+    const res = await refund(merchant, ref, 30_000);
+    t.equal(res.status, 201, res.text);
+    const id = res.json.data.id;
+    const reason = await eventually(() => pool.maybeOneFirst(sql.unsafe`select unresolved_reason from refunds where id = ${id} and unresolved_at is not null`).then((r) => r ?? undefined), 'unresolved', 30_000);
+    t.match(reason, /406/, 'the re-send was refused 406 (key in use): left for an operator, not failed');
+    t.equal((await refundPosts()) - before, 2, 'the first and one re-send under the same refund_key');
+    t.equal((await statusAtMidtrans(ref)).refunds, undefined, 'Midtrans lists nothing while in flight');
+    t.match(await pool.one(sql.unsafe`select status from refunds where id = ${id}`), { status: 'PENDING' }, 'never FAILED');
+    t.equal(await balanceOf(stack, merchant), 99_300 - 30_000, 'the merchant is not re-credited');
+    await admin.refundRelease();
+    await refundReaches(id, 'SUCCEEDED', 30_000);
     t.equal((await statusAtMidtrans(ref)).refunds.length, 1, 'one refund at Midtrans');
     t.equal(await balanceOf(stack, merchant), 99_300 - 30_000, 'debited once');
     await ledgerAudit(t, stack.env);
