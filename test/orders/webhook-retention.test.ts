@@ -100,12 +100,17 @@ t.test('retention: the scheduler retires a month on its own', async (t) => {
   const order = await paidOrder(stack, merchant, 10_000);
   const count = (statement: ReturnType<typeof sql.unsafe>) => pool.oneFirst(sql.type(z.object({ n: z.number() }))`select (${statement})::int as n`);
   await eventually(async () => (await count(sql.unsafe`select count(*) from webhook_attempts`)) === 1 || undefined, 'the attempt recorded');
-  const month = await pool.oneFirst(sql.type(z.object({ name: z.string() }))`select webhook_attempts_month(now() - interval '120 days') as name`);
-  await pool.query(sql.unsafe`update webhook_deliveries set created_at = now() - interval '120 days', updated_at = now() - interval '120 days' where order_id = ${order.id}`);
-  await pool.query(sql.unsafe`update webhook_attempts set created_at = now() - interval '120 days'`);
+  // 150 days back, so the month has ended before the 90-day cut-off whatever today's date:
+  // a month holding now() - 120 days can end as late as now() - 89 days.
+  const month = await pool.oneFirst(sql.type(z.object({ name: z.string() }))`select webhook_attempts_month(now() - interval '150 days') as name`);
+  await pool.query(sql.unsafe`update webhook_deliveries set created_at = now() - interval '150 days', updated_at = now() - interval '150 days' where order_id = ${order.id}`);
+  await pool.query(sql.unsafe`update webhook_attempts set created_at = now() - interval '150 days'`);
 
   await startWorkerGroup(t, 'scheduler', stack.env);
+  // One pass drops the month's partition first, then deletes the ended deliveries in batches:
+  // wait for the second, or a check between the two sees the delivery still there.
   await eventually(async () => (await count(sql.unsafe`select count(*) from pg_class where relname = ${month}`)) === 0 || undefined, `${month} dropped by the scheduler`, 30_000);
+  await eventually(async () => (await count(sql.unsafe`select count(*) from webhook_deliveries where order_id = ${order.id}`)) === 0 || undefined, 'its ended delivery deleted by the same pass', 30_000);
   t.equal(await count(sql.unsafe`select count(*) from webhook_deliveries where order_id = ${order.id}`), 0, 'its ended delivery deleted');
   t.equal(await count(sql.unsafe`select count(*) from orders where id = ${order.id} and status = 'PAID'`), 1, 'the order kept');
   t.ok(await count(sql.unsafe`select count(*) from pg_class where relname like 'webhook_attempts_y%'`) >= 4, "this month's partition and the next three exist");
