@@ -28,6 +28,7 @@ import type { AccountInquiry, Gateway, Outcome, QrisStatus, RefundStatus, Vendor
 import { interpretAnswer, vendorCall, type HttpAnswer } from '../http.ts';
 import { failed, headerOf, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND, unknown, unresolvable } from '../results.ts';
 import { validateVendorQris } from '../qris.ts';
+import { checkPermissions } from './permissions.ts';
 import { xenditReport } from './report.ts';
 import {
   channelCodeOf,
@@ -221,11 +222,8 @@ export function createXenditGateway(vendor: VendorRecord, opts: { timeoutMs?: nu
       return failed('Xendit has no account name inquiry');
     },
 
-    async check() {
-      const answer = await request('GET', PATHS.balance);
-      if (answer.kind !== 'ok') return answer;
-      return interpret(answer.value, (body) => (body && typeof body === 'object' && 'balance' in body ? 'balance read with the secret key' : null));
-    },
+    // One probe per permission Kasir's key will use (permissions.ts).
+    check: () => checkPermissions(request),
 
     reportDay: (day) => xenditReport(request, day),
 

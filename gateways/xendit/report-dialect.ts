@@ -109,13 +109,13 @@ const list = (value: unknown): string[] => (value === undefined ? [] : Array.isA
 /** GET /transactions, mounted on the Xendit dialect's router (before its 404). */
 export function xenditTransactions(
   ctx: DialectContext,
-  dialect: { refunds: ReadonlyMap<string, Refund>; reversed: ReadonlySet<string>; paymentIdOf(qr: QrRecord): string; authenticate: RequestHandler },
+  dialect: { refunds: ReadonlyMap<string, Refund>; reversed: ReadonlySet<string>; paymentIdOf(qr: QrRecord): string; authenticate: RequestHandler[] },
 ): Router {
   const { authenticate } = dialect;
   const refuse = (res: Response, message: string) => void res.status(400).json({ error_code: 'API_VALIDATION_ERROR', message });
 
   const router = Router();
-  router.get('/transactions', authenticate, (req: Request, res: Response) => {
+  router.get('/transactions', ...authenticate, (req: Request, res: Response) => {
     const q = req.query as Record<string, unknown>;
     const bound = (name: string) => {
       const value = q[name];

@@ -156,7 +156,7 @@ t.test('failover: Xendit rate-limits every create (429), orders go to the next v
   await ledgerAudit(t, stack.env);
 });
 
-t.test('ops: vendor:add --kind xendit, vendor:check reads the balance or says why not', async (t) => {
+t.test('ops: vendor:add --kind xendit, vendor:check proves each permission the key needs or says which is missing', async (t) => {
   const add = (code: string, key: string) =>
     ops(stack.env, 'vendor:add', '--sandbox', '--code', code, '--kind', 'xendit', '--base-url', `${xendit}/xendit`, '--secret-key', key, '--callback-token', XENDIT_ACCOUNT.callbackToken, '--json');
   t.equal((await add('xendit-cli', XENDIT_ACCOUNT.secretKey)).code, 0);
@@ -168,6 +168,22 @@ t.test('ops: vendor:add --kind xendit, vendor:check reads the balance or says wh
   t.equal(bad.code, 1);
   t.match(bad.stdout, /xendit-bad \(xendit\): NOT OK — HTTP 401 INVALID_API_KEY/);
   t.notMatch(bad.stdout + bad.stderr, /xnd_development_not_this_one/, 'the key is never printed');
+
+  // Every permission Kasir's key will use is probed, not the balance alone: a key made without
+  // Transaction read (or Money-out write) fails the check, naming what to grant.
+  t.match(JSON.parse(good.stdout).detail, /transactions list.*QR code read.*QR code create.*payout read.*payout create/, 'six probes, each proved');
+  const withdraw = (withdrawn: string[]) => fetch(`${xendit}/xendit/admin/permissions`, { method: 'POST', body: JSON.stringify({ withdrawn }) });
+  t.equal((await withdraw(['Transaction: Read', 'Money-out: Write'])).status, 200);
+  t.teardown(async () => void (await withdraw([])));
+  const partial = await ops(stack.env, 'vendor:check', '--code', 'xendit-cli', '--json');
+  t.equal(partial.code, 1, 'a key missing a permission fails the check');
+  const said = JSON.parse(partial.stdout);
+  t.equal(said.ok, false);
+  t.match(said.detail, /transactions list \(daily reconciliation\): HTTP 403 REQUEST_FORBIDDEN_ERROR; grant the key "Transaction: Read"/);
+  t.match(said.detail, /payout create: HTTP 403 REQUEST_FORBIDDEN_ERROR; grant the key "Money-out: Write"/);
+  t.notMatch(said.detail, /Balance: Read"/, 'what the key may do is not listed as missing');
+  t.equal((await withdraw([])).status, 200);
+  t.equal((await ops(stack.env, 'vendor:check', '--code', 'xendit-cli')).code, 0, 'granted again: OK');
 
   // simulate:pay pays a QR the Xendit dialect made, as it does the built-in simulator's.
   const merchant = await makeMerchant(stack.api.ctx);
