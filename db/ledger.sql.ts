@@ -176,11 +176,22 @@ function periodOf(filter: MovementFilter) {
 export function listMovements(db: Db, merchantId: string, kind: AccountKind, page: number, limit: number, filter: MovementFilter = {}) {
   const ofType = filter.type === undefined ? sql.fragment`` : sql.fragment`and transfer_kind = ${filter.type}`;
   const dated = filter.dateFrom !== undefined || filter.dateTo !== undefined;
+  const offset = (page - 1) * limit;
+  // A type alone: the page's seqs are chosen on ..._account_kind_idx alone (an index-only scan,
+  // so a deep offset walks index entries, not postings), then only they are read. Asked for the
+  // postings themselves, Postgres walked ledger_postings_seq_key backwards through every account's
+  // postings, filtering, since it cannot know how rare the account is behind the InitPlan: 124,000
+  // postings read for a page at 700,000 (28 ms), the whole table for a small merchant.
+  const postings = filter.type !== undefined && !dated
+    ? sql.fragment`(select p.* from (select seq from ledger_postings where account_id = ${accountOf(merchantId, kind)} ${ofType}
+                                     order by seq desc limit ${limit} offset ${offset}) k
+                    join ledger_postings p on p.seq = k.seq)`
+    : sql.fragment`(select * from ledger_postings where account_id = ${accountOf(merchantId, kind)} ${ofType} ${periodOf(filter)}
+                    order by seq desc limit ${limit} offset ${offset})`;
   return Promise.all([
     db.any(sql.type(movementRow)`
       select ${movementColumns}
-      from (select * from ledger_postings where account_id = ${accountOf(merchantId, kind)} ${ofType} ${periodOf(filter)}
-            order by seq desc limit ${limit} offset ${(page - 1) * limit}) p
+      from ${postings} p
       join ledger_transfers t on t.id = p.transfer_id
       order by p.seq desc`),
     // Unfiltered, the account's version counts its postings; a type or a period sums the kept
