@@ -1,8 +1,6 @@
 -- The history filter's index and totals (see migration 100). Every posting has its kind now
--- (101, and the insert trigger since 100), so the column is tightened; SET NOT NULL scans the
--- table once under an exclusive lock, and the index build blocks inserts into ledger_postings for
--- its duration (both measured at 1,000,000 postings in docs/performance.md).
-alter table ledger_postings alter column transfer_kind set not null;
+-- (101, and the insert trigger since 100). The index build, and the counts' trigger and backfill
+-- after it, keep inserts into ledger_postings waiting until this migration commits; reads go on.
 
 -- GET /v1/balance-history?type=: the page's postings, newest first, of one account and kind.
 create index ledger_postings_account_kind_idx on ledger_postings (account_id, transfer_kind, seq desc);
