@@ -1,5 +1,5 @@
 // GET /v1/balance-history?type= reads the transfer kind stored on each posting and its total from
-// the kept per-day counts (migrations 100-102, issue 35): the filtered pages and totals must be
+// the kept per-day counts (migrations 100-103, issue 35): the filtered pages and totals must be
 // exactly the unfiltered history's movements of that type, and the audit must catch a stored kind
 // or a kept count that disagrees with the records.
 import t from 'tap';
