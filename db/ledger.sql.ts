@@ -283,8 +283,9 @@ function postingCounts(fromCheckpoint: boolean) {
 
 /**
  * Every way the ledger can be wrong, as rows: cached balances or versions that differ from their
- * postings, postings whose stored transfer kind or kept history counts differ from the records, transfers that do not sum to zero (or have fewer than two legs, or legs on another
- * merchant's accounts), broken balance chains, overdrawn accounts, paid orders with no posting,
+ * postings, postings whose stored transfer kind or kept history counts differ from the records,
+ * transfers that do not sum to zero (or have fewer than two legs, or legs on another merchant's
+ * accounts), broken balance chains, overdrawn accounts, paid orders with no posting,
  * daily running totals that differ from the rows, and disbursements whose money is not
  * accounted for (a debit, then a completion or a reversal, each exactly once; an import's one
  * debit equal to its disbursements; what is in flight equal to the unfinished disbursements).
@@ -328,17 +329,25 @@ export function findLedgerProblems(db: Db, scope: AuditScope = WHOLE_LEDGER) {
     group by t.id
     having coalesce(sum(p.amount), 0) <> 0 or count(p.id) < 2
     union all
-    select 'transfer_merchant', p.transfer_id::text, format('posting %s on account %s of merchant %s', p.id, a.id, a.merchant_id)
-    from fresh p
-    join acc a on a.id = p.account_id
-    join ledger_transfers t on t.id = p.transfer_id
-    where a.merchant_id <> t.merchant_id
-    union all
-    -- The kind stored on a posting (GET /v1/balance-history?type= reads it) is its transfer's.
-    select 'posting_kind', p.id::text, format('posting says %s, its transfer %s is %s', p.transfer_kind, t.id, t.kind)
-    from fresh p
-    join ledger_transfers t on t.id = p.transfer_id
-    where p.transfer_kind is distinct from t.kind
+    -- Each posting against its transfer, in one join of the postings to their transfers: on an
+    -- account of the transfer's merchant, and with the transfer's kind stored on it (GET
+    -- /v1/balance-history?type= reads that).
+    select c.check, c.subject, c.detail
+    from (
+      select p.id, p.transfer_id, p.transfer_kind, a.id as account_id, a.merchant_id, t.merchant_id as transfer_merchant, t.kind
+      from fresh p
+      join acc a on a.id = p.account_id
+      join ledger_transfers t on t.id = p.transfer_id
+      where a.merchant_id <> t.merchant_id or p.transfer_kind is distinct from t.kind
+    ) b
+    cross join lateral (
+      select 'transfer_merchant' as check, b.transfer_id::text as subject,
+             format('posting %s on account %s of merchant %s', b.id, b.account_id, b.merchant_id) as detail
+      where b.merchant_id <> b.transfer_merchant
+      union all
+      select 'posting_kind', b.id::text, format('posting says %s, its transfer %s is %s', b.transfer_kind, b.transfer_id, b.kind)
+      where b.transfer_kind is distinct from b.kind
+    ) c
     union all
     ${postingCounts(scope.fromCheckpoint)}
     union all

@@ -103,4 +103,15 @@ t.test('the full audit flags a posting whose stored kind is not its transfer\'s,
   t.match(counted.report.problems, [{ check: 'posting_counts', detail: 'kept 2, postings 1' }]);
   await pool.query(sql.unsafe`update ledger_posting_counts set n = n - 1 where account_id = ${wallet}`);
   t.equal((await audit()).code, 0, 'repaired: clean');
+
+  // The same join of postings to transfers still finds a leg on another merchant's account.
+  const other = await makeMerchant(stack.api.ctx);
+  await fundWallet(pool, other, 1); // opens its accounts
+  await pool.query(sql.unsafe`alter table ledger_postings disable trigger ledger_postings_append_only`);
+  await pool.query(sql.unsafe`update ledger_postings set account_id = (select id from ledger_accounts where merchant_id = ${other.merchant_id} and kind = 'WALLET')
+    where account_id = ${wallet}`);
+  await pool.query(sql.unsafe`alter table ledger_postings enable trigger ledger_postings_append_only`);
+  const moved = await audit();
+  t.ok(moved.report.problems.some((p: any) => p.check === 'transfer_merchant'), 'a leg on another merchant\'s account is named');
+  t.notOk(moved.report.problems.some((p: any) => p.check === 'posting_kind'), 'its kind is still its transfer\'s');
 });
