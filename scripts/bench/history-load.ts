@@ -320,7 +320,7 @@ async function postLedger(client: pg.Client, merchantId: string) {
   );
   await client.query(
     `with legs as (
-       select t.id as transfer_id, t.at, a.id as account_id, l.leg, l.amount
+       select t.id as transfer_id, t.kind, t.at, a.id as account_id, l.leg, l.amount
        from h_transfers t
        cross join lateral (select ord as leg, t.legs[ord][1] as kind, t.legs[ord][2]::bigint as amount
                            from generate_subscripts(t.legs, 1) ord) l
@@ -331,8 +331,10 @@ async function postLedger(client: pg.Client, merchantId: string) {
                                                          rows unbounded preceding) as after
        from legs join ledger_accounts a on a.id = legs.account_id
      )
-     insert into ledger_postings (transfer_id, account_id, amount, balance_before, balance_after, created_at)
-     select transfer_id, account_id, amount, after - amount, after, at from chained order by at, transfer_id, leg`,
+     -- The kind written as the ledger module writes it (the insert trigger would look each one up);
+     -- the history's per-day counts are kept by the statement's own trigger (migration 102).
+     insert into ledger_postings (transfer_id, transfer_kind, account_id, amount, balance_before, balance_after, created_at)
+     select transfer_id, kind, account_id, amount, after - amount, after, at from chained order by at, transfer_id, leg`,
     [merchantId],
   );
   await client.query(

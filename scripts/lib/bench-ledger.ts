@@ -1,6 +1,9 @@
 // Ledger rows the benches write in bulk, set-based, where the API would post them one by one:
 // a merchant's accounts, and the profits report's day totals (profit_daily_totals, migration
-// 063), which the ledger module would have kept as it posted each payment.
+// 063), which the ledger module would have kept as it posted each payment. A posting's
+// transfer_kind and the history's counts (ledger_posting_counts) need nothing here: the
+// history loader writes the kind, an insert trigger fills it where a loader leaves it out
+// (migration 100), and a statement trigger keeps the counts (migration 102).
 import type pg from 'pg';
 
 /** The merchant's ledger accounts, as merchant creation opens them. */
