@@ -23,8 +23,9 @@ begin
   end if;
   return new;
 end $$;
+-- WHEN: the ledger module writes the kind itself, so its inserts never call the function.
 create trigger ledger_postings_transfer_kind before insert on ledger_postings
-  for each row execute function ledger_posting_transfer_kind();
+  for each row when (new.transfer_kind is null) execute function ledger_posting_transfer_kind();
 
 -- Postings stay history: the one edit allowed is filling a missing kind, nothing else changed
 -- (migration 101's backfill). The audit proves every stored kind equals its transfer's.
