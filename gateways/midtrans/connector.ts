@@ -45,6 +45,7 @@ import type {
   RefundStatus,
   VendorRecord,
 } from '../gateway.ts';
+import { ReportUnavailable } from '../gateway.ts';
 import { IRIS_BANKS, irisBankOf } from './iris-banks.ts';
 import { logger } from '../../db/logger.ts';
 import { createMidtransClient, midtransCredentials, type MidtransAnswer } from './client.ts';
@@ -73,7 +74,7 @@ import {
   type CoreVerdict,
 } from './transforms.ts';
 import { validateVendorQris } from '../qris.ts';
-import { midtransReport } from './report.ts';
+import { midtransReport, probeStatement } from './report.ts';
 import { holderRefusal } from '../name-rule.ts';
 import { failed, headerOf, ok, PAYOUT_NOT_FOUND, QR_NOT_FOUND, unknown, unresolvable } from '../results.ts';
 
@@ -465,6 +466,15 @@ export function createMidtransGateway(vendor: VendorRecord, options: { timeoutMs
         }
       }
       lines.splice(1, 0, 'Iris creator and approver keys accepted');
+      // Reconciliation reads the statement with the creator key: a key that may pay but not
+      // read its statement would fail every night.
+      try {
+        const count = await probeStatement((method, path, payload) => client.iris('creator', method, path, payload));
+        lines.push(`Iris statement read (today: ${count} lines)`);
+      } catch (error) {
+        if (!(error instanceof ReportUnavailable)) throw error;
+        return failed(`Iris statement read (daily reconciliation) refused: ${error.message}`);
+      }
       if (!creds.iris.approverOtp) lines.push('no approver TOTP secret: approvals send an empty otp, which Iris refuses where approvers use two-factor codes');
       return ok(lines.join('; '));
     },

@@ -99,6 +99,17 @@ async function readPayout(iris: Call, referenceNo: string): Promise<VendorLine[]
 }
 
 /** Iris's statement lines between two WIB dates: payouts out (debit) and back (credit). */
+const wibDate = (at: Date) => new Date(at.getTime() + 7 * 3600_000).toISOString().slice(0, 10);
+
+/**
+ * Reads today's statement as reconciliation will (`ops vendor:check`): resolves to how many
+ * lines it holds, or throws ReportUnavailable saying why not.
+ */
+export async function probeStatement(iris: Call): Promise<number> {
+  const today = wibDate(new Date());
+  return (await readStatement(iris, today, today)).length;
+}
+
 async function readStatement(iris: Call, fromDate: string, toDate: string): Promise<Array<{ referenceNo: string; amount: number; debit: boolean; at: Date }>> {
   const answer = await iris('GET', '/statements', { from_date: fromDate, to_date: toDate });
   if (answer.kind !== 'ok') unreadable('Iris statements', answer.reason);
@@ -118,7 +129,6 @@ async function readStatement(iris: Call, fromDate: string, toDate: string): Prom
   });
 }
 
-const wibDate = (at: Date) => new Date(at.getTime() + 7 * 3600_000).toISOString().slice(0, 10);
 
 export async function midtransReport(reader: MidtransReader, day: ReportDay): Promise<VendorReport> {
   async function* lines(): AsyncIterable<VendorLine> {

@@ -225,7 +225,18 @@ export function createSnapGateway(vendor: VendorRecord, opts: { timeoutMs?: numb
     async check() {
       client.dropToken();
       const token = await client.accessToken();
-      return token.kind === 'ok' ? ok(`access token issued (partner ${creds.partnerId})`) : token;
+      if (token.kind !== 'ok') return token;
+      // A token proves the key pair; the signed service calls prove the client secret and that
+      // the partner may use them: a query of a made-up QR and transfer must be "not found".
+      const probe = `kasir-check-${Date.now()}`;
+      const lines = [`access token issued (partner ${creds.partnerId})`];
+      const qr = await queryQris(probe, probe);
+      if (qr.kind !== 'ok') return { kind: qr.kind, reason: `QR query (payment confirmation): ${qr.reason}` };
+      lines.push('QR query signed and answered (a made-up QR is not found)');
+      const transfer = await queryTransfer(probe);
+      if (transfer.kind !== 'ok') return { kind: transfer.kind, reason: `transfer status (payout confirmation): ${transfer.reason}` };
+      lines.push('transfer status signed and answered (a made-up transfer is not found)');
+      return ok(lines.join('; '));
     },
 
     async parseCallback(headers, rawBody, path = '') {

@@ -175,6 +175,7 @@ t.test('ops: vendor:add --kind midtrans, vendor:check says OK or why not', async
   t.equal(good.code, 0, good.stdout + good.stderr);
   t.match(JSON.parse(good.stdout), { ok: true, detail: /server key accepted/ });
   t.notMatch(JSON.parse(good.stdout).detail, /no approver TOTP secret/, 'the approver secret is configured');
+  t.match(JSON.parse(good.stdout).detail, /Iris statement read \(today: \d+ lines\)/, 'the statement reconciliation reads is read too');
   t.notMatch(good.stdout + good.stderr, MIDTRANS_ACCOUNT.serverKey, 'the key is never printed');
   const stored = JSON.stringify(await pool.oneFirst(sql.unsafe`select row_to_json(v)::text from vendors v where code = 'mt-cli'`));
   t.notMatch(stored, MIDTRANS_ACCOUNT.irisApproverTotpSecret, 'the TOTP secret is stored sealed with the other credentials');

@@ -280,6 +280,18 @@ t.test('ops: vendor:add --kind snap with key files, vendor:check fetches a token
   const bad = await ops(stack.env, 'vendor:check', '--code', 'snap-cli-bad');
   t.equal(bad.code, 1);
   t.match(bad.stdout, /snap-cli-bad \(snap\): NOT OK — access token refused: HTTP 401 4017300 Unauthorized\. Signature/);
+
+  // The token proves the key pair only: a wrong client secret (which signs every service call)
+  // got a token and then failed every query. The check signs a query of each kind too.
+  t.match(JSON.parse(ok.stdout).detail, /QR query signed and answered.*transfer status signed and answered/);
+  const wrongSecret = await ops(stack.env, 'vendor:add', '--code', 'snap-cli-secret', '--kind', 'snap', '--base-url', `${stack.sim.url}/snap`, '--partner-id', SNAP_ACCOUNT.partnerId,
+    '--client-key', SNAP_ACCOUNT.clientKey, '--client-secret', 'not-the-client-secret-0123456789', '--private-key-file', files.kasirPrivate,
+    '--provider-public-key-file', files.providerPublic, '--channel-id', SNAP_ACCOUNT.channelId, '--merchant-id', SNAP_ACCOUNT.merchantId,
+    '--bank-branch-code', '0000', '--source-account-no', '0000000000');
+  t.equal(wrongSecret.code, 0, wrongSecret.stderr);
+  const secretChecked = await ops(stack.env, 'vendor:check', '--code', 'snap-cli-secret');
+  t.equal(secretChecked.code, 1, secretChecked.stdout);
+  t.match(secretChecked.stdout, /snap-cli-secret \(snap\): NOT OK — QR query \(payment confirmation\): /);
 });
 
 t.test('unknown outcomes at the provider', async (t) => {
