@@ -1,5 +1,5 @@
 // Midtrans transport: Basic auth (the key is the username, the password empty), JSON both ways,
-// got with a timeout, no retries (retrying is the caller's decision: failover or reconcile) and
+// gateways/http.ts's transport with a timeout, no retries (retrying is the caller's decision: failover or reconcile) and
 // no thrown HTTP errors. Core API calls use the server key; Iris calls the creator key (create)
 // or the approver key (approve, reject). Logs carry the path, status and time, never a key.
 import { logger } from '../../db/logger.ts';

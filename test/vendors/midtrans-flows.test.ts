@@ -265,7 +265,10 @@ t.test('unknown outcomes at Midtrans', async (t) => {
     t.equal(res.status, 201, res.text);
     await refundReaches(res.json.data.id, 'SUCCEEDED', 30_000);
     t.equal((await refundPosts()) - before, 2, 'the refused one and the one after the read');
-    t.equal((await statusAtMidtrans(ref)).refunds.length, 1, 'one refund at Midtrans');
+    // The approved refund is in flight at Midtrans for SIMULATOR_DISBURSE_DELAY_MS before its
+    // status lists it: wait for the listing, then count.
+    const listed = await eventually(async () => ((await statusAtMidtrans(ref)).refunds?.length > 0 ? (await statusAtMidtrans(ref)).refunds : undefined), 'the refund listed by the status', 30_000);
+    t.equal(listed.length, 1, 'one refund at Midtrans');
     t.equal(await balanceOf(stack, merchant), 99_300 - 20_000, 'debited once');
     await ledgerAudit(t, stack.env);
   });
