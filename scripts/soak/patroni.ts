@@ -117,6 +117,9 @@ async function rest(node: Node, path: string): Promise<number> {
 /** Whether a write goes through `url` now: a session on the primary, not in recovery. */
 async function writable(url: string): Promise<boolean> {
   const client = newClient(url, { connectionTimeoutMillis: 1_000 });
+  // A node restarting under Patroni may cut an idle connection: an 'error' event with no
+  // listener would end the drill's process (it did, in a clean-ci run), not this probe.
+  client.on('error', () => undefined);
   try {
     await client.connect();
     const { rows } = await client.query('select pg_is_in_recovery() as r');
@@ -218,10 +221,21 @@ export async function startPatroniCluster(dir: string, logDir: string, options: 
     inARow = (await writable(proxyUrl()).catch(() => false)) ? inARow + 1 : 0;
     return inARow >= 30 ? true : undefined;
   });
-  const admin = new pg.Client({ connectionString: proxyUrl() });
-  await admin.connect();
-  await admin.query('create database kasir');
-  await admin.end();
+  // Retried: HAProxy may still move a connection while the cluster settles.
+  await until('the kasir database created', READY_DEADLINE_MS, async () => {
+    const admin = new pg.Client({ connectionString: proxyUrl() });
+    admin.on('error', () => undefined);
+    try {
+      await admin.connect();
+      await admin.query('create database kasir');
+      return true;
+    } catch (error) {
+      if ((error as { code?: string }).code === '42P04') return true; // made by the attempt whose answer was lost
+      return undefined;
+    } finally {
+      await admin.end().catch(() => undefined);
+    }
+  });
   const url = options.multiHost ? hostListUrl('kasir') : proxyUrl('kasir');
 
   const crashes: FailoverRecord[] = [];
