@@ -1,6 +1,6 @@
 // Process entry of every worker Procfile line: `node workers/run.ts <group>`.
-// On SIGTERM/SIGINT pg-boss stops fetching and waits for in-flight jobs; a job cut off by a
-// SIGKILL is retried after its expiry by another worker, and handlers are idempotent.
+// On SIGTERM/SIGINT the queue loops (workers/work.ts) stop fetching and wait for in-flight jobs; a
+// job cut off by a SIGKILL is retried once its heartbeat is stale, and handlers are idempotent.
 // With METRICS_PORT set the process serves GET /metrics there (one port per process).
 import { directDatabaseUrl, loadConfig, pooledConnections } from '../db/config.ts';
 import { logger } from '../db/logger.ts';
@@ -12,6 +12,7 @@ import { createSealer } from '../db/secrets.ts';
 import { startOutcomeRecorder } from '../db/vendor-outcomes.ts';
 import { waitForDatabaseOrExit } from '../db/wait-for-database.ts';
 import { groupNames, groups } from './groups.ts';
+import { stopWork } from './work.ts';
 
 const name = process.argv[2] ?? '';
 const group = groups[name];
@@ -46,6 +47,7 @@ async function stop(signal: string) {
   stopping = true;
   logger.info({ group: name, signal }, 'worker group stopping');
   await group!.stop?.();
+  await stopWork();
   await boss.stop({ graceful: true, timeout: 20_000 });
   await outcomes.stop();
   await metrics?.close();

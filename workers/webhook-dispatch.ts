@@ -23,15 +23,15 @@
 //   batch's transaction runs, the next accumulates.
 // - Jobs held longer than HEARTBEAT_MS get their heartbeat refreshed in one statement, as
 //   pg-boss's work loop does for a running batch, so the supervisor does not take them back.
-// - It wakes on pg-boss's NOTIFY for the queue (a new job), when places free up, and once a
-//   POLL_MS otherwise (a retry's job comes due silently).
-import { createHash } from 'node:crypto';
+// - It wakes on pg-boss's NOTIFY for the queue (a new job; workers/work.ts holds the process's
+//   LISTEN), when places free up, and once a POLL_MS otherwise (a retry's job comes due silently).
 import type { Job, PgBoss } from 'pg-boss';
 import { logger } from '../db/logger.ts';
 import { parsePayload } from '../db/queue.ts';
 import { WEBHOOK_QUEUE } from '../db/webhooks.ts';
 import type { WorkerContext } from './context.ts';
 import { attempt, DestinationAgents, loadBatch, recordBatch, type Sendable, type Settled } from './webhook-deliver.ts';
+import { Doorbell, onNewJob } from './work.ts';
 
 /**
  * Jobs one process holds at once. A job is held from its fetch through its delivery's read, its
@@ -87,39 +87,6 @@ class Destination {
   held(): number {
     return this.inFlight.size + this.waiting.length;
   }
-}
-
-/** A wait that ends after `ms`, or sooner when rung. */
-class Doorbell {
-  #ring: (() => void) | null = null;
-  #rung = false;
-
-  ring() {
-    this.#rung = true;
-    this.#ring?.();
-  }
-
-  async wait(ms: number) {
-    if (this.#rung) {
-      this.#rung = false;
-      return;
-    }
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.#ring = done;
-    });
-    this.#ring = null;
-    this.#rung = false;
-  }
-}
-
-/** pg-boss's NOTIFY channel for a schema (its notifyChannelSql, computed here as it does in SQL). */
-function notifyChannel(schema: string): string {
-  return `${schema}_${createHash('sha224').update(schema).digest('hex').slice(0, 24)}`;
 }
 
 export interface Dispatcher {
@@ -265,14 +232,7 @@ export async function startWebhookDispatch(ctx: WorkerContext): Promise<Dispatch
     }, wait);
   };
 
-  let listener: { close(): Promise<void> } | null = null;
-  try {
-    const db = boss.getDb();
-    listener = (await db.listen?.(notifyChannel('pgboss'), (queue) => queue === WEBHOOK_QUEUE && notified(), () => doorbell.ring())) ?? null;
-  } catch (err) {
-    logger.warn({ err }, 'webhook dispatcher cannot listen for new jobs: polling only');
-  }
-  if (!listener) logger.warn('webhook dispatcher has no LISTEN connection: new webhooks wait for the next poll');
+  const unsubscribe = await onNewJob(boss, WEBHOOK_QUEUE, notified);
 
   const loop = (async () => {
     while (!stopping) {
@@ -305,7 +265,7 @@ export async function startWebhookDispatch(ctx: WorkerContext): Promise<Dispatch
       doorbell.ring();
       await loop;
       if (pending) clearTimeout(pending);
-      await listener?.close().catch(() => undefined);
+      unsubscribe();
       // Jobs not started go back to the queue as failed once (retried after the queue's delay,
       // by this or another worker); requests in flight finish (within the timeout).
       const waiting = [...destinations.values()].flatMap((d) => d.waiting.splice(0));

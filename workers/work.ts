@@ -1,8 +1,26 @@
-// Registers a queue handler with pg-boss in the shape every Kasir worker uses: jobs are fetched
-// in batches (one round trip for up to `batchSize` jobs, and back-to-back fetches while batches
-// come back full), each job in the batch runs concurrently, and each is settled on its own, so
-// one failing job is retried without failing its neighbours. A handler throws to mean "retry".
-import type { Job, PgBoss } from 'pg-boss';
+// Runs a queue's handler in the shape every Kasir worker uses. Not pg-boss's work loop: that one
+// runs a fetched batch to its end before it fetches again, so a batch lasts as long as its
+// slowest job. During a vendor's brownout every batch of order creates held a call that ran
+// into the vendor timeout, and the orders bound for a healthy vendor waited those 8 s with it
+// (docs/performance.md, "Routing"). This loop uses pg-boss's fetch, complete, fail and touch as
+// they are, and keeps its places filled instead:
+//
+// - It holds up to batchSize × loops jobs, and fetches again (one round trip for up to
+//   batchSize) as soon as a fetch's worth of places is free: a finished job is replaced at
+//   once, whatever its neighbours are doing.
+// - Each job is settled when it finishes; jobs finishing together are settled together (one
+//   statement per distinct output, while the previous settle runs the next accumulates), so one
+//   failing job is retried without failing its neighbours.
+// - Jobs held longer than HEARTBEAT_MS get their heartbeat refreshed in one statement, as
+//   pg-boss's loop does for a running batch; a job whose claim is found gone (retried elsewhere)
+//   has its signal aborted, so a long export stops work whose result cannot land.
+// - It wakes on pg-boss's NOTIFY for the queue (one LISTEN connection per process for every
+//   queue), when places free up, and once a POLL_MS otherwise (a retry comes due silently).
+//
+// A handler throws to mean "retry". A job cut off by a SIGKILL stays active until its heartbeat
+// goes stale, and is then retried by any worker; handlers are idempotent.
+import { createHash } from 'node:crypto';
+import type { Job, JobWithMetadata, PgBoss } from 'pg-boss';
 import { logger } from '../db/logger.ts';
 import { parsePayload, type Payload, type QueueName } from '../db/queue.ts';
 
@@ -10,11 +28,102 @@ import { parsePayload, type Payload, type QueueName } from '../db/queue.ts';
 export class NotYet extends Error {}
 
 export interface WorkOptions {
-  /** Jobs fetched per round trip; bounds this process's concurrency on the queue. */
+  /** Jobs fetched per round trip at most. */
   batchSize: number;
-  /** Independent fetch loops; more of them overlap I/O-bound batches. */
+  /** Places in batches: the process holds up to batchSize × loops jobs of the queue at once. */
   loops?: number;
 }
+
+const POLL_MS = 1_000;
+/** Below half the queues' heartbeatSeconds (10 s, db/queue.ts). */
+const HEARTBEAT_MS = 4_000;
+
+/** A wait that ends after `ms`, or sooner when rung. */
+export class Doorbell {
+  #ring: (() => void) | null = null;
+  #rung = false;
+
+  ring() {
+    this.#rung = true;
+    this.#ring?.();
+  }
+
+  async wait(ms: number) {
+    if (this.#rung) {
+      this.#rung = false;
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#ring = done;
+    });
+    this.#ring = null;
+    this.#rung = false;
+  }
+}
+
+// ---------------------------------------------------------------- NOTIFY, one connection per process
+
+/** pg-boss's NOTIFY channel for a schema (its notifyChannelSql, computed here as it does in SQL). */
+function notifyChannel(schema: string): string {
+  return `${schema}_${createHash('sha224').update(schema).digest('hex').slice(0, 24)}`;
+}
+
+const listeners = new Map<string, Set<() => void>>();
+let listening: Promise<{ close(): Promise<void> } | null> | null = null;
+
+/**
+ * Calls `onJob` when pg-boss announces a new job on `queue` (and after the LISTEN connection is
+ * re-established: announcements may have been missed). Returns the unsubscribe.
+ */
+export async function onNewJob(boss: PgBoss, queue: string, onJob: () => void): Promise<() => void> {
+  let set = listeners.get(queue);
+  if (!set) listeners.set(queue, (set = new Set()));
+  set.add(onJob);
+  listening ??= (async () => {
+    try {
+      const listener = await boss.getDb().listen?.(
+        notifyChannel('pgboss'),
+        (name: string) => listeners.get(name)?.forEach((f) => f()),
+        () => listeners.forEach((fs) => fs.forEach((f) => f())),
+      );
+      if (!listener) logger.warn('no LISTEN connection: new jobs wait for the next poll');
+      return listener ?? null;
+    } catch (err) {
+      logger.warn({ err }, 'cannot listen for new jobs: polling only');
+      return null;
+    }
+  })();
+  await listening;
+  return () => set.delete(onJob);
+}
+
+async function closeListener(): Promise<void> {
+  const l = listening;
+  listening = null;
+  listeners.clear();
+  await (await l)?.close().catch(() => undefined);
+}
+
+// ---------------------------------------------------------------- the loop
+
+interface Held {
+  job: JobWithMetadata<unknown> | Job<unknown>;
+  heldSince: number;
+  claim: AbortController;
+}
+
+interface Outcome {
+  held: Held;
+  ok: boolean;
+  output: object | undefined;
+}
+
+const running = new Set<{ stop(): Promise<void> }>();
 
 export async function workQueue<Q extends QueueName>(
   boss: PgBoss,
@@ -22,32 +131,129 @@ export async function workQueue<Q extends QueueName>(
   options: WorkOptions,
   handle: (payload: Payload<Q>, job: Job<unknown>) => Promise<unknown>,
 ): Promise<void> {
-  await boss.work<unknown>(
-    name,
-    {
-      batchSize: options.batchSize,
-      localConcurrency: options.loops ?? 1,
-      burstWhenBatchFull: options.batchSize > 1,
-      perJobResults: true,
-      // NOTIFY wakes workers for new jobs, but a delayed job (startAfter: webhook retries,
-      // reconciliation) is announced by nobody when it comes due: this poll is its clock.
-      pollingIntervalSeconds: 1,
-      notifyPollingIntervalSeconds: 1,
-    },
-    async (jobs) =>
-      Promise.all(
-        jobs.map(async (job) => {
+  const capacity = options.batchSize * (options.loops ?? 1);
+  // Fetched in steps: pg-boss writes the batch size into the statement's text, and each text
+  // is a statement of its own to prepare and plan.
+  const step = Math.max(1, Math.ceil(options.batchSize / 5));
+  const held = new Map<string, Held>();
+  const outcomes: Outcome[] = [];
+  const doorbell = new Doorbell();
+  const jobs = new Set<Promise<void>>();
+  let settling: Promise<void> | null = null;
+  let stopping = false;
+
+  const room = () => capacity - held.size;
+
+  const settle = () => {
+    if (settling) return;
+    settling = (async () => {
+      while (outcomes.length) {
+        const batch = outcomes.splice(0);
+        // One statement per distinct output: completions mostly share theirs ({ confirmed: 'xendit' }).
+        const groups = new Map<string, Outcome[]>();
+        for (const o of batch) {
+          const key = `${o.ok}|${JSON.stringify(o.output ?? null)}`;
+          groups.set(key, [...(groups.get(key) ?? []), o]);
+        }
+        for (const group of groups.values()) {
+          const attempts = group.map((o) => ({ id: o.held.job.id, retryCount: o.held.job.retryCount }));
+          const output = group[0].output;
           try {
-            const output = await handle(parsePayload(name, job), job);
-            return { id: job.id, status: 'completed' as const, output: (output ?? undefined) as object | undefined };
+            if (group[0].ok) await boss.complete(name, attempts, output);
+            else await boss.fail(name, attempts, output);
           } catch (err) {
-            // A job asking to be retried later is expected, and silent at info; any other
-            // failure is logged with its stack.
-            if (err instanceof NotYet) logger.debug({ queue: name, jobId: job.id, retry: job.retryCount, reason: err.message }, 'job retried later');
-            else logger.warn({ err, queue: name, jobId: job.id, retry: job.retryCount }, 'job failed');
-            return { id: job.id, status: 'failed' as const, output: { message: (err as Error).message } };
+            // Left active: the supervisor retries them once their heartbeat is stale.
+            logger.error({ err, queue: name, jobs: group.length }, 'jobs not settled; they will be retried');
           }
-        }),
-      ),
-  );
+        }
+        const before = room();
+        for (const o of batch) held.delete(o.held.job.id);
+        if (before < step && room() >= step) doorbell.ring();
+      }
+    })().finally(() => {
+      settling = null;
+      if (outcomes.length) settle();
+    });
+  };
+
+  const run = (h: Held) => {
+    const job = Object.assign(h.job, { signal: h.claim.signal });
+    const done = (async () => {
+      try {
+        const output = await handle(parsePayload(name, job), job);
+        outcomes.push({ held: h, ok: true, output: (output ?? undefined) as object | undefined });
+      } catch (err) {
+        // A job asking to be retried later is expected, and silent at info; any other failure
+        // is logged with its stack.
+        if (err instanceof NotYet) logger.debug({ queue: name, jobId: job.id, retry: job.retryCount, reason: err.message }, 'job retried later');
+        else logger.warn({ err, queue: name, jobId: job.id, retry: job.retryCount }, 'job failed');
+        outcomes.push({ held: h, ok: false, output: { message: (err as Error).message } });
+      }
+      settle();
+    })();
+    jobs.add(done);
+    void done.finally(() => jobs.delete(done));
+  };
+
+  const heartbeat = setInterval(() => {
+    const due = Date.now() - HEARTBEAT_MS;
+    const stale = [...held.values()].filter((h) => h.heldSince <= due && !h.claim.signal.aborted);
+    if (!stale.length) return;
+    boss.touch(name, stale.map((h) => ({ id: h.job.id, retryCount: h.job.retryCount }))).then(
+      (touched) => {
+        // The ids it refreshed (pg-boss returns them beside the count; its types do not say so).
+        const refreshed = (touched as { settled?: string[] }).settled;
+        if (!refreshed) return;
+        const kept = new Set(refreshed);
+        // Settled by this loop meanwhile, or retried elsewhere: only a job still held has lost its claim.
+        for (const h of stale) if (!kept.has(h.job.id) && held.get(h.job.id) === h) h.claim.abort(new Error(`job ${h.job.id} is no longer held by this worker`));
+      },
+      (err: unknown) => logger.warn({ err, queue: name }, 'job heartbeat failed'),
+    );
+  }, HEARTBEAT_MS);
+
+  const unsubscribe = await onNewJob(boss, name, () => doorbell.ring());
+
+  const loop = (async () => {
+    while (!stopping) {
+      const batch = Math.min(options.batchSize, Math.floor(room() / step) * step);
+      if (batch > 0) {
+        let fetched: Job<unknown>[] = [];
+        try {
+          fetched = await boss.fetch(name, { batchSize: batch });
+        } catch (err) {
+          logger.error({ err, queue: name }, 'job fetch failed');
+        }
+        const now = Date.now();
+        for (const job of fetched) {
+          const h = { job, heldSince: now, claim: new AbortController() };
+          held.set(job.id, h);
+          run(h);
+        }
+        if (fetched.length === batch && !stopping) continue;
+      }
+      await doorbell.wait(POLL_MS);
+    }
+  })();
+
+  running.add({
+    async stop() {
+      stopping = true;
+      doorbell.ring();
+      await loop;
+      unsubscribe();
+      // Jobs in flight finish (handlers are bounded by their vendor or statement timeouts).
+      while (jobs.size) await Promise.all([...jobs]);
+      while (settling) await settling;
+      clearInterval(heartbeat);
+    },
+  });
+}
+
+/** Stops every queue's loop of this process: no more fetches, jobs in flight finish and are settled. */
+export async function stopWork(): Promise<void> {
+  const loops = [...running];
+  running.clear();
+  await Promise.all(loops.map((l) => l.stop()));
+  await closeListener();
 }
