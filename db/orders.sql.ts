@@ -256,19 +256,26 @@ export async function markVendorPending(db: Db, id: string, vendorCode: string):
 }
 
 /**
- * The vendor worker's load and its first markVendorPending in one statement: the attempt, if it
- * is still CREATING with no vendor pending and `vendorCode` not tried yet, is now pending at
- * that vendor, and comes back as it is after that. Null otherwise (resolved, a crash left a
- * vendor pending, this vendor was tried, or it was disabled or removed since the worker read its
- * routes): the worker then loads it and decides the long way.
+ * The vendor worker's load and its first markVendorPending in one statement, for a batch of
+ * attempts: each, if it is still CREATING with no vendor pending and its `vendorCode` not tried
+ * yet, is now pending at that vendor, and comes back as it is after that. Null otherwise
+ * (resolved, a crash left a vendor pending, this vendor was tried, or it was disabled or removed
+ * since the worker read its routes): the worker then loads it and decides the long way.
  */
-export function loadAndMarkVendorPending(db: Db, id: string, vendorCode: string) {
-  return db.maybeOne(sql.type(orderRow)`
+export async function loadAndMarkVendorPending(db: Db, marks: readonly { id: string; vendorCode: string }[]): Promise<(OrderRow | null)[]> {
+  // An attempt asked for twice in one batch (a re-queued job beside the first) is marked for the
+  // first asker only: the second gets null and goes the long way, as it would one statement later.
+  const first = new Map<string, number>();
+  marks.forEach((m, i) => first.has(m.id) || first.set(m.id, i));
+  const rows = await db.any(sql.type(orderRow)`
     update orders
-    set pending_vendor = ${vendorCode}, vendors_tried = array_append(vendors_tried, ${vendorCode}), updated_at = now()
-    where id = ${id} and status = 'CREATING' and pending_vendor is null and not (${vendorCode} = any(vendors_tried))
-      and ${vendorUsable(vendorCode)}
+    set pending_vendor = m.mark_vendor, vendors_tried = array_append(vendors_tried, m.mark_vendor), updated_at = now()
+    from ${sql.unnest([...first.keys()].map((id) => [id, marks[first.get(id)!].vendorCode]), ['uuid', 'text'])} as m(mark_id, mark_vendor)
+    where orders.id = m.mark_id and status = 'CREATING' and pending_vendor is null and not (m.mark_vendor = any(vendors_tried))
+      and exists (select 1 from vendors v where v.code = m.mark_vendor and v.enabled and v.removed_at is null)
     returning ${columns}`);
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return marks.map((m, i) => (first.get(m.id) === i ? (byId.get(m.id) ?? null) : null));
 }
 
 export function clearVendorPending(db: Db, id: string) {
@@ -277,37 +284,65 @@ export function clearVendorPending(db: Db, id: string) {
 
 /**
  * CREATING → PENDING with the vendor's QR, its event, the key's stored 201 and the outcome
- * notification (delivered at commit), in one statement. Null when the attempt was not CREATING.
+ * notification (delivered at commit), in one statement.
  */
 /** NOTIFY payloads are at most 8,000 bytes: the id, a newline and an answer up to this. */
 const NOTIFIED_ANSWER_MAX_BYTES = 7_900;
 
-export async function confirmAttempt(
-  db: Db,
-  c: { orderId: string; vendorCode: string; vendorOrderId: string; qrisString: string; source: string; detail: unknown; responseBody: string; channel: string },
-): Promise<string | null> {
-  // Two columns (id and the notify call): maybeOne, since maybeOneFirst refuses any row with more.
-  const row = await db.maybeOne(sql.type(z.object({ id: z.string() }))`
-    with confirmed as (
+export interface Confirmation {
+  orderId: string;
+  vendorCode: string;
+  vendorOrderId: string;
+  qrisString: string;
+  source: string;
+  detail: unknown;
+  responseBody: string;
+}
+
+/**
+ * Many attempts' confirmations in one statement (db/orders.ts gathers those finishing together):
+ * for each, the order id when it was confirmed, null when it was not CREATING any more. The rows
+ * are locked in the order of their order_counts counter (stripe, merchant), and the update walks
+ * them in that order (the plan drives it from the locked rows), so the per-row count trigger
+ * locks the counters in one order in every batch: two batches wait on each other rather than
+ * deadlock.
+ */
+export async function confirmAttempts(db: Db, cs: readonly Confirmation[], channel: string): Promise<(string | null)[]> {
+  // Two columns (id and the notify call) per row.
+  const rows = await db.any(sql.type(z.object({ id: z.string() }))`
+    with input as materialized (
+      select * from ${sql.unnest(
+        cs.map((c) => [c.orderId, c.vendorCode, c.vendorOrderId, c.qrisString, c.source, JSON.stringify(c.detail ?? null), c.responseBody]),
+        ['uuid', 'text', 'text', 'text', 'text', 'text', 'text'],
+      )} as t(c_id, c_vendor, c_vendor_order, c_qris, c_source, c_detail, c_body)
+    ), locked as materialized (
+      select o.id from orders o join input i on o.id = i.c_id
+      where o.status = 'CREATING'
+      order by order_counts_stripe(o.id), o.merchant_id, o.id
+      for no key update of o
+    ), confirmed as (
       update orders
-      set status = 'PENDING', vendor_code = ${c.vendorCode}, vendor_order_id = ${c.vendorOrderId},
-          qris_string = ${c.qrisString}, pending_vendor = null, updated_at = now()
-      where id = ${c.orderId} and status = 'CREATING'
-      returning id
+      set status = 'PENDING', vendor_code = i.c_vendor, vendor_order_id = i.c_vendor_order,
+          qris_string = i.c_qris, pending_vendor = null, updated_at = now()
+      from locked l join input i on i.c_id = l.id
+      where orders.id = l.id and orders.status = 'CREATING'
+      returning orders.id
     ), event as (
       insert into order_events (order_id, status, event, source, detail)
-      select id, 'PENDING', 'order.created', ${c.source}, ${sql.jsonb(c.detail as never)} from confirmed
+      select c.id, 'PENDING', 'order.created', i.c_source, i.c_detail::jsonb from confirmed c join input i on i.c_id = c.id
     ), answer as (
-      update idempotency_keys set response_status = 201, response_body = ${c.responseBody}
-      where order_id in (select id from confirmed) and response_body is null
-      returning response_body
+      update idempotency_keys k set response_status = 201, response_body = i.c_body
+      from confirmed c join input i on i.c_id = c.id
+      where k.order_id = c.id and k.response_body is null
+      returning k.order_id, k.response_body
     )
     -- The notification carries the answer just stored (when it fits NOTIFY's 8,000 bytes), so
     -- the waiting request sends it without reading it back: the id, a newline, the answer.
-    select id, pg_notify(${c.channel}, id::text || coalesce(
-             (select chr(10) || response_body from answer where octet_length(response_body) <= ${NOTIFIED_ANSWER_MAX_BYTES} limit 1), '')) as notified
-    from confirmed`);
-  return row?.id ?? null;
+    select c.id, pg_notify(${channel}, c.id::text || coalesce(
+             (select chr(10) || a.response_body from answer a where a.order_id = c.id and octet_length(a.response_body) <= ${NOTIFIED_ANSWER_MAX_BYTES} limit 1), '')) as notified
+    from confirmed c`);
+  const confirmed = new Set(rows.map((r) => r.id));
+  return cs.map((c) => (confirmed.has(c.orderId) ? c.orderId : null));
 }
 
 /**

@@ -14,6 +14,7 @@
 //   only once that transaction has committed.
 import { createHash } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
+import { coalesce } from './coalesce.ts';
 import { ApiError } from './errors.ts';
 import type { Db, Pool } from './pool.ts';
 import { sql } from './pool.ts';
@@ -34,7 +35,8 @@ import {
   lockOrderByRef,
   repointIdempotencyKey,
   completePaidAttempt,
-  confirmAttempt,
+  confirmAttempts,
+  type Confirmation,
   setOrderFailed,
   setOrderPaid,
   storeIdempotentResponse,
@@ -149,10 +151,21 @@ async function notifyOutcome(tx: Db, orderId: string) {
   await tx.query(sql.unsafe`select pg_notify(${ORDER_OUTCOME_CHANNEL}, ${orderId})`);
 }
 
+// Confirmations finishing together (a fetch's worth of vendor answers) share one statement and
+// one commit (db/coalesce.ts), per pool.
+const CONFIRM_BATCH = 100;
+const confirmers = new WeakMap<Db, (c: Confirmation) => Promise<string | null>>();
+
+function confirmer(db: Db) {
+  let confirm = confirmers.get(db);
+  if (!confirm) confirmers.set(db, (confirm = coalesce((cs: Confirmation[]) => confirmAttempts(db, cs, ORDER_OUTCOME_CHANNEL), CONFIRM_BATCH)));
+  return confirm;
+}
+
 /**
  * The vendor produced a usable QR: the attempt becomes a PENDING order, with its event, the
  * idempotency key's final response and the waiting request's notification — one statement,
- * so one round trip on the hottest path. `attempt` is the CREATING row as the worker loaded
+ * shared with the confirmations finishing at the same time, on the hottest path. `attempt` is the CREATING row as the worker loaded
  * it; nothing the response shows changes while an attempt is CREATING, so the response is
  * rendered from it (`baseUrl`: the public URL it links to). Returns false when the attempt was
  * already resolved (a duplicate job, or a payment that came first: completePaidAttempt).
@@ -172,14 +185,7 @@ export async function confirmOrder(
     qris_string: vendor.qrisString,
     pending_vendor: null,
   }, baseUrl);
-  const confirmed = await confirmAttempt(db, {
-    orderId: attempt.id,
-    ...vendor,
-    source,
-    detail: { vendor: vendor.vendorCode },
-    responseBody: body,
-    channel: ORDER_OUTCOME_CHANNEL,
-  });
+  const confirmed = await confirmer(db)({ orderId: attempt.id, ...vendor, source, detail: { vendor: vendor.vendorCode }, responseBody: body });
   if (confirmed) {
     afterCommit(db, () => ordersCreated.inc());
     return true;

@@ -8,11 +8,13 @@
 // issued a QR the payer could still pay. It is left to order-reconcile, and the waiting API
 // request is told at once so it can answer 409 ORDER_PENDING_CONFIRMATION.
 import { brandBaseUrl, findBrandById } from '../db/brands.ts';
+import { coalesce } from '../db/coalesce.ts';
 import { publicBaseUrl } from '../db/config.ts';
 import { logger } from '../db/logger.ts';
 import { getMerchant } from '../db/merchants.ts';
 import { announceUnresolved, confirmOrder, failOrder } from '../db/orders.ts';
 import { clearVendorPending, findOrderById, loadAndMarkVendorPending, markVendorPending, type OrderRow } from '../db/orders.sql.ts';
+import type { Db } from '../db/pool.ts';
 import { sendJob } from '../db/queue.ts';
 import { chooseVendors, currentScores, routingPolicy } from '../db/routing.ts';
 import { getVendor, routeOf, type RouteMode, type RoutedVendor } from '../db/vendors.ts';
@@ -78,10 +80,21 @@ async function ordered(ctx: WorkerContext, route: { mode: RouteMode; vendors: Ro
   return chooseVendors(route, 'QRIS', null, await currentScores(ctx.pool, policy), policy).vendors;
 }
 
+// The fresh attempts' marks of one process, one statement for the jobs that start together.
+const MARK_BATCH = 100;
+const markers = new WeakMap<Db, (mark: { id: string; vendorCode: string }) => Promise<OrderRow | null>>();
+
+function markFresh(db: Db) {
+  let mark = markers.get(db);
+  if (!mark) markers.set(db, (mark = coalesce((marks: { id: string; vendorCode: string }[]) => loadAndMarkVendorPending(db, marks), MARK_BATCH)));
+  return mark;
+}
+
 /**
- * The common case in one statement: a fresh attempt, loaded and marked pending at its merchant's
- * first vendor (the routing comes from the cache by the job's merchant_id). Returns the attempt
- * as it was before the mark, with the routing it was marked by; null for every other case.
+ * The common case in one statement (shared with the attempts fetched beside it): a fresh
+ * attempt, loaded and marked pending at its merchant's first vendor (the routing comes from the
+ * cache by the job's merchant_id). Returns the attempt as it was before the mark, with the
+ * routing it was marked by; null for every other case.
  */
 async function loadFresh(ctx: WorkerContext, payload: { order_id: string; merchant_id?: string }) {
   if (!payload.merchant_id) return null;
@@ -89,7 +102,7 @@ async function loadFresh(ctx: WorkerContext, payload: { order_id: string; mercha
   const vendors = await ordered(ctx, routed);
   const first = vendors[0];
   if (!first) return null;
-  const marked = await loadAndMarkVendorPending(ctx.pool, payload.order_id, first.code);
+  const marked = await markFresh(ctx.pool)({ id: payload.order_id, vendorCode: first.code });
   if (!marked || marked.merchant_id !== payload.merchant_id) return null;
   const order: OrderRow = { ...marked, pending_vendor: null, vendors_tried: marked.vendors_tried.filter((code) => code !== first.code) };
   return { order, routed: { ...routed, vendors }, premarked: first.code };
