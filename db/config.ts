@@ -211,9 +211,9 @@ export const configSchema = z.object({
    * half-minute a merchant notices and forgets it as soon; longer windows are steadier.
    */
   ROUTING_WINDOW_SECONDS: z.coerce.number().int().min(5).max(3600).default(30),
-  ROUTING_EXPLORE_PERCENT: z.coerce.number().min(0).max(50).default(5),
+  ROUTING_EXPLORE_PERCENT: z.coerce.number().min(0).max(50).default(2),
   ROUTING_MIN_CALLS: z.coerce.number().int().min(1).max(100_000).default(10),
-  ROUTING_DEMOTE_PERCENT: z.coerce.number().min(1).max(100).default(20),
+  ROUTING_DEMOTE_PERCENT: z.coerce.number().min(1).max(100).default(10),
   /**
    * How long an order-create job may run before it counts as abandoned (its worker died) and is
    * retried elsewhere. Must exceed the longest run: the routed vendors × VENDOR_TIMEOUT_MS.

@@ -5,11 +5,12 @@
 //   for a method when, over the last ROUTING_WINDOW_SECONDS, it answered at least
 //   ROUTING_MIN_CALLS calls and more than ROUTING_DEMOTE_PERCENT of them failed or ended unknown,
 //   or its p95 latency passed half of VENDOR_TIMEOUT_MS (close to timing out); recent calls weigh
-//   more (a bucket's weight halves every sixth of the window), so a brownout shows in seconds. Vendors not
+//   more (a one-second bucket's weight halves every tenth of the window), so a brownout shows in seconds. Vendors not
 //   demoted keep priority order (priority stays the tie-breaker, so a healthy route behaves as in
 //   priority mode); demoted ones follow, best success ratio first. ROUTING_EXPLORE_PERCENT of
-//   requests go to a demoted vendor first anyway, so its recovery shows in its counts: a vendor
-//   with too few calls in the window is not judged, and takes its priority place again.
+//   requests go to a demoted vendor first anyway, so its recovery shows in its counts. A vendor
+//   with too few calls in the window is not judged: a demoted one stays demoted, one with no
+//   call at all in the window takes its priority place again.
 // - A payout to a bank or e-wallet is judged by that destination's counts at the vendor when they
 //   reach ROUTING_MIN_CALLS, else by the method's.
 //
@@ -30,7 +31,7 @@ import type { RouteMethod, RouteMode, RoutedVendor } from './vendors.ts';
 
 export interface RoutingPolicy {
   windowSeconds: number;
-  /** A bucket's weight halves every this many seconds of age: a sixth of the window. */
+  /** A bucket's weight halves every this many seconds of age: a tenth of the window (3 s by default). */
   halfLifeSeconds: number;
   explorePercent: number;
   minCalls: number;
@@ -42,7 +43,7 @@ export interface RoutingPolicy {
 export function routingPolicy(config: Pick<Config, 'ROUTING_WINDOW_SECONDS' | 'ROUTING_EXPLORE_PERCENT' | 'ROUTING_MIN_CALLS' | 'ROUTING_DEMOTE_PERCENT' | 'VENDOR_TIMEOUT_MS'>): RoutingPolicy {
   return {
     windowSeconds: config.ROUTING_WINDOW_SECONDS,
-    halfLifeSeconds: config.ROUTING_WINDOW_SECONDS / 6,
+    halfLifeSeconds: config.ROUTING_WINDOW_SECONDS / 10,
     explorePercent: config.ROUTING_EXPLORE_PERCENT,
     minCalls: config.ROUTING_MIN_CALLS,
     demotePercent: config.ROUTING_DEMOTE_PERCENT,
@@ -66,6 +67,8 @@ export interface VendorScore {
   p95Ms: number | null;
   /** Of the method's calls in the window (all vendors), the part this vendor answered. */
   share: number;
+  /** Demoted for the method at the last judgement (vendor_health): kept while its calls are too few to judge. */
+  demotedBefore: boolean;
 }
 
 export type Scores = ReadonlyMap<string, VendorScore>;
@@ -78,7 +81,7 @@ const keyOf = (vendor: string, method: string, destination: string) => `${vendor
  * `halfLifeSeconds`, so a brownout shows within seconds however long the healthy past in the
  * window, and so does a recovery. `calls` (and the minimum judged on it) count every call alike.
  */
-export function scoreOutcomes(rows: readonly OutcomeRow[], halfLifeSeconds = Infinity): Map<string, VendorScore> {
+export function scoreOutcomes(rows: readonly OutcomeRow[], halfLifeSeconds = Infinity, demotedBefore: ReadonlySet<string> = new Set()): Map<string, VendorScore> {
   const sums = new Map<string, { vendor: string; method: string; destination: string; calls: number; ok: number; failed: number; unknown: number; latency: number[] }>();
   const add = (vendor: string, method: string, destination: string, row: OutcomeRow, weight: number) => {
     const key = keyOf(vendor, method, destination);
@@ -124,6 +127,7 @@ export function scoreOutcomes(rows: readonly OutcomeRow[], halfLifeSeconds = Inf
       unknownRatio: s.unknown / weighed,
       p95Ms: LATENCY_BOUNDS_MS[p95Cell] ?? null,
       share: calls / (methodCalls.get(s.method) ?? calls),
+      demotedBefore: demotedBefore.has(`${s.vendor}|${s.method}`),
     });
   }
   return scores;
@@ -136,6 +140,12 @@ export interface Judgement {
 }
 
 export function judge(score: VendorScore | undefined, policy: RoutingPolicy): Judgement {
+  // Too few calls to judge: a vendor that was demoted stays so (its calls are few because it is
+  // demoted: exploration alone hovers around the minimum, and each dip would hand it the route's
+  // traffic back for a second); one with no call at all in the window takes its place again.
+  if (score && score.calls < policy.minCalls && score.demotedBefore) {
+    return { demoted: true, reason: `${score.calls} calls in the window, under ${policy.minCalls}: kept demoted until its calls show recovery` };
+  }
   if (!score || score.calls < policy.minCalls) {
     return { demoted: false, reason: `${score?.calls ?? 0} calls in the window, under ${policy.minCalls}: not judged` };
   }
@@ -206,7 +216,7 @@ export function chooseVendors<V extends RoutedVendor>(
 // ---------------------------------------------------------------- the process's scores
 
 /** How long a process serves scores from memory: routing follows the counts within this. */
-export const SCORE_CACHE_MS = 2_000;
+export const SCORE_CACHE_MS = 1_000;
 
 let cache: { at: number; scores: Scores; refreshing: Promise<Scores> | null } | null = null;
 
@@ -240,8 +250,15 @@ export function forgetScores(): void {
   cache = null;
 }
 
+/** The vendors demoted per method at the last judgement, as `vendor|method`. */
+async function demotedNow(db: Db): Promise<Set<string>> {
+  const rows = await db.any(sql.type(z.object({ key: z.string() }))`select vendor_code || '|' || method as key from vendor_health where demoted`);
+  return new Set(rows.map((r) => r.key));
+}
+
 async function refreshScores(db: Db, policy: RoutingPolicy): Promise<Scores> {
-  const scores = scoreOutcomes(await readRecentOutcomes(db, policy.windowSeconds), policy.halfLifeSeconds);
+  const [rows, demoted] = await Promise.all([readRecentOutcomes(db, policy.windowSeconds), demotedNow(db)]);
+  const scores = scoreOutcomes(rows, policy.halfLifeSeconds, demoted);
   await noteHealth(db, scores, policy);
   return scores;
 }
@@ -301,6 +318,7 @@ export function recentHealthEvents(db: Db, vendors: readonly string[], method: R
 
 /** A route's order now and why, read fresh (ops routes:explain): no exploration roll. */
 export async function explainRoute(db: Db, route: { mode: RouteMode; vendors: RoutedVendor[] }, method: RouteMethod, destination: string | null, policy: RoutingPolicy) {
-  const scores = scoreOutcomes(await readRecentOutcomes(db, policy.windowSeconds), policy.halfLifeSeconds);
+  const [rows, demoted] = await Promise.all([readRecentOutcomes(db, policy.windowSeconds), demotedNow(db)]);
+  const scores = scoreOutcomes(rows, policy.halfLifeSeconds, demoted);
   return chooseVendors(route, method, destination, scores, policy, () => 1);
 }

@@ -18,7 +18,7 @@ import { sql, type Db } from './pool.ts';
 /** Upper bounds of the latency cells, in ms; the last cell counts everything slower. */
 export const LATENCY_BOUNDS_MS = [100, 250, 500, 1_000, 2_500, 5_000, 10_000] as const;
 /** Width of one counting bucket: the window slides by this much. */
-export const BUCKET_SECONDS = 5;
+export const BUCKET_SECONDS = 1;
 const KEEP_SECONDS = 3600;
 
 export type CallOutcome = 'ok' | 'failed' | 'unknown';

@@ -46,6 +46,13 @@ t.test('too few calls to judge: the vendor keeps its priority place (how a quiet
   const scores = scoreOutcomes([row('a', { unknown: 9 })]);
   t.match(judge(scores.get('a|QRIS|'), policy), { demoted: false, reason: /9 calls in the window, under 10: not judged/ });
   t.same(codes(chooseVendors(route('adaptive'), 'QRIS', null, scores, policy, never).vendors), ['a', 'b', 'c']);
+  // Demoted at the last judgement: its few calls (exploration's) keep it demoted, however they went.
+  const kept = scoreOutcomes([row('a', { ok: 9 })], Infinity, new Set(['a|QRIS']));
+  t.match(judge(kept.get('a|QRIS|'), policy), { demoted: true, reason: /9 calls in the window, under 10: kept demoted until its calls show recovery/ });
+  t.same(codes(chooseVendors(route('adaptive'), 'QRIS', null, kept, policy, never).vendors), ['b', 'c', 'a'], 'a stays behind the others');
+  const recovered = scoreOutcomes([row('a', { ok: 10 })], Infinity, new Set(['a|QRIS']));
+  t.match(judge(recovered.get('a|QRIS|'), policy), { demoted: false }, 'enough good calls restore it');
+  t.match(judge(undefined, policy), { demoted: false }, 'no call at all in the window: its place again');
 });
 
 t.test('exploration: ROUTING_EXPLORE_PERCENT of requests go first to a demoted vendor, the rest in order after it', async (t) => {
