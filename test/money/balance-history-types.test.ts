@@ -115,3 +115,45 @@ t.test('the full audit flags a posting whose stored kind is not its transfer\'s,
   t.ok(moved.report.problems.some((p: any) => p.check === 'transfer_merchant'), 'a leg on another merchant\'s account is named');
   t.notOk(moved.report.problems.some((p: any) => p.check === 'posting_kind'), 'its kind is still its transfer\'s');
 });
+
+t.test('a period\'s page is exact at any age, where a transaction\'s begin and its posting sequence disagree within the hour', async (t) => {
+  const stack = await startStack(t, { groups: [] });
+  const merchant = await makeMerchant(stack.api.ctx);
+  const pool = stack.api.ctx.pool;
+  const get = async (query: string) => {
+    const res = await call(stack.api.url, { path: `/v1/balance-history?${query}`, headers: { 'x-api-key': merchant.api_key } });
+    t.equal(res.status, 200, `${query}: ${res.text.slice(0, 200)}`);
+    return res.json;
+  };
+  // Eight postings, in sequence order, then given the times of a history (WIB midnight of day
+  // D is D 00:00+07). The fifth began 40 minutes before the fourth but waited for the account
+  // behind it (its sequence is later): the two straddle the end of day -10 by minutes.
+  for (let i = 1; i <= 8; i++) await fundWallet(pool, merchant, 1_000 * i);
+  const at = (days: number, hhmm: string) => `${wibDay(days)}T${hhmm}:00+07:00`;
+  const times = [at(-30, '10:00'), at(-12, '09:00'), at(-11, '12:00'), at(-9, '00:20'), at(-10, '23:40'), at(-9, '15:00'), at(-3, '08:00'), at(0, '00:01')];
+  const wallet = sql.unsafe`(select id from ledger_accounts where merchant_id = ${merchant.merchant_id} and kind = 'WALLET')`;
+  await pool.query(sql.unsafe`alter table ledger_postings disable trigger ledger_postings_append_only`);
+  await pool.query(sql.unsafe`
+    update ledger_postings p set created_at = t.at::timestamptz
+    from (select seq, row_number() over (order by seq) as n from ledger_postings where account_id = ${wallet}) s
+    join unnest(${sql.array(times, 'text')}::text[]) with ordinality as t(at, n) on t.n = s.n
+    where p.seq = s.seq`);
+  await pool.query(sql.unsafe`alter table ledger_postings enable trigger ledger_postings_append_only`);
+
+  const all = (await get('limit=100')).data as { id: string; amount: number; created_at: string }[];
+  t.equal(all.length, 8);
+  const within = (from: number, to: number) => {
+    const start = Date.parse(`${wibDay(from)}T00:00:00+07:00`);
+    const end = Date.parse(`${wibDay(to + 1)}T00:00:00+07:00`);
+    return all.filter((m) => Date.parse(m.created_at) >= start && Date.parse(m.created_at) < end).map((m) => m.amount);
+  };
+  for (const [from, to] of [[-12, -11], [-10, -10], [-9, -9], [-11, -9], [-40, -20], [-2, 0], [-30, 0], [5, 9], [-60, -50]]) {
+    const page = await get(`limit=100&date_from=${wibDay(from)}&date_to=${wibDay(to)}`);
+    t.same(page.data.map((m: { amount: number }) => m.amount), within(from, to), `days ${from}..${to}: exactly the postings begun in them, newest first`);
+  }
+  t.same((await get(`limit=100&date_from=${wibDay(-10)}`)).data.map((m: { amount: number }) => m.amount), within(-10, 0), 'from a day on');
+  t.same((await get(`limit=100&date_to=${wibDay(-10)}`)).data.map((m: { amount: number }) => m.amount), within(-400, -10), 'up to a day');
+  const paged = [];
+  for (let page = 1; page <= 3; page++) paged.push(...(await get(`limit=1&page=${page}&date_from=${wibDay(-12)}&date_to=${wibDay(-9)}`)).data.map((m: { amount: number }) => m.amount));
+  t.same(paged, within(-12, -9).slice(0, 3), 'paged one by one: the same order');
+});
