@@ -69,6 +69,10 @@ export interface VendorScore {
   share: number;
   /** Demoted for the method at the last judgement (vendor_health): kept while its calls are too few to judge. */
   demotedBefore: boolean;
+  /** The window's calls failed or unknown, every call alike (what restores a demoted vendor). */
+  windowBadRatio: number;
+  /** p95 latency over the window's calls alike; null past the last bound. */
+  windowP95Ms: number | null;
 }
 
 export type Scores = ReadonlyMap<string, VendorScore>;
@@ -82,12 +86,14 @@ const keyOf = (vendor: string, method: string, destination: string) => `${vendor
  * window, and so does a recovery. `calls` (and the minimum judged on it) count every call alike.
  */
 export function scoreOutcomes(rows: readonly OutcomeRow[], halfLifeSeconds = Infinity, demotedBefore: ReadonlySet<string> = new Set()): Map<string, VendorScore> {
-  const sums = new Map<string, { vendor: string; method: string; destination: string; calls: number; ok: number; failed: number; unknown: number; latency: number[] }>();
+  const sums = new Map<string, { vendor: string; method: string; destination: string; calls: number; bad: number; ok: number; failed: number; unknown: number; latency: number[]; rawLatency: number[] }>();
   const add = (vendor: string, method: string, destination: string, row: OutcomeRow, weight: number) => {
     const key = keyOf(vendor, method, destination);
     let sum = sums.get(key);
-    if (!sum) sums.set(key, (sum = { vendor, method, destination, calls: 0, ok: 0, failed: 0, unknown: 0, latency: new Array(LATENCY_BOUNDS_MS.length + 1).fill(0) }));
+    if (!sum) sums.set(key, (sum = { vendor, method, destination, calls: 0, bad: 0, ok: 0, failed: 0, unknown: 0, latency: new Array(LATENCY_BOUNDS_MS.length + 1).fill(0), rawLatency: new Array(LATENCY_BOUNDS_MS.length + 1).fill(0) }));
     sum.calls += row.ok + row.failed + row.unknown;
+    sum.bad += row.failed + row.unknown;
+    row.latency_ms_buckets.forEach((n, i) => (sum.rawLatency[i] = (sum.rawLatency[i] ?? 0) + n));
     sum.ok += weight * row.ok;
     sum.failed += weight * row.failed;
     sum.unknown += weight * row.unknown;
@@ -105,15 +111,14 @@ export function scoreOutcomes(rows: readonly OutcomeRow[], halfLifeSeconds = Inf
     const calls = s.calls;
     const weighed = s.ok + s.failed + s.unknown;
     if (calls === 0 || weighed === 0) continue;
-    let seen = 0;
-    let p95Cell = s.latency.length - 1;
-    for (let i = 0; i < s.latency.length; i++) {
-      seen += s.latency[i];
-      if (seen >= 0.95 * weighed) {
-        p95Cell = i;
-        break;
+    const p95 = (cells: number[], total: number) => {
+      let seen = 0;
+      for (let i = 0; i < cells.length; i++) {
+        seen += cells[i];
+        if (seen >= 0.95 * total) return LATENCY_BOUNDS_MS[i] ?? null;
       }
-    }
+      return null;
+    };
     scores.set(key, {
       vendor: s.vendor,
       method: s.method,
@@ -125,9 +130,11 @@ export function scoreOutcomes(rows: readonly OutcomeRow[], halfLifeSeconds = Inf
       successRatio: s.ok / weighed,
       failedRatio: s.failed / weighed,
       unknownRatio: s.unknown / weighed,
-      p95Ms: LATENCY_BOUNDS_MS[p95Cell] ?? null,
+      p95Ms: p95(s.latency, weighed),
       share: calls / (methodCalls.get(s.method) ?? calls),
       demotedBefore: demotedBefore.has(`${s.vendor}|${s.method}`),
+      windowBadRatio: s.bad / calls,
+      windowP95Ms: p95(s.rawLatency, calls),
     });
   }
   return scores;
@@ -148,6 +155,19 @@ export function judge(score: VendorScore | undefined, policy: RoutingPolicy): Ju
   }
   if (!score || score.calls < policy.minCalls) {
     return { demoted: false, reason: `${score?.calls ?? 0} calls in the window, under ${policy.minCalls}: not judged` };
+  }
+  // Restored only on the whole window, every call alike: a demoted vendor's calls are
+  // exploration's few, and weighted by recency a short run of good answers among them (its
+  // timeouts are counted only when they end) would restore it mid-brownout for a second or two.
+  if (score.demotedBefore) {
+    const windowSlow = score.windowP95Ms === null || score.windowP95Ms > policy.slowMs;
+    if (score.windowBadRatio * 100 > policy.demotePercent || windowSlow) {
+      return {
+        demoted: true,
+        reason: `demoted, and over the whole window ${pct(score.windowBadRatio)} of ${score.calls} calls failed or unknown` +
+          `${windowSlow ? `, p95 latency ${score.windowP95Ms === null ? `over ${LATENCY_BOUNDS_MS.at(-1)}` : `≤ ${score.windowP95Ms}`} ms` : ''}: kept demoted until the window is clean`,
+      };
+    }
   }
   const bad = score.failedRatio + score.unknownRatio;
   const badText = `${pct(bad)} of ${score.calls} calls failed or unknown (recent ones weigh more)`;

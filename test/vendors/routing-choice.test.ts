@@ -118,4 +118,12 @@ t.test('recent buckets weigh more: a brownout shows through a long healthy past,
   const recovered = scoreOutcomes([row('a', { ok: 10, unknown: 50 }, { age: 25 }), row('a', { ok: 10 }, { age: 0 })], policy.halfLifeSeconds);
   t.match(judge(recovered.get('a|QRIS|'), policy), { demoted: false }, 'unweighted it would be 50 of 70');
   t.match(judge(scoreOutcomes([row('a', { ok: 10, unknown: 50 }, { age: 25 }), row('a', { ok: 10 }, { age: 0 })]).get('a|QRIS|'), policy), { demoted: true }, 'without the weights: still demoted');
+  // A vendor already demoted is restored on the whole window, every call alike: a short good run
+  // among exploration's few calls does not hand it the traffic back.
+  const explored = [row('a', { ok: 3, unknown: 4 }, { age: 20 }), row('a', { ok: 5 }, { age: 0 })];
+  t.match(judge(scoreOutcomes(explored, policy.halfLifeSeconds).get('a|QRIS|'), policy), { demoted: false }, 'judged afresh, the recent good run restores it');
+  t.match(judge(scoreOutcomes(explored, policy.halfLifeSeconds, new Set(['a|QRIS'])).get('a|QRIS|'), policy),
+    { demoted: true, reason: /over the whole window 33.3% of 12 calls failed or unknown.*kept demoted until the window is clean/ }, 'demoted before: kept demoted');
+  const clean = [row('a', { ok: 10, unknown: 1 }, { age: 20 }), row('a', { ok: 5 }, { age: 0 })];
+  t.match(judge(scoreOutcomes(clean, policy.halfLifeSeconds, new Set(['a|QRIS'])).get('a|QRIS|'), policy), { demoted: false }, 'a clean window restores it');
 });
