@@ -61,6 +61,10 @@ const benches: Record<string, { summary: string; load: () => Promise<{ run(args:
       '                [--rows 100000,300000,1000000]',
     load: () => import('./bench/export.ts'),
   },
+  cli: {
+    summary: 'what one ops command costs to start and answer (CPU and wall, compile cache cold and warm); jobs:rerun of 200 ids\n' + '                [--runs 10]',
+    load: () => import('./bench/cli.ts'),
+  },
 };
 
 function help(): string {

@@ -101,6 +101,13 @@ export async function run(args: string[]): Promise<void> {
     const audit = await auditStatement(s);
     log(`ledger audit ${audit.ok ? 'clean' : 'BROKEN'} in ${audit.ms} ms`);
     if (!audit.ok) throw new Error(`the loaded year fails the ledger audit: ${JSON.stringify(audit.problems)}`);
+    // What the scheduler's retention pass would have retired by now (the year's webhook bodies and
+    // attempts, callback payloads past their windows), as an operator runs it, then vacuumed as
+    // autovacuum would: the reads below see the operational tables as a live installation has them.
+    log('ops retention:run');
+    const retention = await timeOps(s, ['retention:run']);
+    log(`retention: exit ${retention.exit_code} in ${retention.ms} ms: ${retention.said}`);
+    await analyze(s.client);
     const counts = await rowCounts(s);
     const sizes = await tableSizes(s, counts.paid_orders);
 
@@ -123,9 +130,7 @@ export async function run(args: string[]): Promise<void> {
           timings.push(...(await timeReads(s, caller, keys[who], merchantId, who, c)));
         }
       }
-      for (const who of ['big', 'empty'] as const) {
-        for (const c of CONCURRENCY) timings.push(await timeCreates(caller, keys[who], who, c));
-      }
+        for (const c of CONCURRENCY) timings.push(...(await timeCreates(caller, keys, c)));
       const exports = [];
       for (const period of ['month', 'year'] as const) {
         log(`round ${round}: orders export of the big merchant: ${period}`);
@@ -150,6 +155,7 @@ export async function run(args: string[]): Promise<void> {
       ...runFacts(s.db, s.loadBefore),
       loaded: { merchants: merchants.length, big_orders: bigOrders, small_orders: SMALL_ORDERS, ...counts, load_ms: Math.round(loadMs), analyze_ms: Math.round(analyzeMs) },
       audit: { ok: audit.ok, ms: audit.ms, postings: audit.postings },
+      retention,
       rounds,
       sizes: {
         ...sizes,
@@ -248,11 +254,13 @@ async function timeReads(s: Session, caller: Caller, key: string, merchantId: st
   ];
   const timings: Timing[] = [];
   for (const [call, path] of paths) timings.push(await timeCall(caller, key, who, c, call, () => path));
-  // A cursor, where the orders list offers one (any meta field naming a cursor): walk it.
-  const cursorField = Object.keys((first.body as { meta?: object }).meta ?? {}).find((k) => /cursor/i.test(k));
+  // A cursor, where the orders list offers one (any meta field naming a cursor, on a page asked
+  // for with an empty `cursor=`, which starts a walk): walk it.
+  const walk = await getJson(caller.url, key, '/v1/orders?limit=20&cursor=');
+  const cursorField = Object.keys((walk.body as { meta?: object }).meta ?? {}).find((k) => /cursor/i.test(k));
   if (cursorField) {
     const cursors: string[] = [];
-    let next = (first.body as { meta: Record<string, string | null> }).meta[cursorField];
+    let next = (walk.body as { meta: Record<string, string | null> }).meta[cursorField];
     for (let i = 0; i < Math.min(50, totalPages - 1) && next; i++) {
       cursors.push(next);
       next = ((await getJson(caller.url, key, `/v1/orders?limit=20&cursor=${encodeURIComponent(next)}`)).body as { meta: Record<string, string | null> }).meta[cursorField];
@@ -263,18 +271,49 @@ async function timeReads(s: Session, caller: Caller, key: string, merchantId: st
   return timings;
 }
 
-/** POST /v1/orders, each with its own merchant_order_id: the big merchant's against an empty one's. */
-async function timeCreates(caller: Caller, key: string, who: 'big' | 'empty', c: number): Promise<Timing> {
+/**
+ * POST /v1/orders, each with its own merchant_order_id: the big merchant's against an empty
+ * one's, interleaved (each caller alternates), so both see the same machine and the same caches.
+ */
+async function timeCreates(caller: Caller, keys: { big: string; empty: string }, c: number): Promise<Timing[]> {
   let n = 0;
-  const prefix = `hist-${who}-${c}-${Date.now()}`;
-  return timeRequests(caller, c, 'POST /v1/orders', who, () => {
-    const id = `${prefix}-${++n}`;
+  const prefix = `hist-${c}-${Date.now()}`;
+  const create = (who: 'big' | 'empty') => () => {
+    const id = `${prefix}-${who}-${++n}`;
     return fetch(`${caller.url}/v1/orders`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': key, 'idempotency-key': id },
+      headers: { 'content-type': 'application/json', 'x-api-key': keys[who], 'idempotency-key': id },
       body: JSON.stringify({ merchant_order_id: id, amount: 10_000 + n, payment_method: 'QRIS' }),
     });
-  });
+  };
+  const [big, empty] = await timePaired(caller, c, 'POST /v1/orders', create('big'), create('empty'));
+  return [
+    { ...big, merchant: 'big' },
+    { ...empty, merchant: 'empty' },
+  ];
+}
+
+/** Two kinds of request timed side by side: `c` callers, each alternating between them. */
+async function timePaired(caller: Caller, c: number, call: string, a: () => Promise<Response>, b: () => Promise<Response>): Promise<[Timing, Timing]> {
+  const deadline = Date.now() + caller.budgetMs;
+  const ms: [number[], number[]] = [[], []];
+  const statuses = [new Map<number, number>(), new Map<number, number>()];
+  let issued = 0;
+  await Promise.all(
+    Array.from({ length: c }, async (_, caller_i) => {
+      let turn = caller_i % 2;
+      while (issued < caller.requests * c * 2 && (ms[0].length + ms[1].length === 0 || Date.now() < deadline)) {
+        issued++;
+        const started = performance.now();
+        const response = await (turn === 0 ? a() : b());
+        await response.arrayBuffer();
+        ms[turn].push(performance.now() - started);
+        statuses[turn].set(response.status, (statuses[turn].get(response.status) ?? 0) + 1);
+        turn = 1 - turn;
+      }
+    }),
+  );
+  return [summary(call, 'big', c, ms[0], statuses[0]), summary(call, 'empty', c, ms[1], statuses[1])];
 }
 
 function timeCall(caller: Caller, key: string, who: 'big' | 'small', c: number, call: string, path: () => string): Promise<Timing> {
@@ -299,6 +338,10 @@ async function timeRequests(caller: Caller, c: number, call: string, who: Timing
       }
     }),
   );
+  return summary(call, who, c, ms, statuses);
+}
+
+function summary(call: string, who: Timing['merchant'], c: number, ms: number[], statuses: Map<number, number>): Timing {
   ms.sort((a, b) => a - b);
   const at = (q: number) => Math.round(ms[Math.min(ms.length - 1, Math.ceil(q * ms.length) - 1)]);
   return {
@@ -438,6 +481,7 @@ type Report = {
   database: { source: string; fsync: string; synchronous_commit: string };
   loaded: Record<string, number>;
   audit: { ok: boolean; ms: number; postings: number };
+  retention: Awaited<ReturnType<typeof timeOps>>;
   rounds: Round[];
   sizes: Awaited<ReturnType<typeof tableSizes>> & Record<string, unknown>;
   not_measured: string[];
@@ -453,6 +497,7 @@ function text(r: Report): string {
       `${l.refunds.toLocaleString('en')} refunds, ${l.disbursements.toLocaleString('en')} payouts, ${l.ledger_postings.toLocaleString('en')} postings, ` +
       `${l.webhook_deliveries.toLocaleString('en')} webhook deliveries, ${l.vendor_callbacks.toLocaleString('en')} vendor callbacks`,
     `audit     ledger ${r.audit.ok ? 'clean' : 'BROKEN'} (auditLedger, no statement limit): ${r.audit.postings.toLocaleString('en')} postings in ${r.audit.ms} ms`,
+    `retention ${r.retention.command}: exit ${r.retention.exit_code} in ${r.retention.ms} ms: ${r.retention.said}`,
     ...r.rounds.flatMap((round) => roundText(round, r.rounds.length)),
     '',
     `sizes     ${r.sizes.total_mb} MB in tables and indexes: ${r.sizes.bytes_per_paid_order} bytes per paid order; WAL ${r.sizes.wal_bytes_per_paid_order} bytes per paid order (${r.sizes.wal_orders} orders created and paid through the API right after a checkpoint, ${r.sizes.wal_full_page_images_per_order} full-page images per order)`,
