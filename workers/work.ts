@@ -18,7 +18,8 @@
 //   queue), when places free up, and once a POLL_MS otherwise (a retry comes due silently).
 //
 // A handler throws to mean "retry". A job cut off by a SIGKILL stays active until its heartbeat
-// goes stale, and is then retried by any worker; handlers are idempotent.
+// goes stale, and is then retried by any worker; handlers are idempotent. Stopping waits
+// STOP_GRACE_MS for the jobs in flight, then aborts the signals of those still running.
 import { createHash } from 'node:crypto';
 import type { Job, JobWithMetadata, PgBoss } from 'pg-boss';
 import { logger } from '../db/logger.ts';
@@ -32,9 +33,25 @@ export interface WorkOptions {
   batchSize: number;
   /** Places in batches: the process holds up to batchSize × loops jobs of the queue at once. */
   loops?: number;
+  /** How long stopping waits for the jobs in flight before aborting their signals (STOP_GRACE_MS). */
+  stopGraceMs?: number;
 }
 
 const POLL_MS = 1_000;
+/** How long a stopping worker waits for its jobs before aborting their signals; then how long for them to stop. */
+const STOP_GRACE_MS = 15_000;
+const ABORT_GRACE_MS = 3_000;
+
+/** Whether `p` settled within `ms`. */
+async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([p.then(() => true as const, () => true as const), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 /** Below half the queues' heartbeatSeconds (10 s, db/queue.ts). */
 const HEARTBEAT_MS = 4_000;
 
@@ -242,8 +259,14 @@ export async function workQueue<Q extends QueueName>(
       doorbell.ring();
       await loop;
       unsubscribe();
-      // Jobs in flight finish (handlers are bounded by their vendor or statement timeouts).
-      while (jobs.size) await Promise.all([...jobs]);
+      // Jobs in flight get STOP_GRACE_MS to finish (a vendor call is bounded by its timeout).
+      // A longer one (an export build, a day's reconciliation) then has its signal aborted: it
+      // stops and is failed back to the queue, retried by another worker. One that ignores its
+      // signal is left active, and retried once its heartbeat is stale.
+      if (!(await within(Promise.all([...jobs]), options.stopGraceMs ?? STOP_GRACE_MS))) {
+        for (const h of held.values()) h.claim.abort(new Error('worker stopping'));
+        await within(Promise.all([...jobs]), ABORT_GRACE_MS);
+      }
       while (settling) await settling;
       clearInterval(heartbeat);
     },

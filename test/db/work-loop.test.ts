@@ -36,7 +36,7 @@ t.test('a hanging job holds neither its batch nor the next fetch; each job settl
 
   const state = async (id: string | null) => (await boss.getJobById('ping', id!))!;
   const neighbours = [first[1], first[2], first[3], first[4]];
-  await eventually(async () => ((await Promise.all(neighbours.map(state))).every((j) => j.state !== 'active') ? true : undefined), 'the hanging job\'s neighbours to settle');
+  await eventually(async () => ((await Promise.all(neighbours.map(state))).every((j) => j.state === 'completed' || j.state === 'failed') ? true : undefined), 'the hanging job\'s neighbours to settle');
   t.equal((await state(first[0])).state, 'active', 'the hanging job is still active');
   for (const [i, n] of [[2, 10], [3, 11], [4, 12]] as const) {
     const job = await state(first[i]);
@@ -62,4 +62,24 @@ t.test('a hanging job holds neither its batch nor the next fetch; each job settl
   await stopping;
   stopped = true;
   t.equal((await state(first[0])).state, 'completed', 'the hanging job, released, was completed before stop returned');
+});
+
+t.test('stopping aborts the signal of a job still running after the grace, which fails back to the queue', async (t) => {
+  const boss: PgBoss = await startBoss(url, { role: 'worker', preparedStatements: false, poolSize: 4 });
+  t.teardown(() => boss.stop({ graceful: false }));
+  let started!: () => void;
+  const running = new Promise<void>((resolve) => (started = resolve));
+  await workQueue(boss, 'ping', { batchSize: 1, stopGraceMs: 100 }, async (_payload, job) => {
+    started();
+    // An export build's shape: it works until its signal says the claim is gone.
+    await new Promise((_, reject) => job.signal!.addEventListener('abort', () => reject(job.signal!.reason)));
+  });
+  const id = await sendJob(boss, 'ping', { sent_at: 30 });
+  await running;
+  const stoppedAt = Date.now();
+  await stopWork();
+  t.ok(Date.now() - stoppedAt < 5_000, 'stop returned after the grace, not when the job chose to end');
+  const job = (await boss.getJobById('ping', id!))!;
+  t.equal(job.state, 'failed', 'the aborted job was failed back to the queue (ping retries none; others are retried)');
+  t.same(job.output, { message: 'worker stopping' }, 'with the reason');
 });
