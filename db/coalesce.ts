@@ -6,6 +6,8 @@
 //
 // One batch runs at a time per coalescer: under load the batches grow rather than the number of
 // statements in flight. A failed batch rejects every caller in it (each job is then retried).
+import type { Db } from './pool.ts';
+
 export function coalesce<I, O>(run: (inputs: I[]) => Promise<O[]>, max: number): (input: I) => Promise<O> {
   const queue: { input: I; resolve: (o: O) => void; reject: (err: unknown) => void }[] = [];
   let running = false;
@@ -29,4 +31,14 @@ export function coalesce<I, O>(run: (inputs: I[]) => Promise<O[]>, max: number):
         setImmediate(() => void flush());
       }
     });
+}
+
+/** A coalescer per pool (a process has one; tests have several): `perPool(run, max)(db)(input)`. */
+export function perPool<I, O>(run: (db: Db, inputs: I[]) => Promise<O[]>, max: number): (db: Db) => (input: I) => Promise<O> {
+  const byPool = new WeakMap<Db, (input: I) => Promise<O>>();
+  return (db) => {
+    let call = byPool.get(db);
+    if (!call) byPool.set(db, (call = coalesce((inputs: I[]) => run(db, inputs), max)));
+    return call;
+  };
 }

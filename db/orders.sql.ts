@@ -243,8 +243,9 @@ export function countMerchantOrders(db: Db, merchantId: string, filter: OrderFil
  * statement. Workers cache routes for up to 5 s (db/cache.ts), so every statement that hands a
  * vendor a record checks its row again, in the statement itself.
  */
-export const vendorUsable = (vendorCode: string) =>
-  sql.fragment`exists (select 1 from vendors where code = ${vendorCode} and enabled and removed_at is null)`;
+/** The vendor (a code, or the column holding one) is enabled and not removed. */
+export const vendorUsable = (vendorCode: string | ReturnType<typeof sql.fragment>) =>
+  sql.fragment`exists (select 1 from vendors v where v.code = ${vendorCode} and v.enabled and v.removed_at is null)`;
 
 /** Records `vendorCode` as the one the create call goes to; false when it is disabled or removed now. */
 export async function markVendorPending(db: Db, id: string, vendorCode: string): Promise<boolean> {
@@ -272,7 +273,7 @@ export async function loadAndMarkVendorPending(db: Db, marks: readonly { id: str
     set pending_vendor = m.mark_vendor, vendors_tried = array_append(vendors_tried, m.mark_vendor), updated_at = now()
     from ${sql.unnest([...first.keys()].map((id) => [id, marks[first.get(id)!].vendorCode]), ['uuid', 'text'])} as m(mark_id, mark_vendor)
     where orders.id = m.mark_id and status = 'CREATING' and pending_vendor is null and not (m.mark_vendor = any(vendors_tried))
-      and exists (select 1 from vendors v where v.code = m.mark_vendor and v.enabled and v.removed_at is null)
+      and ${vendorUsable(sql.fragment`m.mark_vendor`)}
     returning ${columns}`);
   const byId = new Map(rows.map((r) => [r.id, r]));
   return marks.map((m, i) => (first.get(m.id) === i ? (byId.get(m.id) ?? null) : null));

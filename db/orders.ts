@@ -14,7 +14,7 @@
 //   only once that transaction has committed.
 import { createHash } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
-import { coalesce } from './coalesce.ts';
+import { perPool } from './coalesce.ts';
 import { ApiError } from './errors.ts';
 import type { Db, Pool } from './pool.ts';
 import { sql } from './pool.ts';
@@ -153,14 +153,7 @@ async function notifyOutcome(tx: Db, orderId: string) {
 
 // Confirmations finishing together (a fetch's worth of vendor answers) share one statement and
 // one commit (db/coalesce.ts), per pool.
-const CONFIRM_BATCH = 100;
-const confirmers = new WeakMap<Db, (c: Confirmation) => Promise<string | null>>();
-
-function confirmer(db: Db) {
-  let confirm = confirmers.get(db);
-  if (!confirm) confirmers.set(db, (confirm = coalesce((cs: Confirmation[]) => confirmAttempts(db, cs, ORDER_OUTCOME_CHANNEL), CONFIRM_BATCH)));
-  return confirm;
-}
+const confirmer = perPool((db: Db, cs: Confirmation[]) => confirmAttempts(db, cs, ORDER_OUTCOME_CHANNEL), 100);
 
 /**
  * The vendor produced a usable QR: the attempt becomes a PENDING order, with its event, the

@@ -8,13 +8,12 @@
 // issued a QR the payer could still pay. It is left to order-reconcile, and the waiting API
 // request is told at once so it can answer 409 ORDER_PENDING_CONFIRMATION.
 import { brandBaseUrl, findBrandById } from '../db/brands.ts';
-import { coalesce } from '../db/coalesce.ts';
+import { perPool } from '../db/coalesce.ts';
 import { publicBaseUrl } from '../db/config.ts';
 import { logger } from '../db/logger.ts';
 import { getMerchant } from '../db/merchants.ts';
 import { announceUnresolved, confirmOrder, failOrder } from '../db/orders.ts';
 import { clearVendorPending, findOrderById, loadAndMarkVendorPending, markVendorPending, type OrderRow } from '../db/orders.sql.ts';
-import type { Db } from '../db/pool.ts';
 import { sendJob } from '../db/queue.ts';
 import { chooseVendors, currentScores, routingPolicy } from '../db/routing.ts';
 import { getVendor, routeOf, type RouteMode, type RoutedVendor } from '../db/vendors.ts';
@@ -81,14 +80,7 @@ async function ordered(ctx: WorkerContext, route: { mode: RouteMode; vendors: Ro
 }
 
 // The fresh attempts' marks of one process, one statement for the jobs that start together.
-const MARK_BATCH = 100;
-const markers = new WeakMap<Db, (mark: { id: string; vendorCode: string }) => Promise<OrderRow | null>>();
-
-function markFresh(db: Db) {
-  let mark = markers.get(db);
-  if (!mark) markers.set(db, (mark = coalesce((marks: { id: string; vendorCode: string }[]) => loadAndMarkVendorPending(db, marks), MARK_BATCH)));
-  return mark;
-}
+const markFresh = perPool(loadAndMarkVendorPending, 100);
 
 /**
  * The common case in one statement (shared with the attempts fetched beside it): a fresh
