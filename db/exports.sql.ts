@@ -274,22 +274,38 @@ function cell(kind: Kind, value: Fragment): Fragment {
 }
 
 /**
- * Each exported order's payment transfer and its fee leg. For a period, looked up order by order
- * on their unique and transfer indexes (lateral; `limit 1`, one payment transfer per order and one
- * fee leg per transfer, keeps Postgres from turning it back into a join): joined plainly, it hashed every
- * ORDER_PAYMENT transfer of the installation for a month's file (12.7 s for 85k rows at a year
- * of data). The whole history keeps the hash join, cheaper when most transfers are needed anyway.
+ * The MDR an exported order's payment charged: kept on the order since migration 105, so a row
+ * costs no probe of the ledger. Only a paid order that keeps none (paid before that migration,
+ * not yet reached by `ops orders:fill-fees`) looks up its ORDER_PAYMENT transfer and fee leg, as
+ * every row once did: the subquery under CASE runs for those rows alone. Null: never paid.
  */
-function orderPayments(f: FilterSql) {
-  const feeAccount = sql.fragment`(select a.id from ledger_accounts a where a.merchant_id = ${f.merchantId} and a.kind = 'FEE_REVENUE')`;
-  if (f.dateFrom === null && f.dateTo === null) {
-    return sql.fragment`
-      left join ledger_transfers pay on pay.kind = 'ORDER_PAYMENT' and pay.reference_id = x.id
-      left join ledger_postings fee on fee.transfer_id = pay.id and fee.account_id = ${feeAccount}`;
-  }
+function orderFee(f: FilterSql) {
+  return sql.fragment`coalesce(x.mdr_amount, case when x.paid_at is not null then (
+    select coalesce(p.amount, 0) from ledger_transfers t
+    left join ledger_postings p on p.transfer_id = t.id
+      and p.account_id = (select a.id from ledger_accounts a where a.merchant_id = ${f.merchantId} and a.kind = 'FEE_REVENUE')
+    where t.kind = 'ORDER_PAYMENT' and t.reference_id = x.id limit 1) end)`;
+}
+
+/**
+ * What each exported order's refunds took (refunds not FAILED). For a period, the merchant's
+ * refunds created since the period began, summed once and joined: a refund is made after its
+ * order, so those are all the period's orders' refunds, where a lookup per row probed the
+ * refunds index once for each of a year's million orders. The whole history looks up per row.
+ */
+function refundedOf(f: FilterSql) {
+  const perRow = sql.fragment`
+      cross join lateral (
+        select coalesce(sum(r.amount), 0)::bigint as total from refunds r where r.order_id = x.id and r.status <> 'FAILED'
+      ) refunded`;
+  if (f.dateFrom === null) return perRow;
   return sql.fragment`
-      left join lateral (select t.id from ledger_transfers t where t.kind = 'ORDER_PAYMENT' and t.reference_id = x.id limit 1) pay on true
-      left join lateral (select p.amount from ledger_postings p where p.transfer_id = pay.id and p.account_id = ${feeAccount} limit 1) fee on true`;
+      left join (
+        select r.order_id, sum(r.amount)::bigint as sum from refunds r
+        where r.merchant_id = ${f.merchantId} and r.status <> 'FAILED' and ${inWibDays('r.created_at', { ...f, dateTo: null })}
+        group by r.order_id
+      ) refund_sums on refund_sums.order_id = x.id
+      cross join lateral (select coalesce(refund_sums.sum, 0)::bigint as total) refunded`;
 }
 
 type Column = readonly [name: string, kind: Kind, value: Fragment];
@@ -313,15 +329,13 @@ const sources: Record<StoredExportType, { columns: readonly Column[]; from: (f: 
       col('customer_email', 'text'), col('customer_phone', 'text'), col('vendor_rrn', 'text'), col('is_settled', 'boolean'),
       time('created_at'), time('paid_at'), time('expires_at'),
       col('refunded_amount', 'number', sql.fragment`refunded.total`),
-      col('mdr_amount', 'number', sql.fragment`case when pay.id is null then null else coalesce(fee.amount, 0) end`),
-      col('net_amount', 'number', sql.fragment`case when pay.id is null then null else x.amount - coalesce(fee.amount, 0) - refunded.total end`),
+      col('mdr_amount', 'number', sql.fragment`fee.mdr`),
+      col('net_amount', 'number', sql.fragment`x.amount - fee.mdr - refunded.total`),
     ],
     from: (f) => sql.fragment`
       from orders x
-      cross join lateral (
-        select coalesce(sum(r.amount), 0)::bigint as total from refunds r where r.order_id = x.id and r.status <> 'FAILED'
-      ) refunded
-      ${orderPayments(f)}
+      ${refundedOf(f)}
+      cross join lateral (select ${orderFee(f)} as mdr) fee
       where x.merchant_id = ${f.merchantId} and x.status not in ('CREATING', 'FAILED') and ${inWibDays('x.created_at', f)}
       order by x.created_at, x.id`,
   },

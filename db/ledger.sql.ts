@@ -86,6 +86,29 @@ export async function addPaidOrderToProfitTotals(db: Db, orderId: string, mdr: n
 }
 
 /**
+ * Keeps the fee of orders paid before migration 105 on the order, from their ORDER_PAYMENT
+ * transfer's FEE_REVENUE leg: the orders after `afterId` in id order, `limit` of them visited,
+ * those with a posted payment and no kept fee filled. Returns the last id visited (null past the
+ * end), how many were visited and how many filled. A payment committing meanwhile writes its
+ * own fee; the update re-reads such a row and leaves it (mdr_amount is no longer null).
+ */
+export function fillOrderFeesAfter(db: Db, afterId: string, limit: number) {
+  return db.one(sql.type(z.object({ last_id: z.string().nullable(), visited: z.number(), filled: z.number() }))`
+    with batch as (
+      select id from orders where id > ${afterId}::uuid order by id limit ${limit}
+    ), filled as (
+      update orders o set mdr_amount = coalesce(fee.amount, 0)
+      from batch b
+      join ledger_transfers t on t.kind = 'ORDER_PAYMENT' and t.reference_id = b.id
+      left join ledger_accounts a on a.merchant_id = t.merchant_id and a.kind = 'FEE_REVENUE'
+      left join ledger_postings fee on fee.transfer_id = t.id and fee.account_id = a.id
+      where o.id = b.id and o.mdr_amount is null
+      returning o.id
+    )
+    select (select max(id::text) from batch) as last_id, (select count(*) from batch)::int as visited, (select count(*) from filled)::int as filled`);
+}
+
+/**
  * Writes a transfer, its postings and the accounts' new balances in one statement. Returns the
  * transfer id, or null when a transfer of this kind already exists for the reference (then
  * nothing is written). The caller holds the accounts' locks and computed the balances.
@@ -310,7 +333,8 @@ function postingCounts(fromCheckpoint: boolean) {
  * Every way the ledger can be wrong, as rows: cached balances or versions that differ from their
  * postings, postings whose stored transfer kind or kept history counts differ from the records,
  * transfers that do not sum to zero (or have fewer than two legs, or legs on another merchant's
- * accounts), broken balance chains, overdrawn accounts, paid orders with no posting,
+ * accounts), broken balance chains, overdrawn accounts, paid orders with no posting, paid
+ * orders whose kept fee differs from their payment's,
  * daily running totals that differ from the rows, and disbursements whose money is not
  * accounted for (a debit, then a completion or a reversal, each exactly once; an import's one
  * debit equal to its disbursements; what is in flight equal to the unfinished disbursements).
@@ -386,10 +410,27 @@ export function findLedgerProblems(db: Db, scope: AuditScope = WHOLE_LEDGER) {
     select 'overdrawn', a.id::text, format('%s account at %s', a.kind, a.balance)
     from acc a where a.balance < 0 and not a.allow_negative
     union all
-    select 'unposted_payment', o.ref_code, format('order %s is %s with no ledger payment', o.id, o.status)
+    select case when o.status in ('PAID', 'REFUNDED') then 'unposted_payment' else 'order_mdr' end, o.ref_code,
+           format('order %s is %s with no ledger payment%s', o.id, o.status,
+                  case when o.mdr_amount is not null then format(', yet MDR %s on it', o.mdr_amount) else '' end)
     from orders o
-    where o.status in ('PAID', 'REFUNDED') and ${paid}
+    where (o.status in ('PAID', 'REFUNDED') or o.mdr_amount is not null) and ${paid}
       and not exists (select 1 from ledger_transfers t where t.kind = 'ORDER_PAYMENT' and t.reference_id = o.id)
+    union all
+    -- The fee kept on each paid order (migration 105; the orders export reads it) is its
+    -- payment's FEE_REVENUE leg: the payments reached through the postings checked, each once.
+    -- None kept is no difference: an order paid before that migration and not yet filled (ops
+    -- ledger:fill-order-fees), whose export row asks the ledger.
+    select 'order_mdr', o.ref_code, format('order %s keeps MDR %s, its payment %s charged %s', o.id, coalesce(o.mdr_amount::text, 'none'), f.transfer_id, f.fee)
+    from (
+      select p.transfer_id, coalesce(sum(p.amount) filter (where a.kind = 'FEE_REVENUE'), 0) as fee
+      from fresh p join acc a on a.id = p.account_id
+      where p.transfer_kind = 'ORDER_PAYMENT'
+      group by p.transfer_id
+    ) f
+    join ledger_transfers t on t.id = f.transfer_id
+    join orders o on o.id = t.reference_id
+    where o.mdr_amount <> f.fee
     union all
     -- The daily limit's running total (migration 020) must equal the day's live disbursements.
     select 'daily_total', coalesce(t.merchant_id, r.merchant_id)::text || ' ' || coalesce(t.wib_date, r.wib_date)::text,

@@ -19,6 +19,7 @@ import {
   accountsAndPostings,
   accountState,
   addPaidOrderToProfitTotals,
+  fillOrderFeesAfter,
   findLedgerProblems,
   findProfitTotalProblems,
   findTransfersWithoutPostings,
@@ -124,16 +125,31 @@ export async function postTransfer(tx: Db, transfer: Transfer, locked?: Map<Acco
 
 const merchantMoney = z.object({ settlement_type: z.enum(['WALLET', 'MANUAL']), mdr_bps: z.number() });
 
+/** What a payment of the order moves: its MDR, and where the merchant's share goes. */
+export interface PaymentTerms {
+  mdr: number;
+  owed: 'WALLET' | 'SETTLEMENT_ACCRUAL';
+}
+
+/**
+ * The terms a payment of `order` is posted on, from the merchant's fees as they are now. Read
+ * before the order is marked PAID, which keeps the MDR on the order (orders.mdr_amount: the
+ * orders export reads it there), then passed to postOrderPayment, which posts that same MDR.
+ */
+export async function paymentTerms(tx: Db, order: { merchant_id: string; amount: number }): Promise<PaymentTerms> {
+  const merchant = await tx.one(sql.type(merchantMoney)`
+    select settlement_type, mdr_bps from merchants where id = ${order.merchant_id}`);
+  return { mdr: mdrOf(order.amount, merchant.mdr_bps), owed: merchant.settlement_type === 'WALLET' ? 'WALLET' : 'SETTLEMENT_ACCRUAL' };
+}
+
 /**
  * A paid order: the vendor holds the amount for the merchant, the merchant is owed amount − MDR
  * (in the wallet, or accrued for settlement when MANUAL), the platform earned the MDR. Runs in
- * the transaction that marks the order PAID; a second call for the order posts nothing.
+ * the transaction that marks the order PAID, on the terms read for it (paymentTerms); a second
+ * call for the order posts nothing.
  */
-export async function postOrderPayment(tx: Db, order: { id: string; merchant_id: string; ref_code: string; amount: number }) {
-  const merchant = await tx.one(sql.type(merchantMoney)`
-    select settlement_type, mdr_bps from merchants where id = ${order.merchant_id}`);
-  const mdr = mdrOf(order.amount, merchant.mdr_bps);
-  const owed: AccountKind = merchant.settlement_type === 'WALLET' ? 'WALLET' : 'SETTLEMENT_ACCRUAL';
+export async function postOrderPayment(tx: Db, order: { id: string; merchant_id: string; ref_code: string; amount: number }, terms: PaymentTerms) {
+  const { mdr, owed } = terms;
   const id = await postTransfer(tx, {
     merchantId: order.merchant_id,
     kind: 'ORDER_PAYMENT',
@@ -144,6 +160,25 @@ export async function postOrderPayment(tx: Db, order: { id: string; merchant_id:
   // The profits report's day totals move with the posting, in its transaction, once.
   if (id) await addPaidOrderToProfitTotals(tx, order.id, mdr);
   return id;
+}
+
+/**
+ * Fills the fee kept on orders paid before migration 105 (see there), `batch` orders visited per
+ * statement, each its own short transaction: a year of orders is never one long write holding
+ * paid orders' locks, and a run cut off resumes by being run again (filled orders are skipped).
+ */
+export async function fillOrderFees(pool: Pool, options: { batch: number; onProgress?: (p: { visited: number; filled: number }) => void }) {
+  let after = '00000000-0000-0000-0000-000000000000';
+  let visited = 0;
+  let filled = 0;
+  for (;;) {
+    const step = await fillOrderFeesAfter(pool, after, options.batch);
+    if (step.last_id === null) return { visited, filled };
+    after = step.last_id;
+    visited += step.visited;
+    filled += step.filled;
+    options.onProgress?.({ visited, filled });
+  }
 }
 
 /** An operator's correction of a wallet (positive credits, negative debits), as its own transfer. */

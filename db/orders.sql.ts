@@ -367,10 +367,15 @@ export function setOrderFailed(db: Db, id: string, failureCode: 'NO_VENDOR' | 'V
 }
 
 /** `vendorCode`: the vendor holding an order that named none yet (paid while CREATING or FAILED). */
-export function setOrderPaid(db: Db, id: string, p: { paidAt: Date; rrn: string | null; vendorOrderId: string | null; vendorCode: string | null; late: boolean }) {
+/**
+ * Marks the order PAID, keeping the MDR its payment is posted with (paymentTerms in
+ * db/ledger.ts) unless an earlier payment's is kept already: a second payment posts nothing, so
+ * the fee on the order stays the one its ORDER_PAYMENT transfer charged (migration 105).
+ */
+export function setOrderPaid(db: Db, id: string, p: { paidAt: Date; rrn: string | null; vendorOrderId: string | null; vendorCode: string | null; late: boolean; mdr: number }) {
   return db.one(sql.type(orderRow)`
     update orders
-    set status = 'PAID', paid_at = ${p.paidAt.toISOString()}, vendor_rrn = ${p.rrn},
+    set status = 'PAID', paid_at = ${p.paidAt.toISOString()}, vendor_rrn = ${p.rrn}, mdr_amount = coalesce(mdr_amount, ${p.mdr}),
         vendor_code = coalesce(vendor_code, ${p.vendorCode}),
         vendor_order_id = coalesce(vendor_order_id, ${p.vendorOrderId}), is_late_payment = ${p.late},
         pending_vendor = null, updated_at = now()

@@ -47,7 +47,7 @@ import {
   type OrderKey,
   type OrderRow,
 } from './orders.sql.ts';
-import { postOrderPayment } from './ledger.ts';
+import { paymentTerms, postOrderPayment } from './ledger.ts';
 import { afterCommit, orderAttemptsFailed, ordersCreated, ordersExpired, ordersPaid } from './metrics.ts';
 import { boundToHolder, sourceOf, type Speaker } from './vendor-binding.ts';
 import { enqueueWebhooks } from './webhooks.ts';
@@ -263,9 +263,10 @@ export async function applyPayment(tx: Db, boss: PgBoss, payment: Payment, speak
     await insertOrderEvent(tx, { orderId: order.id, status: 'PENDING', event: 'order.created', source, detail: holder ? { vendor: holder } : undefined });
     afterCommit(tx, () => ordersCreated.inc());
   }
-  const paid = await setOrderPaid(tx, order.id, { paidAt: payment.paidAt, rrn: payment.rrn, vendorOrderId: payment.vendorOrderId, vendorCode: holder, late });
+  const terms = await paymentTerms(tx, order);
+  const paid = await setOrderPaid(tx, order.id, { paidAt: payment.paidAt, rrn: payment.rrn, vendorOrderId: payment.vendorOrderId, vendorCode: holder, late, mdr: terms.mdr });
   await insertOrderEvent(tx, { orderId: order.id, status: 'PAID', event: 'order.paid', source, detail: late ? { late: true } : undefined });
-  await postOrderPayment(tx, paid);
+  await postOrderPayment(tx, paid, terms);
   await enqueueWebhooks(tx, boss, [
     { merchantId: order.merchant_id, orderId: order.id, event: 'order.paid', url: order.notify_url, body: orderWebhookBody(paid, 'order.paid') },
   ]);

@@ -110,7 +110,7 @@ async function insertOrders(client: pg.Client) {
   await client.query(
     `insert into orders (id, merchant_id, ref_code, merchant_order_id, api, amount, status, customer_name, customer_email,
                          customer_phone, metadata, expires_at, qris_string, qr_token, vendor_code, vendor_order_id, vendor_rrn,
-                         vendors_tried, failure_code, paid_at, created_at, updated_at)
+                         vendors_tried, failure_code, paid_at, mdr_amount, created_at, updated_at)
      select o.id, o.merchant_id, o.ref_code, 'INV-' || o.n, o.api, o.amount, o.status, 'Pelanggan ' || o.n,
             'pelanggan' || o.n || '@example.com', '628' || lpad((o.n % 1000000000)::text, 10, '0'),
             case when o.n % 3 = 0 then jsonb_build_object('cart', 'C-' || o.n, 'channel', 'pos') end,
@@ -122,7 +122,7 @@ async function insertOrders(client: pg.Client) {
             case when o.status <> 'FAILED' then 'sim-' || replace(o.id::text, '-', '') end,
             case when o.paid_at is not null then 'RRN' || lpad(o.n::text, 12, '0') end,
             array[(select code from h_vendor)], case when o.status = 'FAILED' then 'VENDOR_UNAVAILABLE' end,
-            o.paid_at, o.created_at,
+            o.paid_at, case when o.paid_at is not null then o.mdr end, o.created_at,
             coalesce(o.paid_at, case when o.status = 'EXPIRED' then o.created_at + interval '30 minutes' else o.created_at end)
      from h_orders o`,
   );

@@ -117,12 +117,12 @@ async function seedPaidOrders(pool: Pool, merchantId: string, count: number) {
     const accounts = await lockMerchantAccounts(tx, merchantId, ['VENDOR_CLEARING', 'SETTLEMENT_ACCRUAL', 'FEE_REVENUE']);
     const [clearing, accrual, fee] = ['VENDOR_CLEARING', 'SETTLEMENT_ACCRUAL', 'FEE_REVENUE'].map((k) => accounts.get(k as never)!.id);
     await tx.query(sql.unsafe`
-      insert into orders (id, merchant_id, ref_code, merchant_order_id, api, amount, status, qr_token, paid_at, created_at, updated_at, manual_settlement)
+      insert into orders (id, merchant_id, ref_code, merchant_order_id, api, amount, mdr_amount, status, qr_token, paid_at, created_at, updated_at, manual_settlement)
       select gen_random_uuid(), ${merchantId}, 'ORD-' || (1763600000 + i) || '-BENCH' || lpad(i::text, 7, '0'), 'BENCH-' || i,
-             case when i % 5 = 0 then 'LEGACY' else 'V1' end, 1000 + (i * 7919) % 500000, 'PAID', 'bench-' || i,
+             case when i % 5 = 0 then 'LEGACY' else 'V1' end, a.amount, (a.amount * ${MDR_BPS} + 5000) / 10000, 'PAID', 'bench-' || i,
              ${sql.timestamp(periodStart)} + make_interval(secs => i * 86000.0 / ${count}),
              ${sql.timestamp(periodStart)}, now(), true
-      from generate_series(1, ${count}) as i`);
+      from generate_series(1, ${count}) as i, lateral (select 1000 + (i * 7919) % 500000 as amount) a`);
     await tx.query(sql.unsafe`
       insert into ledger_transfers (merchant_id, kind, reference_type, reference_id, ref_code, description, created_at)
       select ${merchantId}, 'ORDER_PAYMENT', 'ORDER', o.id, o.ref_code,

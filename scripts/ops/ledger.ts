@@ -1,7 +1,7 @@
 // Money commands: prove the ledger, correct a wallet, set a merchant's fees and limits.
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { adjustWallet, auditLedgerFull, auditLedgerSince, InsufficientFunds, walletBalance, type AuditProgress } from '../../db/ledger.ts';
+import { adjustWallet, auditLedgerFull, auditLedgerSince, fillOrderFees, InsufficientFunds, walletBalance, type AuditProgress } from '../../db/ledger.ts';
 import { getMoneySettings, setMoneySettings } from '../../db/merchants.ts';
 import { command, OpsError } from './command.ts';
 
@@ -40,6 +40,34 @@ export const ledgerAudit = command({
         ...lines,
       ].join('\n'),
       exitCode: report.ok ? 0 : 1,
+    };
+  },
+});
+
+export const ledgerFillOrderFees = command({
+  name: 'ledger:fill-order-fees',
+  summary:
+    'Keep the MDR of orders paid before migration 105 on the order, from their payment transfers, in short batches ' +
+    '(the orders export reads it there; until then it asks the ledger); safe to rerun or interrupt',
+  usage: 'ledger:fill-order-fees [--batch N] [--json]',
+  flags: { batch: { type: 'string' } },
+  input: z.object({
+    batch: z.string().regex(/^\d{1,6}$/, '--batch must be a whole number of orders').transform(Number).refine((n) => n > 0, '--batch must be at least 1').default(5000),
+  }),
+  async run(ctx, input) {
+    const started = Date.now();
+    let reported = 0;
+    const result = await fillOrderFees(await ctx.pool(), {
+      batch: input.batch,
+      onProgress: (p) => {
+        if (p.visited - reported < 100_000) return;
+        reported = p.visited;
+        process.stderr.write(`ledger:fill-order-fees ${p.visited} orders visited, ${p.filled} filled, ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+      },
+    });
+    return {
+      json: { ...result, seconds: (Date.now() - started) / 1000 },
+      text: `filled the kept MDR of ${result.filled} paid orders (${result.visited} orders visited)`,
     };
   },
 });

@@ -21,6 +21,7 @@ export const COMMANDS: Readonly<Record<string, Loader>> = {
   'merchant:set-settlement-account': async () => (await import('./settlements.ts')).merchantSetSettlementAccount as Command,
   'ledger:audit': async () => (await import('./ledger.ts')).ledgerAudit as Command,
   'retention:run': async () => (await import('./retention.ts')).retentionRun as Command,
+  'ledger:fill-order-fees': async () => (await import('./ledger.ts')).ledgerFillOrderFees as Command,
   'ledger:adjust': async () => (await import('./ledger.ts')).ledgerAdjust as Command,
   'disbursements:approve': async () => (await import('./disbursements.ts')).disbursementsApprove as Command,
   'disbursements:reject': async () => (await import('./disbursements.ts')).disbursementsReject as Command,

@@ -16,6 +16,7 @@ import { call } from '../helpers/http.ts';
 import { emptyDatabase } from '../helpers/db.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { balanceOf, ledgerAudit, paidOrder } from '../helpers/money.ts';
+import { xSignature } from '../helpers/order-lifecycle.ts';
 import { ops } from '../helpers/processes.ts';
 import { simulatePay } from '../helpers/simulator.ts';
 import { startStack } from '../helpers/stack.ts';
@@ -190,6 +191,45 @@ t.test('the full audit proves the profits report\'s kept day totals against the 
   t.match(await sumProfits(pool, merchant.merchant_id, '2026-02-01', '2026-02-01'), { order_count: 1, gross_amount: 80_000, mdr_total: mdrOf(80_000, 70) });
   t.match(await report(), { order_count: 0, gross_amount: 0, mdr_total: 0 });
   t.match(await full(), { code: 0, report: { ok: true } });
+});
+
+t.test('the fee kept on a paid order is its payment\'s FEE_REVENUE leg: the audits prove it, the fill command keeps it for older orders', async (t) => {
+  const stack = await startStack(t, { groups: ['vendor'] });
+  const merchant = await makeMerchant(stack.api.ctx);
+  const pool = stack.api.ctx.pool;
+  const kept = async (id: string) => (await pool.query(sql.unsafe`select mdr_amount from orders where id = ${id}`)).rows[0] as { mdr_amount: number | null };
+  const audit = async (...args: string[]) => JSON.parse((await ops(stack.env, 'ledger:audit', ...args, '--json')).stdout);
+
+  const first = await paidOrder(stack, merchant, 80_000);
+  t.equal(Number((await kept(first.id)).mdr_amount), mdrOf(80_000, 70), 'the MDR the payment charged, kept on the order');
+  await ledgerAudit(t, stack.env);
+
+  // Incremental: a payment since the last clean audit whose order keeps another fee.
+  const second = await paidOrder(stack, merchant, 50_000);
+  await pool.query(sql.unsafe`update orders set mdr_amount = mdr_amount + 1 where id = ${second.id}`);
+  t.match(await audit(), { ok: false, mode: 'INCREMENTAL', problems: [{ check: 'order_mdr', subject: second.ref_code }] }, 'the incremental audit finds it');
+  t.match((await audit('--full')).problems, [{ check: 'order_mdr', subject: second.ref_code, detail: /keeps MDR 351, its payment .* charged 350/ }], 'so does the full one');
+
+  // None kept (paid before migration 105) is no difference; ledger:fill-order-fees fills it from the ledger.
+  await pool.query(sql.unsafe`update orders set mdr_amount = null where id in (${first.id}, ${second.id})`);
+  t.match(await audit('--full'), { ok: true }, 'a paid order keeping no fee yet passes');
+  const fill = await ops(stack.env, 'ledger:fill-order-fees', '--batch', '1', '--json');
+  t.equal(fill.code, 0, fill.stderr);
+  t.match(JSON.parse(fill.stdout), { filled: 2 }, 'both filled, one order per statement');
+  t.equal(Number((await kept(first.id)).mdr_amount), mdrOf(80_000, 70));
+  t.equal(Number((await kept(second.id)).mdr_amount), mdrOf(50_000, 70));
+  t.match(JSON.parse((await ops(stack.env, 'ledger:fill-order-fees', '--json')).stdout), { filled: 0 }, 'a rerun fills nothing');
+
+  // A fee on an order no payment was posted for.
+  const body = JSON.stringify({ merchant_order_id: `FEE-${randomUUID()}`, amount: 20_000, payment_method: 'QRIS' });
+  const headers: Record<string, string> = { 'x-api-key': merchant.api_key };
+  if (merchant.webhook_secret) headers['x-signature'] = xSignature(merchant.webhook_secret, body);
+  const pending = await call(stack.api.url, { path: '/v1/orders', headers, body });
+  t.equal(pending.status, 201);
+  await pool.query(sql.unsafe`update orders set mdr_amount = 140 where id = ${pending.json.data.id}`);
+  t.match((await audit('--full')).problems, [{ check: 'order_mdr', subject: pending.json.data.ref_code, detail: /no ledger payment, yet MDR 140/ }]);
+  await pool.query(sql.unsafe`update orders set mdr_amount = null where id = ${pending.json.data.id}`);
+  t.match(await audit('--full'), { ok: true });
 });
 
 t.test('a merchant\'s settlement type is fixed: its orders were credited and are settled by it', async (t) => {

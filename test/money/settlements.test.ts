@@ -6,7 +6,7 @@
 import t from 'tap';
 import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { postOrderPayment } from '../../db/ledger.ts';
+import { paymentTerms, postOrderPayment } from '../../db/ledger.ts';
 import { setSettlementAccount, type ProvisionedMerchant } from '../../db/merchants.ts';
 import { findBankByShortCode } from '../../db/master-data.ts';
 import { sql, type Pool } from '../../db/pool.ts';
@@ -118,12 +118,13 @@ async function seedPaidOrder(pool: Pool, merchantId: string, amount: number, pai
   const id = randomUUID();
   const refCode = `ORD-${Math.floor(Date.now() / 1000)}-${randomSuffix()}`;
   await pool.transaction(async (tx) => {
+    const terms = await paymentTerms(tx, { merchant_id: merchantId, amount });
     await tx.query(sql.unsafe`
-      insert into orders (id, merchant_id, ref_code, merchant_order_id, api, amount, status, qr_token, paid_at, manual_settlement)
-      select ${id}, ${merchantId}, ${refCode}, ${`SEED-${randomSuffix()}`}, 'V1', ${amount}, 'PAID', ${randomSuffix(20)}, ${paidAt.toISOString()},
+      insert into orders (id, merchant_id, ref_code, merchant_order_id, api, amount, mdr_amount, status, qr_token, paid_at, manual_settlement)
+      select ${id}, ${merchantId}, ${refCode}, ${`SEED-${randomSuffix()}`}, 'V1', ${amount}, ${terms.mdr}, 'PAID', ${randomSuffix(20)}, ${paidAt.toISOString()},
              m.settlement_type = 'MANUAL'
       from merchants m where m.id = ${merchantId}`);
-    await postOrderPayment(tx, { id, merchant_id: merchantId, ref_code: refCode, amount });
+    await postOrderPayment(tx, { id, merchant_id: merchantId, ref_code: refCode, amount }, terms);
   });
   return { id, ref_code: refCode };
 }

@@ -1,0 +1,19 @@
+-- The orders export's mdr_amount and net_amount came from each order's ORDER_PAYMENT transfer
+-- and its FEE_REVENUE leg, looked up row by row: two probes of the ledger's largest indexes per
+-- exported order, at random across the database (a month of 85k rows in ~3 s, the year at
+-- ~41,000 rows/s, at a year of data; docs/performance.md). The fee a payment charged is now also
+-- kept on the order: the payment's transaction writes it with the PAID status (setOrderPaid, the
+-- MDR read by the ledger module's paymentTerms and posted by postOrderPayment), so the export
+-- reads the order alone, and a payment writes no extra row version.
+--
+-- mdr_amount: the FEE_REVENUE leg of the order's ORDER_PAYMENT transfer (0 when the payment
+-- charged no MDR), whatever the merchant's mdr_bps is now. Null: no payment was posted, or the
+-- order was paid before this migration and `ops orders:fill-fees` has not reached it yet; the
+-- export then asks the ledger, as it always did. The ledger audit proves every kept value
+-- against its transfer (check order_mdr, db/ledger.sql.ts).
+--
+-- No backfill here: filling a year of paid orders in one statement rewrote ~1M order rows (no
+-- room for HOT updates on full pages, so every index took a new entry) and held their row locks
+-- for the whole migration: 335 s at the history bench's million orders. `ops orders:fill-fees`
+-- fills them in short batches instead (docs/deploy.md).
+alter table orders add column mdr_amount bigint;
