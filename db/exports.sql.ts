@@ -276,8 +276,9 @@ function cell(kind: Kind, value: Fragment): Fragment {
 /**
  * The MDR an exported order's payment charged: kept on the order since migration 105, so a row
  * costs no probe of the ledger. Only a paid order that keeps none (paid before that migration,
- * not yet reached by `ops orders:fill-fees`) looks up its ORDER_PAYMENT transfer and fee leg, as
- * every row once did: the subquery under CASE runs for those rows alone. Null: never paid.
+ * not yet reached by `ops ledger:fill-order-fees`) looks up its ORDER_PAYMENT transfer and fee
+ * leg, as every row once did: the subquery under CASE runs for those rows alone. Null: never
+ * paid.
  */
 function orderFee(f: FilterSql) {
   return sql.fragment`coalesce(x.mdr_amount, case when x.paid_at is not null then (

@@ -18,21 +18,11 @@ create table webhook_delivery_counts (
   constraint webhook_delivery_counts_pkey primary key (merchant_id, status, event, stripe)
 );
 
+-- An insert adds its rows' counts, a delete takes them away (one function for both).
 create function webhook_delivery_counts_add() returns trigger language plpgsql as $$
 begin
   insert into webhook_delivery_counts as c (merchant_id, status, event, stripe, n)
-  select merchant_id, status, event, order_counts_stripe(id), count(*)
-  from changed
-  group by 1, 2, 3, 4
-  order by 1, 2, 3, 4
-  on conflict (merchant_id, status, event, stripe) do update set n = c.n + excluded.n;
-  return null;
-end $$;
-
-create function webhook_delivery_counts_remove() returns trigger language plpgsql as $$
-begin
-  insert into webhook_delivery_counts as c (merchant_id, status, event, stripe, n)
-  select merchant_id, status, event, order_counts_stripe(id), -count(*)
+  select merchant_id, status, event, order_counts_stripe(id), case when tg_op = 'DELETE' then -count(*) else count(*) end
   from changed
   group by 1, 2, 3, 4
   order by 1, 2, 3, 4
@@ -63,7 +53,7 @@ end $$;
 create trigger webhook_deliveries_count_insert after insert on webhook_deliveries
   referencing new table as changed for each statement execute function webhook_delivery_counts_add();
 create trigger webhook_deliveries_count_delete after delete on webhook_deliveries
-  referencing old table as changed for each statement execute function webhook_delivery_counts_remove();
+  referencing old table as changed for each statement execute function webhook_delivery_counts_add();
 create trigger webhook_deliveries_count_update after update on webhook_deliveries
   referencing old table as old_rows new table as new_rows for each statement execute function webhook_delivery_counts_move();
 

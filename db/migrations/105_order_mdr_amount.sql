@@ -8,12 +8,12 @@
 --
 -- mdr_amount: the FEE_REVENUE leg of the order's ORDER_PAYMENT transfer (0 when the payment
 -- charged no MDR), whatever the merchant's mdr_bps is now. Null: no payment was posted, or the
--- order was paid before this migration and `ops orders:fill-fees` has not reached it yet; the
--- export then asks the ledger, as it always did. The ledger audit proves every kept value
+-- order was paid before this migration and `ops ledger:fill-order-fees` has not reached it
+-- yet; the export then asks the ledger, as it always did. The ledger audit proves every kept value
 -- against its transfer (check order_mdr, db/ledger.sql.ts).
 --
 -- No backfill here: filling a year of paid orders in one statement rewrote ~1M order rows (no
 -- room for HOT updates on full pages, so every index took a new entry) and held their row locks
--- for the whole migration: 335 s at the history bench's million orders. `ops orders:fill-fees`
--- fills them in short batches instead (docs/deploy.md).
+-- for the whole migration: 335 s at the history bench's million orders.
+-- `ops ledger:fill-order-fees` fills them in short batches instead (docs/deploy.md).
 alter table orders add column mdr_amount bigint;
