@@ -12,7 +12,6 @@
 // is never written to; a connection that fails forgets the remembered node. A single-host URL
 // takes none of this: it goes to the drivers as it is.
 import pg from 'pg';
-import { createPgDriverFactory } from '@slonik/pg-driver';
 import type { DriverFactory, Driver } from '@slonik/driver';
 import { isMultiHost, parseDatabaseUrl, type DatabaseHost, type ParsedDatabaseUrl, type TargetSessionAttrs } from './database-url.ts';
 
@@ -193,9 +192,11 @@ export class MultiHostClient extends pg.Client {
  * connection made on the node that fits now (checked on the connection itself).
  */
 export function multiHostDriverFactory(url: string): DriverFactory {
-  const pgDriver = createPgDriverFactory();
   const parsed = parseDatabaseUrl(url);
   return async ({ driverConfiguration }) => {
+    // Loaded here, not at the top: a process that never makes a slonik pool (the ops CLI's
+    // lists, migrations) connects through this module without paying for slonik's driver.
+    const pgDriver = (await import('@slonik/pg-driver')).createPgDriverFactory();
     const drivers = new Map<number, Promise<Driver>>();
     const driverFor = (index: number) => {
       let driver = drivers.get(index);

@@ -55,11 +55,6 @@ export function listEnabledBanks(db: Db): Promise<readonly BankRow[]> {
     select ${bankColumns} from banks where is_enabled order by sort_order, short_code`);
 }
 
-/** Every bank, disabled ones included (for operators). */
-export function listBanks(db: Db): Promise<readonly BankRow[]> {
-  return db.any(sql.type(bankRow)`select ${bankColumns} from banks order by sort_order, short_code`);
-}
-
 /** The bank as changed, or null when no bank has the short code. */
 export function setBankEnabled(db: Db, shortCode: string, enabled: boolean): Promise<BankRow | null> {
   return db.maybeOne(sql.type(bankRow)`
@@ -76,11 +71,6 @@ export function findEwalletByShortCode(db: Db, shortCode: string): Promise<Ewall
 export function listEnabledEwallets(db: Db): Promise<readonly EwalletRow[]> {
   return db.any(sql.type(ewalletRow)`
     select ${ewalletColumns} from ewallets where is_enabled order by sort_order, short_code`);
-}
-
-/** Every e-wallet, disabled ones included (for operators). */
-export function listEwallets(db: Db): Promise<readonly EwalletRow[]> {
-  return db.any(sql.type(ewalletRow)`select ${ewalletColumns} from ewallets order by sort_order, short_code`);
 }
 
 /** The e-wallet as changed, or null when no e-wallet has the short code. */

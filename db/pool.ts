@@ -1,4 +1,5 @@
-// The slonik pool every process uses, with type parsers that keep money exact:
+// The slonik pool every process uses (the ops CLI's lists read through db/plain-reader.ts
+// instead), with type parsers that keep money exact:
 // int8 → number (refusing anything past 2^53 rather than rounding it), timestamptz → Date,
 // numeric left as text (Kasir never stores money as numeric).
 import { createHash } from 'node:crypto';
@@ -19,18 +20,13 @@ import {
 } from 'slonik';
 import { z } from 'zod';
 import { isMultiHost, multiHostDriverFactory, parseDatabaseUrl } from './database-hosts.ts';
+import { parseInt8, type Reader } from './plain-reader.ts';
 
 export { sql };
 export type Pool = DatabasePool;
 export type Tx = DatabaseTransactionConnection;
 /** Anything that runs queries: the pool or an open transaction. */
 export type Db = CommonQueryMethods;
-
-function parseInt8(value: string): number {
-  const n = Number(value);
-  if (!Number.isSafeInteger(n)) throw new RangeError(`int8 value ${value} is outside the safe integer range`);
-  return n;
-}
 
 const typeParsers = [
   { name: 'int8', parse: parseInt8 },
@@ -150,8 +146,6 @@ function keepRefusalsPooled(pool: DatabasePool): DatabasePool {
 
 /** A request's statements: past this the request has failed anyway (its client gave up). */
 export const API_STATEMENT_TIMEOUT_MS = 30_000;
-/** An operator's command (ops): bulk reads and writes at a year of data. */
-export const OPS_STATEMENT_TIMEOUT_MS = 10 * 60_000;
 
 export interface PoolOptions {
   size?: number;
@@ -205,7 +199,8 @@ export async function createPool(url: string, options: PoolOptions = {}): Promis
 
 /**
  * A query token from plain text and positional values, for code that speaks raw SQL
- * (pg-boss's `executeSql` adapter). Everything Kasir writes itself goes through the `sql` tag.
+ * (pg-boss's `executeSql` adapter, poolReader below). Everything Kasir writes itself goes
+ * through the `sql` tag.
  * The token's type is the one slonik's own tag package exports for this (QueryToken).
  */
 export function rawQuery(text: string, values: readonly unknown[] = []): QuerySqlToken {
@@ -215,4 +210,9 @@ export function rawQuery(text: string, values: readonly unknown[] = []): QuerySq
     values: values as never,
     parser: z.any(),
   } as unknown as QuerySqlToken;
+}
+
+/** The pool as a Reader, for a list query (db/operator-lists.ts) called where a pool is at hand. */
+export function poolReader(db: Db): Reader {
+  return { rows: async <T>(text: string, values: readonly unknown[] = []) => (await db.any(rawQuery(text, values))) as unknown as T[] };
 }

@@ -2,43 +2,13 @@
 // that vendor can say what became of it (gateways/gateway.ts, the rule on unclear answers).
 // The operator asks the vendor (dashboard, support, statement) and settles each with the
 // evidence: refunds here (settle, or send again once the vendor proves it has none), payouts
-// through db/payouts.ts settlePayoutByHand.
+// through db/payouts.ts settlePayoutByHand. The list itself is db/operator-lists.ts listUnresolved.
 import type { PgBoss } from 'pg-boss';
-import { z } from 'zod';
-import { sql, type Pool } from './pool.ts';
+import type { Pool } from './pool.ts';
 import { inTransaction, sendJob } from './queue.ts';
 import { findOrderById, insertOrderEvent } from './orders.sql.ts';
 import { completeRefund } from './refunds.ts';
 import { clearRefundSend, findRefundByRef } from './refunds.sql.ts';
-
-const unresolvedRow = z.object({
-  kind: z.enum(['REFUND', 'DISBURSEMENT', 'SETTLEMENT']),
-  ref_code: z.string(),
-  merchant_id: z.string(),
-  amount: z.number(),
-  vendor_code: z.string().nullable(),
-  vendor_id: z.string().nullable(),
-  reason: z.string().nullable(),
-  unresolved_at: z.date(),
-});
-export type UnresolvedRow = z.infer<typeof unresolvedRow>;
-
-/** Everything waiting for an operator, oldest first. */
-export function listUnresolved(pool: Pool, limit = 500) {
-  return pool.any(sql.type(unresolvedRow)`
-    select * from (
-      select 'REFUND' as kind, ref_code, merchant_id, amount, vendor_code, vendor_refund_id as vendor_id, unresolved_reason as reason, unresolved_at
-        from refunds where status = 'PENDING' and unresolved_at is not null
-      union all
-      select 'DISBURSEMENT', ref_code, merchant_id, request_amount, vendor_code, vendor_disbursement_id, unresolved_reason, unresolved_at
-        from disbursements where status = 'ON_PROCESS' and unresolved_at is not null
-      union all
-      select 'SETTLEMENT', ref_code, merchant_id, net_payout, vendor_code, vendor_disbursement_id, unresolved_reason, unresolved_at
-        from settlements where status = 'PROCESSING' and unresolved_at is not null
-    ) waiting
-    order by unresolved_at
-    limit ${limit}`);
-}
 
 /** Why an operator may not act on a refund. */
 export class RefundSettleRefused extends Error {}

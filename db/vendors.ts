@@ -134,11 +134,6 @@ export async function setVendorEnabled(db: Db, code: string, enabled: boolean): 
   return updated !== null;
 }
 
-export async function listVendors(db: Db) {
-  return db.any(sql.type(z.object({ code: z.string(), kind: z.string(), base_url: z.string(), enabled: z.boolean(), removed: z.boolean(), sandbox: z.boolean() }))`
-    select code, kind, base_url, enabled, removed_at is not null as removed, sandbox from vendors order by code`);
-}
-
 /**
  * Vendors marked --sandbox and not removed (a disabled one still applies callbacks to what it
  * holds): a stack holding one says so in /healthz and its startup log.
@@ -241,17 +236,6 @@ export async function removeRoute(db: Db, input: { merchantId: string | null; me
     where merchant_id is not distinct from ${input.merchantId} and method = ${input.method} and vendor_code = ${input.vendorCode}
     returning id`);
   return removed !== null;
-}
-
-export async function listRoutes(db: Db) {
-  return db.any(sql.type(
-    z.object({ merchant_id: z.string().nullable(), method: z.string(), vendor_code: z.string(), priority: z.number(), enabled: z.boolean(), mode: routeMode }),
-  )`
-    select r.merchant_id, r.method, r.vendor_code, r.priority, v.enabled,
-           coalesce(m.mode, 'priority') as mode
-    from vendor_routes r join vendors v on v.code = r.vendor_code
-    left join route_modes m on m.merchant_id is not distinct from r.merchant_id and m.method = r.method
-    order by r.merchant_id nulls first, r.method, r.priority, r.vendor_code`);
 }
 
 /** Longest event id stored as sent; a longer one is stored as its digest (storedEventId). */

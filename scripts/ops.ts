@@ -7,6 +7,7 @@ import './ops/logs-to-stderr.ts';
 import module from 'node:module';
 import { parseArgs } from 'node:util';
 import type { PgBoss } from 'pg-boss';
+import type { Reader } from '../db/plain-reader.ts';
 import type { Pool } from '../db/pool.ts';
 import type { Sealer } from '../db/secrets.ts';
 import { OpsError, type Command, type OpsContext } from './ops/command.ts';
@@ -84,26 +85,36 @@ if (!parsed.success) {
   fail(`${text}\nusage: ${cmd.usage}`, json, 64);
 }
 
+/** The longest one statement of a command may run: bulk reads and writes at a year of data. */
+const OPS_STATEMENT_TIMEOUT_MS = 10 * 60_000;
+
 const { databaseUnreachable, resolveDatabase } = await import('./lib/local.ts');
 const database = await resolveDatabase();
 let pool: Pool | null = null;
+let reader: (Reader & { end(): Promise<void> }) | null = null;
 let boss: PgBoss | null = null;
-// The sealer is handed out synchronously: its two small modules are loaded before the command runs.
-const { ConfigError, parseMasterKeys } = await import('../db/config.ts');
-const { createSealer } = await import('../db/secrets.ts');
+// Each of these loads its modules when a command first asks for it: a list that only reads
+// (scripts/ops/lists.ts) never loads slonik, zod, pg-boss or the sealer's configuration.
 const ctx: OpsContext = {
   databaseUrl: database.url,
   pool: async () => {
     if (pool) return pool;
-    const { createPool, OPS_STATEMENT_TIMEOUT_MS } = await import('../db/pool.ts');
+    const { createPool } = await import('../db/pool.ts');
     return (pool = await createPool(database.url, { size: 2, name: 'ops', statementTimeoutMs: OPS_STATEMENT_TIMEOUT_MS }));
   },
+  reader: async () => {
+    if (reader) return reader;
+    const { openReader } = await import('../db/plain-reader.ts');
+    return (reader = await openReader(database.url, { statementTimeoutMs: OPS_STATEMENT_TIMEOUT_MS, applicationName: 'ops' }));
+  },
   boss: async () => (boss ??= await (await import('../db/queue.ts')).startBoss(database.url, { role: 'sender', poolSize: 2 })),
-  sealer: (): Sealer => {
+  sealer: async (): Promise<Sealer> => {
     const env = { ...process.env };
     // Without a key of its own, the local cluster's (resolveDatabase: .data/kasir.json).
     if (!env.KASIR_MASTER_KEY && !env.KASIR_MASTER_KEY_FILE) env.KASIR_MASTER_KEY = database.masterKey;
     if (!env.KASIR_MASTER_KEY && !env.KASIR_MASTER_KEY_FILE) fail('KASIR_MASTER_KEY is required with DATABASE_URL to read or write secrets', json);
+    const { ConfigError, parseMasterKeys } = await import('../db/config.ts');
+    const { createSealer } = await import('../db/secrets.ts');
     try {
       return createSealer(parseMasterKeys(env));
     } catch (err) {
@@ -136,6 +147,7 @@ try {
 } finally {
   await (boss as PgBoss | null)?.stop({ graceful: false });
   await (pool as Pool | null)?.end();
+  await (reader as { end(): Promise<void> } | null)?.end();
   await database.release();
 }
 process.exit(exitCode);

@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import type { Gateway, SentRecord, VendorLine } from '../gateways/gateway.ts';
 import { gatewayFor } from '../gateways/registry.ts';
 import { logger } from '../db/logger.ts';
-import type { Pool } from '../db/pool.ts';
+import { poolReader, type Pool } from '../db/pool.ts';
 import type { Payload } from '../db/queue.ts';
 import { compareDay, KIND_LABELS, previousWibDay, reconWindow, repairPayment, repairPayout, wibDay, type Found, type RepairResult, type RunRef } from '../db/recon.ts';
 import {
@@ -32,7 +32,8 @@ import {
   type RunRow,
 } from '../db/recon.sql.ts';
 import type { Sealer } from '../db/secrets.ts';
-import { getVendor, listVendors } from '../db/vendors.ts';
+import { listVendors } from '../db/operator-lists.ts';
+import { getVendor } from '../db/vendors.ts';
 import type { WorkerContext } from './context.ts';
 
 /** A RUNNING run older than this is taken to be dead (its process stopped) and may be replaced. */
@@ -201,7 +202,7 @@ export async function handleReconRun(ctx: WorkerContext, payload: Payload<'recon
   const day = payload.day ?? previousWibDay(sent);
   // Every vendor not removed, disabled ones too: a disabled vendor still holds records (payments
   // its payers may yet make, payouts in flight) and its callbacks still apply to them.
-  const codes = payload.vendor_code ? [payload.vendor_code] : (await listVendors(ctx.pool)).filter((v) => !v.removed).map((v) => v.code);
+  const codes = payload.vendor_code ? [payload.vendor_code] : (await listVendors(poolReader(ctx.pool))).filter((v) => !v.removed).map((v) => v.code);
   const results: Record<string, string> = {};
   let failed = 0;
   for (const code of codes) {

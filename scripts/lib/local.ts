@@ -6,7 +6,6 @@
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { prepareDatabase } from '../../db/migrate.ts';
 import { newMasterKey } from '../../db/secrets.ts';
 import { ensureDatabase, newPassword, startCluster, type Cluster } from './cluster.ts';
 
@@ -70,6 +69,8 @@ export async function resolveDatabase(): Promise<{ url: string; masterKey: strin
   const running = await runningUrl();
   if (running) return { url: running, masterKey: masterKey ?? state.master_key, release: async () => {} };
   const { cluster, url } = await startLocalCluster();
+  // Loaded only here: a command given DATABASE_URL, or finding `npm start`'s cluster, never migrates.
+  const { prepareDatabase } = await import('../../db/migrate.ts');
   await prepareDatabase(url); // a first-ever command may come before the first `npm start`
   return { url, masterKey: masterKey ?? state.master_key, release: () => cluster.stop() };
 }

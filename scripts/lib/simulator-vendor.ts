@@ -6,10 +6,11 @@
 // secret that anyone else knows (the simulator's published default) is ever registered.
 import { randomBytes } from 'node:crypto';
 import type { MasterKeyConfig } from '../../db/config.ts';
-import { createPool } from '../../db/pool.ts';
+import { createPool, poolReader } from '../../db/pool.ts';
 import { PUBLISHED_SECRETS } from '../../db/published-secrets.ts';
 import { createSealer } from '../../db/secrets.ts';
-import { getVendor, listVendors, setRoute, updateVendorConnection, upsertVendor } from '../../db/vendors.ts';
+import { listVendors } from '../../db/operator-lists.ts';
+import { getVendor, setRoute, updateVendorConnection, upsertVendor } from '../../db/vendors.ts';
 
 /** A new random secret for a simulator (or dialect) credential. */
 export const newSimulatorSecret = () => randomBytes(24).toString('base64url');
@@ -53,7 +54,7 @@ export async function ensureSimulatorVendor(
       return { secret: wanted, action: wanted === stored ? 'kept' : 'rotated' };
     }
     if (existing) throw new Error(`vendor ${code} exists and is ${existing.kind}, not the simulator`);
-    if ((await listVendors(pool)).some((v) => v.code === code && v.removed)) return { secret: newSimulatorSecret(), action: 'removed' };
+    if ((await listVendors(poolReader(pool))).some((v) => v.code === code && v.removed)) return { secret: newSimulatorSecret(), action: 'removed' };
     const secret = options.secret ?? newSimulatorSecret();
     await upsertVendor(pool, sealer, { code, kind: 'simulator', baseUrl, credentials: { secret } });
     for (const method of ['QRIS', 'BANK', 'EWALLET'] as const) {

@@ -1,4 +1,5 @@
-// Job inspection and reruns, so support can act on a failed job without touching SQL.
+// Job reruns and a worker ping, so support can act on a failed job without touching SQL (the
+// list of jobs is scripts/ops/lists.ts).
 import { z } from 'zod';
 import { sql } from '../../db/pool.ts';
 import { queueNames, sendJob, type QueueName } from '../../db/queue.ts';
@@ -6,46 +7,6 @@ import { command, OpsError } from './command.ts';
 
 const queueName = z.enum(queueNames as [QueueName, ...QueueName[]]);
 const states = ['created', 'retry', 'active', 'completed', 'cancelled', 'failed'] as const;
-
-export const jobsList = command({
-  name: 'jobs:list',
-  summary: 'List jobs, newest first (optionally one queue, one state)',
-  usage: `jobs:list [--queue ${queueNames.join('|')}] [--state ${states.join('|')}] [--limit N] [--json]`,
-  flags: { queue: { type: 'string' }, state: { type: 'string' }, limit: { type: 'string' } },
-  input: z.object({
-    queue: queueName.optional(),
-    state: z.enum(states).optional(),
-    limit: z.coerce.number().int().min(1).max(1000).default(50),
-  }),
-  async run(ctx, input) {
-    const boss = await ctx.boss();
-    const names = input.queue ? [input.queue] : queueNames;
-    const jobs = (await Promise.all(names.map((name) => boss.findJobs<unknown>(name))))
-      .flat()
-      .filter((job) => !input.state || job.state === input.state)
-      .sort((a, b) => b.createdOn.getTime() - a.createdOn.getTime())
-      .slice(0, input.limit)
-      .map((job) => ({
-        id: job.id,
-        queue: job.name,
-        state: job.state,
-        retry_count: job.retryCount,
-        data: job.data,
-        output: job.output,
-        created_on: job.createdOn.toISOString(),
-        completed_on: job.completedOn?.toISOString() ?? null,
-      }));
-    const row = (id: string, queue: string, state: string, retries: string, created: string, data: string) =>
-      `${id.padEnd(36)}  ${queue.padEnd(22)} ${state.padEnd(9)} ${retries.padStart(7)}  ${created.padEnd(24)} ${data}`;
-    const text = jobs.length
-      ? [
-          row('ID', 'QUEUE', 'STATE', 'RETRIES', 'CREATED', 'DATA'),
-          ...jobs.map((j) => row(j.id, j.queue, j.state, String(j.retry_count), j.created_on, JSON.stringify(j.data))),
-        ].join('\n')
-      : 'no jobs';
-    return { json: { jobs }, text };
-  },
-});
 
 /** Ids from standard input: whitespace or comma separated (a column of ids piped from a query). */
 async function idsFromStdin(): Promise<string[]> {

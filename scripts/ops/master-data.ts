@@ -1,32 +1,11 @@
-// Banks and e-wallets: list them, switch them on and off. A change is seen by every API process
-// as it commits (the tables notify; the processes drop their one-hour cache).
+// Banks and e-wallets: switch them on and off (their lists are in scripts/ops/lists.ts). A
+// change is seen by every API process as it commits (the tables notify; the processes drop
+// their one-hour cache).
 import { z } from 'zod';
-import {
-  listBanks,
-  listEwallets,
-  setBankEnabled,
-  setEwalletEnabled,
-  type BankRow,
-  type EwalletRow,
-} from '../../db/master-data.ts';
+import { setBankEnabled, setEwalletEnabled } from '../../db/master-data.ts';
 import { command, OpsError } from './command.ts';
 
 const code = z.object({ code: z.string().min(1, '--code is required') });
-const state = (enabled: boolean) => (enabled ? 'enabled ' : 'disabled');
-const bankLine = (b: BankRow) => `${b.short_code.padEnd(20)} ${b.bi_code}  ${state(b.is_enabled)}  ${b.name}`;
-const ewalletLine = (e: EwalletRow) => `${e.short_code.padEnd(12)} ${state(e.is_enabled)}  ${e.name}`;
-
-export const banksList = command({
-  name: 'banks:list',
-  summary: 'List banks (short code, Bank Indonesia code, enabled), disabled ones included',
-  usage: 'banks:list [--json]',
-  flags: {},
-  input: z.object({}),
-  async run(ctx) {
-    const banks = await listBanks(await ctx.pool());
-    return { json: { banks }, text: banks.map(bankLine).join('\n') || 'no banks' };
-  },
-});
 
 function bankSwitch(enabled: boolean) {
   const verb = enabled ? 'enable' : 'disable';
@@ -46,18 +25,6 @@ function bankSwitch(enabled: boolean) {
 
 export const banksEnable = bankSwitch(true);
 export const banksDisable = bankSwitch(false);
-
-export const ewalletsList = command({
-  name: 'ewallets:list',
-  summary: 'List e-wallets (short code, enabled), disabled ones included',
-  usage: 'ewallets:list [--json]',
-  flags: {},
-  input: z.object({}),
-  async run(ctx) {
-    const ewallets = await listEwallets(await ctx.pool());
-    return { json: { ewallets }, text: ewallets.map(ewalletLine).join('\n') || 'no e-wallets' };
-  },
-});
 
 function ewalletSwitch(enabled: boolean) {
   const verb = enabled ? 'enable' : 'disable';

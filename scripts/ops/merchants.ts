@@ -57,7 +57,7 @@ export const merchantCreate = command({
     const problem = input['notify-url'] ? checkNotifyUrl(input['notify-url'], notifyAllowlist()) : null;
     if (problem) throw new OpsError(`--notify-url ${problem}`);
     const webhookSecret = input['webhook-secret'] ?? (input['generate-webhook-secret'] ? newWebhookSecret() : null);
-    const created = await createMerchant(pool, ctx.sealer(), {
+    const created = await createMerchant(pool, await ctx.sealer(), {
       name: input.name,
       settlementType: input.settlement,
       brandId: brand.id,
@@ -203,7 +203,7 @@ export const merchantRotateLegacySecret = command({
   flags: { merchant: { type: 'string' } },
   input: z.object({ merchant: merchantId }),
   async run(ctx, input) {
-    const secret = await rotateLegacyClientSecret(await ctx.pool(), ctx.sealer(), input.merchant);
+    const secret = await rotateLegacyClientSecret(await ctx.pool(), await ctx.sealer(), input.merchant);
     return {
       json: { merchant_id: input.merchant, legacy_client_secret: secret },
       text: `new legacy_client_secret: ${secret}   (shown only now; stored sealed)`,
@@ -248,7 +248,7 @@ export const merchantSetWebhookSecret = command({
     .refine((v) => Boolean(v.secret) !== Boolean(v.generate), { message: 'give exactly one of --secret or --generate' }),
   async run(ctx, input) {
     const secret = input.secret ?? newWebhookSecret();
-    await setWebhookSecret(await ctx.pool(), ctx.sealer(), input.merchant, secret);
+    await setWebhookSecret(await ctx.pool(), await ctx.sealer(), input.merchant, secret);
     return { json: { merchant_id: input.merchant, webhook_secret: secret }, text: `webhook secret set: ${secret}` };
   },
 });

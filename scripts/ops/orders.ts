@@ -40,7 +40,7 @@ export const simulatePay = command({
     const pool = await ctx.pool();
     const order = await orderByRef(pool, input.ref);
     if (!order.vendor_code) throw new OpsError(`order ${input.ref} has no QR yet (status ${order.status})`);
-    const vendor = await getVendor(pool, ctx.sealer(), order.vendor_code);
+    const vendor = await getVendor(pool, await ctx.sealer(), order.vendor_code);
     const root = vendor && simulatorRootOf(vendor);
     if (!root) throw new OpsError(`order ${input.ref} is at vendor ${order.vendor_code}, not a simulator`);
     const response = await got.post(`${root}/simulate/pay`, {

@@ -65,7 +65,7 @@ export const reconRun = command({
   input: z.object({ vendor, date }),
   async run(ctx, input) {
     try {
-      const run = await reconcileDay({ pool: await ctx.pool(), boss: await ctx.boss(), sealer: ctx.sealer(), vendorTimeoutMs: vendorTimeoutMs() }, input.vendor, input.date, 'operator');
+      const run = await reconcileDay({ pool: await ctx.pool(), boss: await ctx.boss(), sealer: await ctx.sealer(), vendorTimeoutMs: vendorTimeoutMs() }, input.vendor, input.date, 'operator');
       const open = run.status === 'COMPLETED' ? await listDifferences(await ctx.pool(), { vendorCode: input.vendor, day: input.date, status: 'OPEN' }, 1000) : [];
       const note = input.date === wibDay(new Date()) ? '\n  (the day has not ended: a rerun after it ends completes it)' : '';
       return {

@@ -29,7 +29,7 @@ export const routesExplain = command({
     const pool = await ctx.pool();
     const policy = policyFromEnv();
     const destination = input.method === 'QRIS' ? null : (input.destination?.toUpperCase() ?? null);
-    const route = await routeOf(pool, ctx.sealer(), input.merchant, input.method);
+    const route = await routeOf(pool, await ctx.sealer(), input.merchant, input.method);
     const choice = await explainRoute(pool, route, input.method, destination, policy);
     const events = await recentHealthEvents(pool, route.vendors.map((v) => v.code), input.method);
     const demoted = choice.ranking.filter((r) => r.demoted).map((r) => r.code);

@@ -27,7 +27,7 @@ export const secretsReseal = command({
   input: z.object({ check: z.boolean().default(false) }),
   async run(ctx, input) {
     const pool = await ctx.pool();
-    const sealer = ctx.sealer();
+    const sealer = await ctx.sealer();
     const keys = { current_key_id: sealer.keyId, previous_key_ids: sealer.previousKeyIds };
     if (input.check) {
       const counts = await countSealed(pool, sealer.keyId);

@@ -3,27 +3,12 @@
 // the vendor's evidence. Payouts are settled with payouts:settle; refunds here. docs/deploy.md
 // has the runbook.
 import { z } from 'zod';
-import { listUnresolved, RefundSettleRefused, resendRefund, settleRefundByHand } from '../../db/unresolved.ts';
+import { RefundSettleRefused, resendRefund, settleRefundByHand } from '../../db/unresolved.ts';
 import { command, OpsError } from './command.ts';
 
 const refundRef = z.string().regex(/^RFD-\d+-[0-9A-Z]+$/, '--ref must be a refund reference code (RFD-…)');
 const reason = z.string().trim().min(3, '--reason is required: why, in a few words').max(500);
 const evidence = z.string().trim().min(3, "--evidence is required: the vendor's word (a ticket, a dashboard screenshot's name)").max(2000);
-
-export const unresolvedList = command({
-  name: 'unresolved:list',
-  summary: 'Refunds and payouts waiting for an operator: a vendor answer no read can settle (oldest first)',
-  usage: 'unresolved:list [--json]',
-  flags: {},
-  input: z.object({}),
-  async run(ctx) {
-    const rows = await listUnresolved(await ctx.pool());
-    const json = rows.map((r) => ({ ...r, unresolved_at: r.unresolved_at.toISOString() }));
-    const lines = rows.map((r) => `  ${r.kind} ${r.ref_code} ${r.amount} at ${r.vendor_code ?? '-'}${r.vendor_id ? ` (${r.vendor_id})` : ''} since ${r.unresolved_at.toISOString()}: ${r.reason ?? ''}`);
-    const next = rows.length ? ['settle refunds with refunds:settle or refunds:resend, payouts with payouts:settle'] : [];
-    return { json, text: [`${rows.length} waiting for an operator`, ...lines, ...next].join('\n') };
-  },
-});
 
 export const refundsSettle = command({
   name: 'refunds:settle',

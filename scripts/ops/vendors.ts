@@ -5,11 +5,11 @@ import { z } from 'zod';
 import { gatewayFor } from '../../gateways/registry.ts';
 import { PUBLISHED_SECRETS, publishedCredentials } from '../../db/published-secrets.ts';
 import { environmentSigns, sandboxMarkProblem } from '../../db/sandbox-credentials.ts';
+import { listRoutes } from '../../db/operator-lists.ts';
+import { poolReader } from '../../db/pool.ts';
 import { listConflicts } from '../../db/vendor-binding.ts';
 import {
   getVendor,
-  listRoutes,
-  listVendors,
   removeRoute,
   removeVendor,
   routeMethod,
@@ -199,7 +199,7 @@ export const vendorAdd = command({
           'Use the secret the vendor issued you (or set ALLOW_DEVELOPMENT_SECRETS=true on a stack nobody else can reach)',
       );
     }
-    await upsertVendor(await ctx.pool(), ctx.sealer(), { code: input.code, kind: input.kind, baseUrl, credentials, sandbox });
+    await upsertVendor(await ctx.pool(), await ctx.sealer(), { code: input.code, kind: input.kind, baseUrl, credentials, sandbox });
     return {
       json: { code: input.code, kind: input.kind, base_url: baseUrl, enabled: true, sandbox },
       text: `vendor ${input.code} (${input.kind}) saved and enabled${sandbox ? ' as a SANDBOX vendor: this stack must take no real money' : ''}`,
@@ -214,7 +214,7 @@ export const vendorCheck = command({
   flags: { code: { type: 'string' } },
   input: z.object({ code: z.string({ error: '--code is required' }).min(1, '--code is required') }),
   async run(ctx, input) {
-    const vendor = await getVendor(await ctx.pool(), ctx.sealer(), input.code);
+    const vendor = await getVendor(await ctx.pool(), await ctx.sealer(), input.code);
     if (!vendor) throw new OpsError(`no vendor ${input.code}`);
     const outcome = await gatewayFor(vendor).check();
     const ok = outcome.kind === 'ok';
@@ -224,23 +224,6 @@ export const vendorCheck = command({
       text: `${vendor.code} (${vendor.kind}): ${ok ? 'OK' : 'NOT OK'} — ${detail}`,
       exitCode: ok ? 0 : 1,
     };
-  },
-});
-
-export const vendorList = command({
-  name: 'vendor:list',
-  summary: 'List vendors',
-  usage: 'vendor:list [--json]',
-  flags: {},
-  input: z.object({}),
-  async run(ctx) {
-    const vendors = await listVendors(await ctx.pool());
-    const text = vendors.length
-      ? vendors
-          .map((v) => `${v.code.padEnd(12)} ${v.kind.padEnd(10)} ${v.removed ? 'removed ' : v.enabled ? 'enabled ' : 'disabled'} ${v.base_url}${v.sandbox ? '  SANDBOX' : ''}`)
-          .join('\n')
-      : 'no vendors';
-    return { json: { vendors }, text };
   },
 });
 
@@ -266,7 +249,7 @@ export const vendorRemove = command({
     const pool = await ctx.pool();
     // What it still holds would never be heard of again: its callbacks are refused and nobody
     // can ask it. Checked and removed in one transaction (db/vendors.ts removeVendor).
-    const removal = await removeVendor(pool, ctx.sealer(), input.code, { force: input.force });
+    const removal = await removeVendor(pool, await ctx.sealer(), input.code, { force: input.force });
     if (removal.outcome === 'unknown') throw new OpsError(`no vendor ${input.code}`);
     const held = removal.held;
     if (removal.outcome === 'holds') {
@@ -351,11 +334,11 @@ export const routeSet = command({
     const route = { merchantId: input.merchant ?? null, method: input.method, vendorCode: input.vendor };
     if (input.remove) {
       if (!(await removeRoute(pool, route))) throw new OpsError(`no such route for ${scope}`);
-      const ownLeft = input.merchant ? (await listRoutes(pool)).some((r) => r.merchant_id === input.merchant && r.method === input.method) : true;
+      const ownLeft = input.merchant ? (await listRoutes(poolReader(pool))).some((r) => r.merchant_id === input.merchant && r.method === input.method) : true;
       const note = ownLeft ? '' : `. Merchant ${input.merchant} has no ${input.method} route of its own left: the platform's ${input.method} routes apply to it again`;
       return { json: { ...route, removed: true }, text: `route ${input.method} → ${input.vendor} removed from ${scope}${note}` };
     }
-    const vendor = await getVendor(pool, ctx.sealer(), input.vendor);
+    const vendor = await getVendor(pool, await ctx.sealer(), input.vendor);
     if (!vendor) throw new OpsError(`unknown vendor ${input.vendor}`);
     if (input.method !== 'QRIS') {
       if (!canPayOut(vendor)) {
@@ -381,19 +364,3 @@ export const routeSet = command({
   },
 });
 
-export const routeList = command({
-  name: 'route:list',
-  summary: 'List routes (platform defaults first)',
-  usage: 'route:list [--json]',
-  flags: {},
-  input: z.object({}),
-  async run(ctx) {
-    const routes = await listRoutes(await ctx.pool());
-    const text = routes.length
-      ? routes
-          .map((r) => `${(r.merchant_id ?? 'default').padEnd(36)} ${r.method.padEnd(8)} ${r.vendor_code.padEnd(12)} priority=${r.priority} ${r.mode}${r.enabled ? '' : ' (vendor disabled)'}`)
-          .join('\n')
-      : 'no routes';
-    return { json: { routes }, text };
-  },
-});

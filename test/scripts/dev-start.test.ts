@@ -13,9 +13,10 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '../../scripts/lib/cluster.ts';
 import { ensureSimulatorVendor } from '../../scripts/lib/simulator-vendor.ts';
 import { newMasterKey, createSealer } from '../../db/secrets.ts';
-import { createPool } from '../../db/pool.ts';
+import { createPool, poolReader } from '../../db/pool.ts';
 import { PUBLISHED_SECRETS } from '../../db/published-secrets.ts';
-import { getVendor, listRoutes, listVendors, removeVendor, upsertVendor } from '../../db/vendors.ts';
+import { listRoutes, listVendors } from '../../db/operator-lists.ts';
+import { getVendor, removeVendor, upsertVendor } from '../../db/vendors.ts';
 import { testEnv } from '../helpers/config.ts';
 import { testDatabase } from '../helpers/db.ts';
 import { ops } from '../helpers/processes.ts';
@@ -34,7 +35,7 @@ t.test('the registration: random, kept, a published one replaced, read with prev
   t.notOk(PUBLISHED_SECRETS.has(first.secret), 'not a published secret');
   t.ok(first.secret.length >= 32, 'a long random one');
   t.equal((await getVendor(pool, createSealer(a), 'sim'))?.credentials.secret, first.secret, 'sealed in the vendor row');
-  t.same((await listRoutes(pool)).map((r) => r.method).sort(), ['BANK', 'EWALLET', 'QRIS'], 'routed as the default for every method');
+  t.same((await listRoutes(poolReader(pool))).map((r) => r.method).sort(), ['BANK', 'EWALLET', 'QRIS'], 'routed as the default for every method');
 
   const again = await ensureSimulatorVendor(databaseUrl, keys(a), 'http://127.0.0.1:4010');
   t.same(again, { secret: first.secret, action: 'kept' }, 'the next start reads the same secret back');
@@ -96,7 +97,7 @@ t.test('npm start against a database it was given', async (t) => {
     const run = await npmStart({ ...(await base()), KASIR_MASTER_KEY: current });
     t.ok(run.running, 'the stack runs', { output: run.running ? undefined : run.output });
     t.match(run.output, /the simulator is not registered as a vendor there/);
-    t.same(await listVendors(pool), [], 'no vendor in a database npm start was only given');
+    t.same(await listVendors(poolReader(pool)), [], 'no vendor in a database npm start was only given');
   });
 
   t.test('told so, it replaces a published secret, with the key rotated (KASIR_MASTER_KEYS_PREVIOUS)', async (t) => {
