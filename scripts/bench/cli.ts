@@ -4,7 +4,7 @@
 // command: the CPU of the process (user + system, from this process's waited-for children in
 // /proc/self/stat, 10 ms ticks) and its wall time, for the first run (Node's compile cache
 // empty: a fresh NODE_COMPILE_CACHE directory) and the median of the rest (cache warm). Also
-// `jobs:rerun` with 200 ids in one call against 200 calls' worth of one.
+// `jobs:rerun` with 200 ids in one call against one id, each --runs times.
 //
 //   npm run bench -- cli [--runs 10] [--ephemeral] [--json]
 import { spawn } from 'node:child_process';
@@ -76,17 +76,32 @@ export async function run(args: string[]): Promise<void> {
         within_budget: median(warm.map((t) => t.cpuMs)) <= BUDGET_MS,
       });
     }
-    // 200 ids (none of them a job: each is reported skipped, the command's whole path still runs).
+    // 200 ids (none of them a job: each is reported skipped, the command's whole path still runs),
+    // --runs times each way like the lists: the lists no longer load what jobs:rerun does (slonik,
+    // pg-boss), so its first run is the one that fills the compile cache for them.
     const ids = Array.from({ length: 200 }, () => randomUUID());
-    const many = await runOps(['jobs:rerun', '--stdin'], env, ids.join('\n'));
-    const one = await runOps(['jobs:rerun', '--id', ids[0]], env);
+    const manyRuns = [];
+    const oneRuns = [];
+    for (let i = 0; i < runs; i++) {
+      manyRuns.push(await runOps(['jobs:rerun', '--stdin'], env, ids.join('\n')));
+      oneRuns.push(await runOps(['jobs:rerun', '--id', ids[0]], env));
+    }
+    const many = { cpuMs: median(manyRuns.slice(1).map((r) => r.cpuMs)), wallMs: median(manyRuns.slice(1).map((r) => r.wallMs)) };
+    const one = { cpuMs: median(oneRuns.slice(1).map((r) => r.cpuMs)), wallMs: median(oneRuns.slice(1).map((r) => r.wallMs)) };
     const report = {
       bench: 'cli',
       ...runFacts(s.db, s.loadBefore),
       runs,
       budget_cpu_ms: BUDGET_MS,
       commands,
-      rerun: { ids: ids.length, one_call_cpu_ms: many.cpuMs, one_call_wall_ms: Math.round(many.wallMs), one_id_cpu_ms: one.cpuMs, one_id_wall_ms: Math.round(one.wallMs) },
+      rerun: {
+        ids: ids.length,
+        first_cpu_ms: manyRuns[0].cpuMs,
+        one_call_cpu_ms: many.cpuMs,
+        one_call_wall_ms: Math.round(many.wallMs),
+        one_id_cpu_ms: one.cpuMs,
+        one_id_wall_ms: Math.round(one.wallMs),
+      },
     };
     if (values.json) {
       process.stdout.write(`${JSON.stringify(report)}\n`);
@@ -99,7 +114,7 @@ export async function run(args: string[]): Promise<void> {
       `${'command'.padEnd(28)} ${'first: CPU / wall ms'.padEnd(22)} then (median): CPU / wall ms   ≤ ${BUDGET_MS} ms CPU`,
       ...commands.map((c) => `${c.command.padEnd(28)} ${`${c.first_cpu_ms} / ${c.first_wall_ms}`.padEnd(22)} ${`${c.cpu_ms} / ${c.wall_ms}`.padEnd(30)} ${c.within_budget ? 'yes' : 'NO'}`),
       '',
-      `jobs:rerun with ${ids.length} ids on stdin: one call, ${many.cpuMs} ms CPU / ${Math.round(many.wallMs)} ms wall (one id: ${one.cpuMs} / ${Math.round(one.wallMs)} ms)`,
+      `jobs:rerun with ${ids.length} ids on stdin, one call (median of the last ${runs - 1}): ${many.cpuMs} ms CPU / ${Math.round(many.wallMs)} ms wall; one id: ${one.cpuMs} / ${Math.round(one.wallMs)} ms; the first call ${manyRuns[0].cpuMs} ms CPU`,
       '',
     ];
     process.stdout.write(lines.join('\n'));
