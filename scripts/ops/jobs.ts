@@ -4,16 +4,10 @@ import { z } from 'zod';
 import { sql } from '../../db/pool.ts';
 import { queueNames, sendJob, type QueueName } from '../../db/queue.ts';
 import { command, OpsError } from './command.ts';
+import { idsFromStdin } from './many-ids.ts';
 
 const queueName = z.enum(queueNames as [QueueName, ...QueueName[]]);
 const states = ['created', 'retry', 'active', 'completed', 'cancelled', 'failed'] as const;
-
-/** Ids from standard input: whitespace or comma separated (a column of ids piped from a query). */
-async function idsFromStdin(): Promise<string[]> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8').split(/[\s,]+/).filter(Boolean);
-}
 
 const jobId = z.uuid('every id must be a job UUID');
 const jobRow = z.object({ id: z.string(), name: z.string(), state: z.string() });

@@ -7,6 +7,7 @@ import { getMerchant, MerchantNotFound } from '../../db/merchants.ts';
 import { enqueueWebhooks, findDelivery, listAttempts, listDeliveriesByRef, listMerchantDeliveries, resendDelivery } from '../../db/webhooks.ts';
 import { sentSampleBody, webhookEvent, webhookEvents } from '../../api/openapi/webhook-events.ts';
 import { command, OpsError } from './command.ts';
+import { eachId, givenIds, manyIdFlags, oneIdGiven } from './many-ids.ts';
 
 const refCode = z.string('--ref is required: the order\'s ref_code (ORD-…)').regex(/^ORD-\d+-[0-9A-Z]+$/,
   '--ref must be an order\'s ref_code as POST /v1/orders answered it: ORD-<digits>-<capital letters and digits>, e.g. ORD-1763713800-7K3M9Q2X4B');
@@ -105,15 +106,25 @@ export const webhooksList = command({
 
 export const webhooksResend = command({
   name: 'webhooks:resend',
-  summary: 'Send a webhook delivery again now (same body and webhook-id)',
-  usage: 'webhooks:resend --id DELIVERY_ID [--json]',
-  flags: { id: { type: 'string' } },
-  input: z.object({ id: z.uuid('--id must be a delivery UUID') }),
+  summary: 'Send webhook deliveries again now (same body and webhook-id): one, several (--id repeated) or a column of ids on stdin',
+  usage: 'webhooks:resend (--id DELIVERY_ID [--id DELIVERY_ID …] | --stdin) [--json]',
+  flags: manyIdFlags,
+  input: z.object({ id: z.array(z.uuid('--id must be a delivery UUID')).optional(), stdin: z.boolean().optional() }),
   async run(ctx, input) {
     const pool = await ctx.pool();
-    if (!(await findDelivery(pool, input.id))) throw new OpsError(`no webhook delivery ${input.id}`);
-    await resendDelivery(pool, await ctx.boss(), input.id);
-    return { json: { id: input.id, queued: true }, text: `delivery ${input.id} queued for another attempt` };
+    const boss = await ctx.boss();
+    const ids = await givenIds(input, 'delivery');
+    const { done: queued, skipped } = await eachId(ids, async (id) => {
+      if (!(await findDelivery(pool, id))) throw new OpsError(`no webhook delivery ${id}`);
+      await resendDelivery(pool, boss, id);
+      return id;
+    });
+    if (oneIdGiven(input)) {
+      if (skipped.length) throw new OpsError(skipped[0].reason);
+      return { json: { id: queued[0], queued: true }, text: `delivery ${queued[0]} queued for another attempt` };
+    }
+    const text = [`${queued.length} deliveries queued for another attempt`, ...skipped.map((s) => `skipped: ${s.reason}`)].join('\n');
+    return { json: { queued, skipped }, text, exitCode: skipped.length ? 1 : 0 };
   },
 });
 

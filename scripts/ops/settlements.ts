@@ -8,6 +8,7 @@ import { cancelSettlement, dayHasEnded, periodOf, retrySettlement, runSettlement
 import { listSettlements, type SettlementRow } from '../../db/settlements.sql.ts';
 import { presentSettlement } from '../../db/present/settlements.ts';
 import { command, OpsError, type OpsContext } from './command.ts';
+import { eachId, givenIds, manyIdFlags, oneIdGiven } from './many-ids.ts';
 
 const merchantId = z.uuid('--merchant must be a merchant UUID');
 const id = z.uuid('--id must be a settlement UUID');
@@ -90,13 +91,22 @@ async function refusing<T>(work: () => Promise<T>): Promise<T> {
 
 export const settlementsRetry = command({
   name: 'settlements:retry',
-  summary: 'Send a FAILED settlement again (PENDING, a new payout attempt)',
-  usage: 'settlements:retry --id UUID [--json]',
-  flags: { id: { type: 'string' } },
-  input: z.object({ id }),
+  summary: 'Send FAILED settlements again (PENDING, a new payout attempt): one, several (--id repeated) or a column of ids on stdin',
+  usage: 'settlements:retry (--id UUID [--id UUID …] | --stdin) [--json]',
+  flags: manyIdFlags,
+  input: z.object({ id: z.array(id).optional(), stdin: z.boolean().optional() }),
   async run(ctx: OpsContext, input) {
-    const s = await refusing(async () => retrySettlement(await ctx.pool(), await ctx.boss(), input.id));
-    return { json: shown(s), text: `settlement ${s.ref_code} is PENDING again (attempt ${s.payout_attempt})` };
+    const pool = await ctx.pool();
+    const boss = await ctx.boss();
+    const ids = await givenIds(input, 'settlement');
+    const { done, skipped } = await eachId(ids, (one) => refusing(() => retrySettlement(pool, boss, one)));
+    const line = (s: SettlementRow) => `settlement ${s.ref_code} is PENDING again (attempt ${s.payout_attempt})`;
+    if (oneIdGiven(input)) {
+      if (skipped.length) throw new OpsError(skipped[0].reason);
+      return { json: shown(done[0]), text: line(done[0]) };
+    }
+    const text = [...done.map(line), ...skipped.map((s) => `skipped ${s.id}: ${s.reason}`)].join('\n') || 'nothing retried';
+    return { json: { retried: done.map(shown), skipped }, text, exitCode: skipped.length ? 1 : 0 };
   },
 });
 

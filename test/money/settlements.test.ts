@@ -326,6 +326,14 @@ t.test('FAILED payouts: retried as a new attempt, or cancelled and the day rebui
   t.equal(never.json?.data?.result, 'unknown', 'an attempt never sent is unknown');
   const again = await ops(stack.env, 'settlements:retry', '--id', sx.id);
   t.equal(again.code, 1, 'a PAID settlement cannot be retried');
+  const unknownId = '00000000-0000-4000-8000-000000000000';
+  const many = await ops(stack.env, 'settlements:retry', '--id', sx.id, '--id', unknownId, '--json');
+  t.equal(many.code, 1, 'many ids in one call: exit 1 when any is skipped');
+  const manyOut = JSON.parse(many.stdout) as { retried: unknown[]; skipped: { id: string; reason: string }[] };
+  t.same(manyOut.retried, [], 'nothing retried');
+  t.same(manyOut.skipped.map((s) => s.id), [sx.id, unknownId], 'each id skipped, in the order given');
+  t.match(manyOut.skipped[0].reason, /is PAID: only FAILED settlements can be retried/, 'with the refusal as its reason');
+  t.equal(manyOut.skipped[1].reason, `no settlement ${unknownId}`);
   const cancelPaid = await ops(stack.env, 'settlements:cancel', '--id', sx.id);
   t.equal(cancelPaid.code, 1, 'nor cancelled');
   t.match(cancelPaid.stderr, /only PENDING or FAILED/);

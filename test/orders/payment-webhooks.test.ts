@@ -5,10 +5,11 @@
 import t from 'tap';
 import { sql } from '../../db/pool.ts';
 import { z } from 'zod';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { call, eventually } from '../helpers/http.ts';
 import { makeMerchant } from '../helpers/factories.ts';
 import { startStack, type Stack } from '../helpers/stack.ts';
+import { opsWithStdin } from '../helpers/processes.ts';
 import { simulatePay, startCallbackReceiver } from '../helpers/simulator.ts';
 import {
   ISO_Z,
@@ -198,6 +199,15 @@ t.test('an exhausted schedule ends FAILED after 1 + 3 attempts; webhooks:resend 
   t.equal(delivered.status, 'DELIVERED');
   t.strictSame(delivered.attempts.map((a) => a.status_code), [500, 500, 500, 500, 200]);
   t.equal(hook.received.length, 5, 'sent exactly once more');
+
+  // Many ids in one call (a column piped from webhooks:list): each known one queued, an unknown
+  // one skipped with its reason, and the exit code says something was skipped.
+  const unknown = randomUUID();
+  const many = await opsWithStdin(stack.env, `${failed.id}\n${unknown}\n`, 'webhooks:resend', '--stdin', '--json');
+  t.equal(many.code, 1, 'exit 1: one id was skipped');
+  t.strictSame(JSON.parse(many.stdout), { queued: [failed.id], skipped: [{ id: unknown, reason: `no webhook delivery ${unknown}` }] });
+  const six = await hook.waitFor(6, 10_000);
+  t.equal(six[5].headers['webhook-id'], failed.id, 'the known one was sent again');
 });
 
 t.test('callback security: bad signatures and unknown vendors change nothing', async (t) => {
