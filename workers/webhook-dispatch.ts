@@ -3,8 +3,8 @@
 // pg-boss's own work loop runs a fetched batch to its end before it fetches again, so a batch
 // lasts as long as its slowest request: one merchant whose endpoint hangs until the timeout
 // held every batch it was in for 10 s, and every other merchant's webhooks with it. This loop
-// uses pg-boss's fetch, completion, heartbeat and fail as they are, but keeps its places
-// filled continuously:
+// uses pg-boss's fetch (as db/job-claim.ts writes it), completion, heartbeat and fail, but keeps
+// its places filled continuously:
 //
 // - It holds about CAPACITY jobs (in flight, waiting for their destination, or being
 //   recorded), and fetches again as soon as REFILL places are free, so one fetch serves many
@@ -26,6 +26,7 @@
 // - It wakes on pg-boss's NOTIFY for the queue (a new job; workers/work.ts holds the process's
 //   LISTEN), when places free up, and once a POLL_MS otherwise (a retry's job comes due silently).
 import type { Job, PgBoss } from 'pg-boss';
+import { jobClaimer } from '../db/job-claim.ts';
 import { logger } from '../db/logger.ts';
 import { parsePayload } from '../db/queue.ts';
 import { WEBHOOK_QUEUE } from '../db/webhooks.ts';
@@ -95,6 +96,7 @@ export interface Dispatcher {
 
 export async function startWebhookDispatch(ctx: WorkerContext): Promise<Dispatcher> {
   const boss: PgBoss = ctx.boss;
+  const claim = jobClaimer(boss, WEBHOOK_QUEUE);
   const agents = new DestinationAgents(PER_DESTINATION);
   const destinations = new Map<string, Destination>();
   const heldJobs = new Map<string, Held>();
@@ -244,9 +246,7 @@ export async function startWebhookDispatch(ctx: WorkerContext): Promise<Dispatch
         const skip = passed.map((d) => d.name);
         const started = Date.now();
         try {
-          // In steps of REFILL: pg-boss writes the batch size into the statement's text, and each
-          // text is a statement of its own to prepare and plan.
-          jobs = await boss.fetch(WEBHOOK_QUEUE, { batchSize: batch, ...(skip.length ? { ignoreGroups: skip } : {}) });
+          jobs = await claim({ batchSize: batch, ignoreGroups: skip });
         } catch (err) {
           logger.error({ err }, 'webhook fetch failed');
         }

@@ -2,8 +2,8 @@
 // runs a fetched batch to its end before it fetches again, so a batch lasts as long as its
 // slowest job. During a vendor's brownout every batch of order creates held a call that ran
 // into the vendor timeout, and the orders bound for a healthy vendor waited those 8 s with it
-// (docs/performance.md, "Routing"). This loop uses pg-boss's fetch, complete, fail and touch as
-// they are, and keeps its places filled instead:
+// (docs/performance.md, "Routing"). This loop uses pg-boss's fetch (as db/job-claim.ts writes
+// it), complete, fail and touch, and keeps its places filled instead:
 //
 // - It holds up to batchSize × loops jobs, and fetches again (one round trip for up to
 //   batchSize) as soon as a fetch's worth of places is free: a finished job is replaced at
@@ -22,6 +22,7 @@
 // STOP_GRACE_MS for the jobs in flight, then aborts the signals of those still running.
 import { createHash } from 'node:crypto';
 import type { Job, JobWithMetadata, PgBoss } from 'pg-boss';
+import { jobClaimer } from '../db/job-claim.ts';
 import { logger } from '../db/logger.ts';
 import { parsePayload, type Payload, type QueueName } from '../db/queue.ts';
 
@@ -149,8 +150,7 @@ export async function workQueue<Q extends QueueName>(
   handle: (payload: Payload<Q>, job: Job<unknown>) => Promise<unknown>,
 ): Promise<void> {
   const capacity = options.batchSize * (options.loops ?? 1);
-  // Fetched in steps: pg-boss writes the batch size into the statement's text, and each text
-  // is a statement of its own to prepare and plan.
+  // Fetched in steps: a fetch's round trip is worth making for a step's worth of free places.
   const step = Math.max(1, Math.ceil(options.batchSize / 5));
   const held = new Map<string, Held>();
   const outcomes: Outcome[] = [];
@@ -160,6 +160,7 @@ export async function workQueue<Q extends QueueName>(
   let stopping = false;
 
   const room = () => capacity - held.size;
+  const claim = jobClaimer(boss, name);
 
   const settle = () => {
     if (settling) return;
@@ -237,7 +238,7 @@ export async function workQueue<Q extends QueueName>(
       if (batch > 0) {
         let fetched: Job<unknown>[] = [];
         try {
-          fetched = await boss.fetch(name, { batchSize: batch });
+          fetched = await claim({ batchSize: batch });
         } catch (err) {
           logger.error({ err, queue: name }, 'job fetch failed');
         }

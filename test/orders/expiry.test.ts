@@ -116,6 +116,10 @@ t.test('3000 overdue orders all expire within the deadline, one EXPIRED event ea
 
   t.equal(await countOrders(merchant, 'EXPIRED'), TOTAL, 'all EXPIRED');
   t.strictSame(await countExpiredEvents(merchant), { events: TOTAL, orders: TOTAL }, `${TOTAL} EXPIRED events, one per order`);
+  // The kept counts (meta.total of the order list) moved with the batches, once per order.
+  const kept = await pool.any(sql.type(z.object({ status: z.string(), n: z.number() }))`
+    select status, sum(n)::int as n from order_counts where merchant_id = ${merchant.merchant_id} group by status having sum(n) <> 0 order by status`);
+  t.strictSame(kept.map((k) => ({ ...k })), [{ status: 'EXPIRED', n: TOTAL }], 'the kept counts say all EXPIRED, none PENDING');
   for (const order of real) {
     t.equal((await getOrder(stack, merchant, order.ref_code)).status, 'EXPIRED', `${order.ref_code} reads EXPIRED through the API`);
     t.strictSame((await getEvents(stack, merchant, order.ref_code)).map((e) => e.status), ['PENDING', 'EXPIRED']);
