@@ -5,7 +5,7 @@
 // acted: only a request that surely never arrived (refused connection, DNS failure, connect
 // timeout) or a 4xx answer is `failed`. A 404 on a query is a real answer (NOT_FOUND) only when
 // the vendor names the missing resource; a bare 404 may be a wrong base URL.
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { z } from 'zod';
 import { logger } from '../../db/logger.ts';
 import type {
@@ -37,13 +37,15 @@ const MAX_SKEW_SECONDS = 300;
 
 // ---------------------------------------------------------------- client
 
-const sign = (secret: string, timestamp: string, body: Buffer | string) =>
+// The client keys with a KeyObject made once: Node prepares a string key anew on every
+// createHmac, ~30 µs a call against ~5 µs (db/signatures.ts says more).
+const sign = (secret: string | KeyObject, timestamp: string, body: Buffer | string) =>
   createHmac('sha256', secret).update(`${timestamp}.`).update(body).digest();
 
 export { classifyTransportError } from '../http.ts';
 
 function createClient(vendor: VendorRecord, timeoutMs: number) {
-  const secret = vendor.credentials.secret;
+  const key = createSecretKey(Buffer.from(vendor.credentials.secret, 'utf8'));
   const base = vendor.baseUrl.replace(/\/+$/, '');
   const log = logger.child({ vendor: vendor.code });
   return function request(method: 'GET' | 'POST', path: string, payload?: object): Promise<Outcome<HttpAnswer>> {
@@ -56,7 +58,7 @@ function createClient(vendor: VendorRecord, timeoutMs: number) {
       headers: {
         ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
         'x-sim-timestamp': timestamp,
-        'x-sim-signature': sign(secret, timestamp, body).toString('hex'),
+        'x-sim-signature': sign(key, timestamp, body).toString('hex'),
       },
       timeoutMs,
     });
