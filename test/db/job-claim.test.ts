@@ -92,15 +92,22 @@ t.test('on statistics from before the queue filled, a claim reads the jobs it cl
   const plan = await explain(claimStatement('job_common'), ['ping', batch, []]);
   const read = jobRowsRead(plan);
   t.comment(`job rows read by one claim of ${batch}: ${read}`);
-  // The claim's own read (the batch, plus the rows its LIMIT looked past) and the update's probe
-  // of the same ids: a few hundred, where a scan of the queue per claimed row is 300,000.
-  t.ok(read <= 4 * batch, `a claim of ${batch} reads at most ${4 * batch} job rows (read ${read})`);
-  // What keeps it so whatever the estimates: the claimed rows are found again by their ids, an
-  // array the update probes the primary key with, never by a join the planner could turn round
-  // (pg-boss's \`FROM next WHERE j.id = next.id\` is a nested loop whose sides follow the estimates).
+  // The claimed rows are found again by their ids, an array computed once, never by a join the
+  // planner could turn round (pg-boss's \`FROM next WHERE j.id = next.id\` is a nested loop whose
+  // sides follow the estimates: a scan of the queue per claimed row, 300,000 rows here).
   t.same(nodes(plan).filter((n) => JOINS.has(n['Node Type'])).map((n) => n['Node Type']), [], 'no join in the plan');
-  const probe = nodes(plan).find((n) => n['Relation Name'] === 'job_common' && n['Index Name'] === 'job_common_pkey');
-  t.match(probe?.['Index Cond'], /id = ANY/, 'the update probes the primary key with the claimed ids');
+  const { rows: [server] } = await client.query<{ version: number }>(`select current_setting('server_version_num')::int as version`);
+  if (server.version >= 180000) {
+    // PostgreSQL 18 probes the primary key with the array whatever the estimates: the claim reads
+    // its batch, the rows its LIMIT looked past, and the same ids again.
+    t.ok(read <= 4 * batch, `a claim of ${batch} reads at most ${4 * batch} job rows (read ${read})`);
+    const probe = nodes(plan).find((n) => n['Relation Name'] === 'job_common' && n['Index Name'] === 'job_common_pkey');
+    t.match(probe?.['Index Cond'], /id = ANY/, 'the update probes the primary key with the claimed ids');
+  } else {
+    // Older majors (15 in CI) may take the array as a filter over the queue's primary-key range
+    // when they believe that range holds one row: one pass over the queue, not one per job.
+    t.ok(read <= 3000 + 4 * batch, `a claim of ${batch} reads the queue at most once (read ${read} of 3,000)`);
+  }
 });
 
 interface PlanNode {
