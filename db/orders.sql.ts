@@ -400,9 +400,10 @@ export function expireOrderNow(db: Db, id: string) {
 /** Expires up to `limit` overdue PENDING orders; SKIP LOCKED lets several sweepers share work. */
 export function expireDueOrders(db: Db, limit: number) {
   // The due ids are one array the update probes the primary key with (as db/job-claim.ts does
-  // for pg-boss's jobs), not a join whose plan follows the estimates: on statistics from before
-  // a flash sale's orders, \`from due where id = due_id\` was a hash join over a sequential scan
-  // of every order, 146 ms a batch of 500 (docs/performance.md, "The burst as a flash sale makes it").
+  // for pg-boss's jobs), so no estimate can make the update a join over every order. In the
+  // flash-sale run this alone did not change the batch's time (143 ms for 500): that was the
+  // per-row count trigger, which migration 106 replaced (docs/performance.md, "The burst as a
+  // flash sale makes it").
   return db.any(sql.type(orderRow)`
     with due as (
       select id from orders
