@@ -1,6 +1,8 @@
 // One function per statement on the orders aggregate (orders, order_events, idempotency_keys).
 import { z } from 'zod';
+import type { FragmentSqlToken } from '@slonik/sql-tag';
 import { deleteKeysOlderThan } from './idempotency.ts';
+import { JOBS_NOTIFIED } from './job-insert.ts';
 import { sql, type Db } from './pool.ts';
 
 export const orderStatus = z.enum(['CREATING', 'PENDING', 'PAID', 'EXPIRED', 'REFUNDED', 'FAILED']);
@@ -113,6 +115,43 @@ export function claimKeyAndInsertOrder(db: Db, k: { merchantId: string; key: str
     select ${insertedValues(o)} from claimed
     on conflict (merchant_id, merchant_order_id) where status <> 'FAILED' do nothing
     returning ${columns}`);
+}
+
+/**
+ * A create's common case as one statement, outside any transaction: the Idempotency-Key's claim
+ * (when `k` is given), the CREATING attempt and its `order-create` job (`jobs`, db/job-insert.ts,
+ * gated on the attempt's insert) commit together or not at all. Null when any part did nothing;
+ * the caller then runs the full create (createOrder's transaction), which finds out why.
+ *
+ * The claim is also skipped while a live order holds the merchant_order_id (the common retry of
+ * a created order), so that case leaves nothing behind. Only a create racing another for the
+ * same merchant_order_id can commit a claim without its attempt; the key then names an id with
+ * no order, which the full create repoints (its "the key is ours" and "previous attempt failed"
+ * branches).
+ */
+export function insertOrderAndQueue(db: Db, k: { merchantId: string; key: string; requestHash: Buffer } | null, o: NewOrder, jobs: FragmentSqlToken) {
+  const claim = k
+    ? sql.fragment`
+      claimed as (
+        insert into idempotency_keys (merchant_id, key, request_hash, order_id)
+        select ${k.merchantId}, ${k.key}, ${sql.binary(k.requestHash)}, ${o.id}
+        where not exists (
+          select 1 from orders
+          where merchant_id = ${o.merchantId} and merchant_order_id = ${o.merchantOrderId} and status <> 'FAILED')
+        on conflict do nothing
+        returning order_id
+      ),`
+    : sql.fragment`claimed as (select 1),`;
+  return db.maybeOne(sql.type(orderRow)`
+    with ${claim}
+    inserted as (
+      insert into orders (${insertedColumns})
+      select ${insertedValues(o)} from claimed
+      on conflict (merchant_id, merchant_order_id) where status <> 'FAILED' do nothing
+      returning ${columns}
+    ),
+    ${jobs}
+    select * from inserted where (select count(*) from ${sql.identifier([JOBS_NOTIFIED])}) >= 0`);
 }
 
 export function findLiveOrderByMerchantOrderId(db: Db, merchantId: string, merchantOrderId: string) {

@@ -18,6 +18,7 @@ import { perPool } from './coalesce.ts';
 import { ApiError } from './errors.ts';
 import type { Db, Pool } from './pool.ts';
 import { sql } from './pool.ts';
+import { jobsFor } from './job-insert.ts';
 import { inTransaction, sendJob } from './queue.ts';
 import { newQrToken, newRefCode } from './ref-codes.ts';
 import { constantTimeEqual } from './secrets.ts';
@@ -27,6 +28,7 @@ import {
   findIdempotencyKey,
   findOrderById,
   claimKeyAndInsertOrder,
+  insertOrderAndQueue,
   insertOrder,
   insertOrderEvent,
   insertOrderEvents,
@@ -85,8 +87,9 @@ export function requestHash(rawBody: Buffer): Buffer {
 }
 
 /**
- * Starts an order attempt, or tells the caller what to answer instead. One transaction:
- * claim the idempotency key, insert the CREATING order, queue `order-create`.
+ * Starts an order attempt, or tells the caller what to answer instead: claim the idempotency
+ * key, insert the CREATING order, queue `order-create`, atomically (one statement in the common
+ * case, else one transaction that also settles replays, reuses and retries).
  * `baseUrl` is the public URL the stored V1 response (the key's 200/201 answer) links to.
  */
 export async function createOrder(
@@ -100,8 +103,14 @@ export async function createOrder(
   const key = input.idempotency;
   const hash = key ? requestHash(key.rawBody) : null;
 
+  const attempt: NewOrder = { ...input, id: orderId, refCode: newRefCode('ORD'), qrToken: newQrToken() };
+  // The common case, a new key (or none) and a new merchant_order_id: one statement, no
+  // transaction of four round trips. Anything else did nothing and takes the path below.
+  const job = (await jobsFor(boss, 'order-create'))('inserted', [{ order_id: orderId, merchant_id: input.merchantId }]);
+  const claim = key && hash ? { merchantId: input.merchantId, key: key.key, requestHash: hash } : null;
+  if (await insertOrderAndQueue(pool, claim, attempt, job)) return { kind: 'attempt', orderId };
+
   return pool.transaction(async (tx): Promise<CreateOutcome> => {
-    const attempt: NewOrder = { ...input, id: orderId, refCode: newRefCode('ORD'), qrToken: newQrToken() };
     const queue = async (): Promise<CreateOutcome> => {
       await sendJob(boss, 'order-create', { order_id: orderId, merchant_id: input.merchantId }, { db: inTransaction(tx) });
       return { kind: 'attempt', orderId };
