@@ -382,17 +382,20 @@ async function statementsPerDelivery(b: Bench, deliveries: number) {
 async function slowPlans(logFile: string, from: number) {
   const text = (await readFile(logFile)).subarray(from).toString('utf8');
   const byQuery = new Map<string, { count: number; max_ms: number; plan: string }>();
-  for (const entry of text.split(/\n(?=\S)/)) {
+  // An entry starts at a line carrying a severity ("LOG:  ", two spaces, whatever the prefix);
+  // a statement's own lines may start in column 0 (pg-boss's are written that way).
+  for (const entry of text.split(/\n(?=[^\n]*\b(?:LOG|ERROR|WARNING|FATAL|PANIC|DETAIL|HINT|STATEMENT|CONTEXT|NOTICE|INFO|DEBUG\d?): {2})/)) {
     const head = /duration: ([\d.]+) ms\s+plan:\n\s*Query Text: /.exec(entry);
     if (!head) continue;
     const rest = entry.slice(head.index + head[0].length);
     // The statement's text runs to its parameters, or else to the plan's first node.
     const params = /\n\s*Query Parameters: [^\n]*\n/.exec(rest);
-    const node = /\n\s*[A-Z][A-Za-z ]+\s+\(cost=/.exec(rest);
+    const node = /\n[ \t]*[A-Z][^\n]*?\s\(cost=/.exec(rest);
     const end = params ? params.index : node ? node.index : rest.length;
     const query = rest.slice(0, end).replace(/\s+/g, ' ').trim();
     if (query.includes('/* bench */')) continue;
-    const plan = params ? rest.slice(params.index + params[0].length) : rest.slice(end + 1);
+    // The plan starts at its first node: a long parameter list may have been broken over lines.
+    const plan = node ? rest.slice(node.index + 1) : rest.slice(end + 1);
     const key = query.slice(0, 120);
     const ms = Number(head[1]);
     const seen = byQuery.get(key) ?? { count: 0, max_ms: 0, plan: '' };
