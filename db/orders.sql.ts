@@ -1,6 +1,7 @@
 // One function per statement on the orders aggregate (orders, order_events, idempotency_keys).
 import { z } from 'zod';
 import type { FragmentSqlToken } from '@slonik/sql-tag';
+import { ForeignKeyIntegrityConstraintViolationError } from 'slonik';
 import { deleteKeysOlderThan } from './idempotency.ts';
 import { JOBS_NOTIFIED } from './job-insert.ts';
 import { sql, type Db } from './pool.ts';
@@ -124,12 +125,12 @@ export function claimKeyAndInsertOrder(db: Db, k: { merchantId: string; key: str
  * the caller then runs the full create (createOrder's transaction), which finds out why.
  *
  * The claim is also skipped while a live order holds the merchant_order_id (the common retry of
- * a created order), so that case leaves nothing behind. Only a create racing another for the
- * same merchant_order_id can commit a claim without its attempt; the key then names an id with
- * no order, which the full create repoints (its "the key is ours" and "previous attempt failed"
- * branches).
+ * a created order). A create racing another for the same merchant_order_id may still claim the
+ * key and then find the order taken: the key's deferred check of its order fails at this
+ * statement's commit, so nothing commits, and that too is null. `db` must not be inside a
+ * transaction (the check would then wait for the caller's commit).
  */
-export function insertOrderAndQueue(db: Db, k: { merchantId: string; key: string; requestHash: Buffer } | null, o: NewOrder, jobs: FragmentSqlToken) {
+export async function insertOrderAndQueue(db: Db, k: { merchantId: string; key: string; requestHash: Buffer } | null, o: NewOrder, jobs: FragmentSqlToken) {
   const claim = k
     ? sql.fragment`
       claimed as (
@@ -142,16 +143,21 @@ export function insertOrderAndQueue(db: Db, k: { merchantId: string; key: string
         returning order_id
       ),`
     : sql.fragment`claimed as (select 1),`;
-  return db.maybeOne(sql.type(orderRow)`
-    with ${claim}
-    inserted as (
-      insert into orders (${insertedColumns})
-      select ${insertedValues(o)} from claimed
-      on conflict (merchant_id, merchant_order_id) where status <> 'FAILED' do nothing
-      returning ${columns}
-    ),
-    ${jobs}
-    select * from inserted where (select count(*) from ${sql.identifier([JOBS_NOTIFIED])}) >= 0`);
+  try {
+    return await db.maybeOne(sql.type(orderRow)`
+      with ${claim}
+      inserted as (
+        insert into orders (${insertedColumns})
+        select ${insertedValues(o)} from claimed
+        on conflict (merchant_id, merchant_order_id) where status <> 'FAILED' do nothing
+        returning ${columns}
+      ),
+      ${jobs}
+      select * from inserted where (select count(*) from ${sql.identifier([JOBS_NOTIFIED])}) >= 0`);
+  } catch (err) {
+    if (err instanceof ForeignKeyIntegrityConstraintViolationError && err.constraint === 'idempotency_keys_order_id_fkey') return null;
+    throw err;
+  }
 }
 
 export function findLiveOrderByMerchantOrderId(db: Db, merchantId: string, merchantOrderId: string) {

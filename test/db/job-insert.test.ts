@@ -8,7 +8,7 @@ import type { PgBoss } from 'pg-boss';
 import { notifyChannelSql } from 'pg-boss/dist/plans.js';
 import { jobsFor } from '../../db/job-insert.ts';
 import { insertOrderAndQueue, type NewOrder } from '../../db/orders.sql.ts';
-import { createPool } from '../../db/pool.ts';
+import { createPool, type Db } from '../../db/pool.ts';
 import { sendJob, startBoss } from '../../db/queue.ts';
 import { newQrToken, newRefCode } from '../../db/ref-codes.ts';
 import { createSealer, newMasterKey } from '../../db/secrets.ts';
@@ -43,8 +43,8 @@ const order = (merchantOrderId = `INV-${randomUUID()}`): NewOrder => ({
   qrToken: newQrToken(),
 });
 const key = () => ({ merchantId, key: randomUUID(), requestHash: Buffer.alloc(32, 7) });
-const create = async (o: NewOrder, k: ReturnType<typeof key> | null) =>
-  insertOrderAndQueue(pool, k, o, (await jobsFor(boss, 'order-create'))('inserted', [{ order_id: o.id, merchant_id: merchantId }]));
+const create = async (o: NewOrder, k: ReturnType<typeof key> | null, db: Db = pool) =>
+  insertOrderAndQueue(db, k, o, (await jobsFor(boss, 'order-create'))('inserted', [{ order_id: o.id, merchant_id: merchantId }]));
 /** The order-create jobs holding this order id. */
 const jobsOf = async (orderId: string) =>
   (await client.query(`select * from pgboss.job where name = 'order-create' and data->>'order_id' = $1`, [orderId])).rows;
@@ -124,4 +124,37 @@ t.test('without a key: the order and its job, or, for a held merchant_order_id, 
   t.equal(await create(again, null), null);
   t.equal(await countOf('orders', 'id', again.id), 0, 'no order');
   t.same(await jobsOf(again.id), [], 'no job');
+});
+
+t.test('racing another create of the same merchant_order_id: nothing written, and no error', async (t) => {
+  // The other create holds its uncommitted order; this one claims its key (the order is not yet
+  // visible), waits on the merchant_order_id, and finds it taken once the other commits.
+  const merchantOrderId = `INV-${randomUUID()}`;
+  const first = order(merchantOrderId);
+  const second = order(merchantOrderId);
+  const k = key();
+  let commit!: () => void;
+  const committing = new Promise<void>((resolve) => (commit = resolve));
+  let inserted!: () => void;
+  const firstInserted = new Promise<void>((resolve) => (inserted = resolve));
+  const firstDone = pool.transaction(async (tx) => {
+    await create(first, null, tx);
+    inserted();
+    await committing;
+  });
+  await firstInserted;
+  const secondDone = create(second, k);
+  const waiting = async () =>
+    Number((await client.query(`select count(*) from pg_stat_activity where wait_event_type = 'Lock' and query like '%claimed as%'`)).rows[0].count) > 0;
+  for (const deadline = Date.now() + 10_000; !(await waiting()); ) {
+    if (Date.now() > deadline) throw new Error('the second create never waited on the first');
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  commit();
+  await firstDone;
+  t.equal(await secondDone, null, 'null: the caller takes the full create');
+  t.equal(await countOf('orders', 'id', second.id), 0, 'no order');
+  t.same(await jobsOf(second.id), [], 'no job');
+  t.equal(await countOf('idempotency_keys', 'key', k.key), 0, 'the key is not claimed');
+  t.equal((await jobsOf(first.id)).length, 1, "the other create's order has its job");
 });

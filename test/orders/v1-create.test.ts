@@ -385,6 +385,33 @@ t.test('concurrency', async (t) => {
     t.equal(retry.status, 200);
     t.equal(retry.json.data.id, order?.id);
   });
+
+  t.test('10 parallel requests on one merchant_order_id, each with its own key: one order, never a 500', async (t) => {
+    // A key claimed by a create that then finds the merchant_order_id taken must not be left
+    // behind, nor fail the request: each answers as the spec's rules say.
+    const merchant = await makeMerchant(ctx);
+    const moid = uniqueId('RACE');
+    const body = { merchant_order_id: moid, amount: 77_000, payment_method: 'QRIS' };
+    const keys = Array.from({ length: 10 }, (_, i) => `race-${moid}-${i}`);
+    const { result: responses, calls } = await countCreateQris(stack.sim.url, () =>
+      Promise.all(keys.map((key) => api.create(merchant.api_key, body, { 'idempotency-key': key }))),
+    );
+    const statuses = responses.map((r) => r.status);
+    t.ok(statuses.every((s) => s === 201 || s === 200 || s === 409), `only 201/200/409: ${statuses.join(',')}`);
+    t.equal(statuses.filter((s) => s === 201).length, 1, 'one of them created the order');
+    for (const r of responses.filter((r) => r.status === 409)) t.equal(r.json?.error?.code, 'ORDER_PENDING_CONFIRMATION');
+    const [order] = await listed(t, merchant.api_key, moid, 1, 'exactly one order');
+    t.ok(responses.filter((r) => r.status < 300).every((r) => r.json?.data?.id === order?.id), 'every success names it');
+    t.equal((await attemptsOf(stack, merchant.merchant_id, moid)).length, 1, 'one attempt');
+    t.equal(calls, 1, 'one QR asked of the simulator');
+
+    // Each key's retry now answers with that order (a 409's key was not kept: it runs again).
+    for (const key of keys) {
+      const again = await api.create(merchant.api_key, body, { 'idempotency-key': key });
+      t.ok(again.status === 200 || again.status === 201, `key ${key.slice(-2)}: ${again.status}`);
+      t.equal(again.json?.data?.id, order?.id, `key ${key.slice(-2)} names the order`);
+    }
+  });
 });
 
 t.test('X-Signature (spec 5.2)', async (t) => {
