@@ -131,7 +131,9 @@ export async function createOrder(
 
     if (!key || !hash) return (await insertOrder(tx, attempt)) ? queue() : existing();
 
-    // The common case: a new key and a new merchant_order_id, in one statement.
+    // Claim again inside the transaction: when a live order holds the merchant_order_id the key
+    // is claimed here (the one statement skipped it), so existing() can point it at that order
+    // and store its answer; a key or order freed meanwhile goes through as a new attempt.
     if (await claimKeyAndInsertOrder(tx, { merchantId: input.merchantId, key: key.key, requestHash: hash }, attempt)) return queue();
     const held = await findIdempotencyKey(tx, input.merchantId, key.key);
     if (!held) throw new ApiError('ORDER_PENDING_CONFIRMATION'); // claimed and rolled back meanwhile: retry
