@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { FragmentSqlToken } from '@slonik/sql-tag';
 import { ForeignKeyIntegrityConstraintViolationError } from 'slonik';
 import { deleteKeysOlderThan } from './idempotency.ts';
+import { JOBS_COMPLETED, type JobsCompletion } from './job-complete.ts';
 import { JOBS_NOTIFIED } from './job-insert.ts';
 import { sql, type Db } from './pool.ts';
 
@@ -343,24 +344,37 @@ export interface Confirmation {
   source: string;
   detail: unknown;
   responseBody: string;
+  /** The job this confirmation finishes, completed in the same statement when the attempt is confirmed. */
+  settle?: SettleJob;
+}
+
+/** A fetched job to complete with its confirmation: pg-boss's completion for its queue (db/job-complete.ts). */
+export interface SettleJob {
+  completion: JobsCompletion;
+  id: string;
+  retryCount: number;
 }
 
 /**
  * Many attempts' confirmations in one statement (db/orders.ts gathers those finishing together):
- * for each, the order id when it was confirmed, null when it was not CREATING any more. The rows
+ * for each, whether it was confirmed (false: it was not CREATING any more) and whether its job
+ * was completed with it (`settle`: still held at the attempt the worker fetched). The rows
  * are locked in the order of their order_counts counter (stripe, merchant), and the update walks
  * them in that order (the plan drives it from the locked rows), so the per-row count trigger
  * locks the counters in one order in every batch: two batches wait on each other rather than
  * deadlock.
  */
-export async function confirmAttempts(db: Db, cs: readonly Confirmation[], channel: string): Promise<(string | null)[]> {
-  // Two columns (id and the notify call) per row.
-  const rows = await db.any(sql.type(z.object({ id: z.string() }))`
+export async function confirmAttempts(db: Db, cs: readonly Confirmation[], channel: string): Promise<{ confirmed: boolean; settled: boolean }[]> {
+  // One queue's jobs per batch: the statement embeds one completion.
+  const completion = cs.find((c) => c.settle)?.settle?.completion;
+  if (cs.some((c) => c.settle && c.settle.completion !== completion)) throw new Error('confirmations settling jobs of different queues cannot share a statement');
+  const completed = completion ? completion('settled_jobs') : sql.fragment`${sql.identifier([JOBS_COMPLETED])} as (select null::uuid as id where false)`;
+  const rows = await db.any(sql.type(z.object({ id: z.string(), settled: z.boolean() }))`
     with input as materialized (
       select * from ${sql.unnest(
-        cs.map((c) => [c.orderId, c.vendorCode, c.vendorOrderId, c.qrisString, c.source, JSON.stringify(c.detail ?? null), c.responseBody]),
-        ['uuid', 'text', 'text', 'text', 'text', 'text', 'text'],
-      )} as t(c_id, c_vendor, c_vendor_order, c_qris, c_source, c_detail, c_body)
+        cs.map((c) => [c.orderId, c.vendorCode, c.vendorOrderId, c.qrisString, c.source, JSON.stringify(c.detail ?? null), c.responseBody, c.settle?.id ?? null, c.settle?.retryCount ?? null]),
+        ['uuid', 'text', 'text', 'text', 'text', 'text', 'text', 'uuid', 'int4'],
+      )} as t(c_id, c_vendor, c_vendor_order, c_qris, c_source, c_detail, c_body, c_job, c_retry)
     ), locked as materialized (
       select o.id from orders o join input i on o.id = i.c_id
       where o.status = 'CREATING'
@@ -381,14 +395,20 @@ export async function confirmAttempts(db: Db, cs: readonly Confirmation[], chann
       from confirmed c join input i on i.c_id = c.id
       where k.order_id = c.id and k.response_body is null
       returning k.order_id, k.response_body
-    )
+    ), settled_jobs as (
+      -- The jobs of the attempts confirmed here, with the output the worker would have given them.
+      select i.c_job as job_id, i.c_retry as retry_count, jsonb_build_object('confirmed', i.c_vendor) as output
+      from confirmed c join input i on i.c_id = c.id
+      where i.c_job is not null
+    ), ${completed}
     -- The notification carries the answer just stored (when it fits NOTIFY's 8,000 bytes), so
     -- the waiting request sends it without reading it back: the id, a newline, the answer.
     select c.id, pg_notify(${channel}, c.id::text || coalesce(
-             (select chr(10) || a.response_body from answer a where a.order_id = c.id and octet_length(a.response_body) <= ${NOTIFIED_ANSWER_MAX_BYTES} limit 1), '')) as notified
+             (select chr(10) || a.response_body from answer a where a.order_id = c.id and octet_length(a.response_body) <= ${NOTIFIED_ANSWER_MAX_BYTES} limit 1), '')) as notified,
+           exists (select 1 from input i join ${sql.identifier([JOBS_COMPLETED])} j on j.id = i.c_job where i.c_id = c.id) as settled
     from confirmed c`);
-  const confirmed = new Set(rows.map((r) => r.id));
-  return cs.map((c) => (confirmed.has(c.orderId) ? c.orderId : null));
+  const byId = new Map(rows.map((r) => [r.id, r.settled]));
+  return cs.map((c) => ({ confirmed: byId.has(c.orderId), settled: byId.get(c.orderId) === true }));
 }
 
 /**

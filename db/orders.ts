@@ -39,6 +39,7 @@ import {
   completePaidAttempt,
   confirmAttempts,
   type Confirmation,
+  type SettleJob,
   setOrderFailed,
   setOrderPaid,
   storeIdempotentResponse,
@@ -171,8 +172,10 @@ const confirmer = perPool((db: Db, cs: Confirmation[]) => confirmAttempts(db, cs
  * idempotency key's final response and the waiting request's notification — one statement,
  * shared with the confirmations finishing at the same time, on the hottest path. `attempt` is the CREATING row as the worker loaded
  * it; nothing the response shows changes while an attempt is CREATING, so the response is
- * rendered from it (`baseUrl`: the public URL it links to). Returns false when the attempt was
- * already resolved (a duplicate job, or a payment that came first: completePaidAttempt).
+ * rendered from it (`baseUrl`: the public URL it links to). With `settle`, the worker's job is
+ * completed in that statement too. Returns 'settled' (confirmed, and the job completed),
+ * 'confirmed', or false when the attempt was already resolved (a duplicate job, or a payment
+ * that came first: completePaidAttempt).
  */
 export async function confirmOrder(
   db: Db,
@@ -180,7 +183,8 @@ export async function confirmOrder(
   vendor: { vendorCode: string; vendorOrderId: string; qrisString: string },
   source: string,
   baseUrl: string,
-): Promise<boolean> {
+  settle?: SettleJob,
+): Promise<'settled' | 'confirmed' | false> {
   const body = orderResponseBody({
     ...attempt,
     status: 'PENDING',
@@ -189,10 +193,10 @@ export async function confirmOrder(
     qris_string: vendor.qrisString,
     pending_vendor: null,
   }, baseUrl);
-  const confirmed = await confirmer(db)({ orderId: attempt.id, ...vendor, source, detail: { vendor: vendor.vendorCode }, responseBody: body });
+  const { confirmed, settled } = await confirmer(db)({ orderId: attempt.id, ...vendor, source, detail: { vendor: vendor.vendorCode }, responseBody: body, settle });
   if (confirmed) {
     afterCommit(db, () => ordersCreated.inc());
-    return true;
+    return settled ? 'settled' : 'confirmed';
   }
   // Not an attempt any more. If it was paid meanwhile (the payer was quicker than the vendor's
   // answer), the vendor holding it now gives the QR it made; nothing else changes.

@@ -40,7 +40,7 @@ export const groups: Record<string, Group> = {
       const { handleOrderReconcile } = await import('./order-reconcile.ts');
       const { handleRefundExecute } = await import('./refund-execute.ts');
       await ping(ctx);
-      await workQueue(ctx.boss, 'order-create', { batchSize: VENDOR_BATCH, loops: 8 }, (p) => handleOrderCreate(ctx, p));
+      await workQueue(ctx.boss, 'order-create', { batchSize: VENDOR_BATCH, loops: 8 }, (p, job) => handleOrderCreate(ctx, p, job));
       await workQueue(ctx.boss, 'order-reconcile', { batchSize: VENDOR_BATCH }, (p) => handleOrderReconcile(ctx, p));
       await workQueue(ctx.boss, 'refund-execute', { batchSize: VENDOR_BATCH }, (p) => handleRefundExecute(ctx, p));
       // One reconciliation at a time per process: a run reads a vendor's whole day.

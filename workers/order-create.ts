@@ -10,6 +10,7 @@
 import { brandBaseUrl, findBrandById } from '../db/brands.ts';
 import { perPool } from '../db/coalesce.ts';
 import { publicBaseUrl } from '../db/config.ts';
+import { completionFor } from '../db/job-complete.ts';
 import { logger } from '../db/logger.ts';
 import { getMerchant } from '../db/merchants.ts';
 import { announceUnresolved, confirmOrder, failOrder } from '../db/orders.ts';
@@ -19,6 +20,7 @@ import { chooseVendors, currentScores, routingPolicy } from '../db/routing.ts';
 import { getVendor, routeOf, type RouteMode, type RoutedVendor } from '../db/vendors.ts';
 import type { WorkerContext } from './context.ts';
 import { gatewayOf } from './gateway.ts';
+import { Settled } from './work.ts';
 import type { QrisStatus } from '../gateways/gateway.ts';
 import { validateVendorQris } from '../gateways/qris.ts';
 
@@ -100,7 +102,7 @@ async function loadFresh(ctx: WorkerContext, payload: { order_id: string; mercha
   return { order, routed: { ...routed, vendors }, premarked: first.code };
 }
 
-export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id: string; merchant_id?: string }) {
+export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id: string; merchant_id?: string }, job?: { id: string; retryCount: number }) {
   const fresh = await loadFresh(ctx, payload);
   // The vendor already recorded as pending by loadFresh: its call needs no second mark.
   let premarked = fresh?.premarked ?? null;
@@ -150,8 +152,11 @@ export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id:
     if (result.kind === 'ok') {
       const problem = validateVendorQris(result.value.qrisString, order.amount);
       if (!problem) {
-        await confirmOrder(ctx.pool, order, { vendorCode: vendor.code, ...result.value }, 'vendor-worker', baseUrl);
-        return { confirmed: vendor.code };
+        // The job is completed by the confirmation's own statement when it confirms (one commit
+        // for both); otherwise the work loop completes it as any other.
+        const settle = job && { completion: await completionFor(ctx.boss, 'order-create'), id: job.id, retryCount: job.retryCount };
+        const done = await confirmOrder(ctx.pool, order, { vendorCode: vendor.code, ...result.value }, 'vendor-worker', baseUrl, settle);
+        return done === 'settled' ? new Settled({ confirmed: vendor.code }) : { confirmed: vendor.code };
       }
       failures[vendor.code] = `unusable QRIS: ${problem}`;
     } else if (result.kind === 'failed') {

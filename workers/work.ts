@@ -10,7 +10,8 @@
 //   once, whatever its neighbours are doing.
 // - Each job is settled when it finishes; jobs finishing together are settled together (one
 //   statement per distinct output, while the previous settle runs the next accumulates), so one
-//   failing job is retried without failing its neighbours.
+//   failing job is retried without failing its neighbours. A handler that completed its job in
+//   its own statement says so (Settled) and costs no statement here.
 // - Jobs held longer than HEARTBEAT_MS get their heartbeat refreshed in one statement, as
 //   pg-boss's loop does for a running batch; a job whose claim is found gone (retried elsewhere)
 //   has its signal aborted, so a long export stops work whose result cannot land.
@@ -28,6 +29,18 @@ import { parsePayload, type Payload, type QueueName } from '../db/queue.ts';
 
 /** Thrown by a handler to say "not yet" (a payout still processing at its vendor): retried, not a failure. */
 export class NotYet extends Error {}
+
+/**
+ * Returned by a handler whose own statement already completed its job (pg-boss's completion,
+ * fenced to the fetched attempt: db/job-complete.ts): the loop frees the place without a
+ * statement of its own.
+ */
+export class Settled {
+  readonly output: object;
+  constructor(output: object) {
+    this.output = output;
+  }
+}
 
 export interface WorkOptions {
   /** Jobs fetched per round trip at most. */
@@ -139,6 +152,8 @@ interface Outcome {
   held: Held;
   ok: boolean;
   output: object | undefined;
+  /** Completed by the handler's own statement (Settled): nothing left to write. */
+  settled?: boolean;
 }
 
 const running = new Set<{ stop(): Promise<void> }>();
@@ -169,7 +184,7 @@ export async function workQueue<Q extends QueueName>(
         const batch = outcomes.splice(0);
         // One statement per distinct output: completions mostly share theirs ({ confirmed: 'xendit' }).
         const groups = new Map<string, Outcome[]>();
-        for (const o of batch) {
+        for (const o of batch.filter((o) => !o.settled)) {
           const key = `${o.ok}|${JSON.stringify(o.output ?? null)}`;
           groups.set(key, [...(groups.get(key) ?? []), o]);
         }
@@ -199,7 +214,8 @@ export async function workQueue<Q extends QueueName>(
     const done = (async () => {
       try {
         const output = await handle(parsePayload(name, job), job);
-        outcomes.push({ held: h, ok: true, output: (output ?? undefined) as object | undefined });
+        if (output instanceof Settled) outcomes.push({ held: h, ok: true, output: output.output, settled: true });
+        else outcomes.push({ held: h, ok: true, output: (output ?? undefined) as object | undefined });
       } catch (err) {
         // A job asking to be retried later is expected, and silent at info; any other failure
         // is logged with its stack.

@@ -39,6 +39,16 @@ t.test('sixty orders created at once: each answered with its own order, one even
     select coalesce(sum(n), 0)::int as n from order_counts where merchant_id = ${merchant.merchant_id} and status = 'PENDING'`);
   t.equal(counted, 60, 'the PENDING count moved once per order');
 
+  // Each job was completed by its confirmation's statement (db/job-complete.ts): pg-boss's clock
+  // and the order's are one transaction's only if they committed together.
+  const jobs = await pool.any(sql.type(z.object({ state: z.string(), output: z.unknown(), same_commit: z.boolean() }))`
+    select j.state, j.output, j.completed_on = o.updated_at as same_commit
+    from orders o join pgboss.job j on j.name = 'order-create' and j.data->>'order_id' = o.id::text
+    where o.merchant_id = ${merchant.merchant_id}`);
+  t.equal(jobs.length, 60, 'one job per order');
+  t.ok(jobs.every((j) => j.state === 'completed' && j.same_commit), 'each completed in the transaction that confirmed its order');
+  t.ok(jobs.every((j) => JSON.stringify(j.output) === '{"confirmed":"sim"}'), "each job's output names the vendor");
+
   // Replays answer the stored confirmation.
   const again = await postOrder(stack.api.url, merchant.api_key, bodies[7].body, bodies[7].key);
   t.equal(again.status, 201);
