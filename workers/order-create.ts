@@ -20,7 +20,7 @@ import { chooseVendors, currentScores, routingPolicy } from '../db/routing.ts';
 import { getVendor, routeOf, type RouteMode, type RoutedVendor } from '../db/vendors.ts';
 import type { WorkerContext } from './context.ts';
 import { gatewayOf } from './gateway.ts';
-import { Settled } from './work.ts';
+import { Completed } from './work.ts';
 import type { QrisStatus } from '../gateways/gateway.ts';
 import { validateVendorQris } from '../gateways/qris.ts';
 
@@ -156,7 +156,7 @@ export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id:
         // for both); otherwise the work loop completes it as any other.
         const settle = job && { completion: await completionFor(ctx.boss, 'order-create'), id: job.id, retryCount: job.retryCount };
         const done = await confirmOrder(ctx.pool, order, { vendorCode: vendor.code, ...result.value }, 'vendor-worker', baseUrl, settle);
-        return done === 'settled' ? new Settled({ confirmed: vendor.code }) : { confirmed: vendor.code };
+        return done === 'settled' ? new Completed({ confirmed: vendor.code }) : { confirmed: vendor.code };
       }
       failures[vendor.code] = `unusable QRIS: ${problem}`;
     } else if (result.kind === 'failed') {

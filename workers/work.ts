@@ -11,7 +11,7 @@
 // - Each job is settled when it finishes; jobs finishing together are settled together (one
 //   statement per distinct output, while the previous settle runs the next accumulates), so one
 //   failing job is retried without failing its neighbours. A handler that completed its job in
-//   its own statement says so (Settled) and costs no statement here.
+//   its own statement says so (Completed) and costs no statement here.
 // - Jobs held longer than HEARTBEAT_MS get their heartbeat refreshed in one statement, as
 //   pg-boss's loop does for a running batch; a job whose claim is found gone (retried elsewhere)
 //   has its signal aborted, so a long export stops work whose result cannot land.
@@ -35,7 +35,7 @@ export class NotYet extends Error {}
  * fenced to the fetched attempt: db/job-complete.ts): the loop frees the place without a
  * statement of its own.
  */
-export class Settled {
+export class Completed {
   readonly output: object;
   constructor(output: object) {
     this.output = output;
@@ -152,7 +152,7 @@ interface Outcome {
   held: Held;
   ok: boolean;
   output: object | undefined;
-  /** Completed by the handler's own statement (Settled): nothing left to write. */
+  /** Completed by the handler's own statement (a Completed output): nothing left to write. */
   settled?: boolean;
 }
 
@@ -214,7 +214,7 @@ export async function workQueue<Q extends QueueName>(
     const done = (async () => {
       try {
         const output = await handle(parsePayload(name, job), job);
-        if (output instanceof Settled) outcomes.push({ held: h, ok: true, output: output.output, settled: true });
+        if (output instanceof Completed) outcomes.push({ held: h, ok: true, output: output.output, settled: true });
         else outcomes.push({ held: h, ok: true, output: (output ?? undefined) as object | undefined });
       } catch (err) {
         // A job asking to be retried later is expected, and silent at info; any other failure
