@@ -122,8 +122,9 @@ export function claimKeyAndInsertOrder(db: Db, k: { merchantId: string; key: str
 /**
  * A create's common case as one statement, outside any transaction: the Idempotency-Key's claim
  * (when `k` is given), the CREATING attempt and its `order-create` job (`jobs`, db/job-insert.ts,
- * gated on the attempt's insert) commit together or not at all. Null when any part did nothing;
- * the caller then runs the full create (createOrder's transaction), which finds out why.
+ * gated on the attempt's insert) commit together or not at all. Returns the attempt's id; null
+ * when any part did nothing: the caller then runs the full create (createOrder's transaction),
+ * which finds out why.
  *
  * The claim is also skipped while a live order holds the merchant_order_id (the common retry of
  * a created order). A create racing another for the same merchant_order_id may still claim the
@@ -145,16 +146,18 @@ export async function insertOrderAndQueue(db: Db, k: { merchantId: string; key: 
       ),`
     : sql.fragment`claimed as (select 1),`;
   try {
-    return await db.maybeOne(sql.type(orderRow)`
+    // Only the id comes back: the caller needs to know that it went through, not the full order
+    // row (29 columns, one a subquery, for pg to describe and parse and zod to check).
+    return await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
       with ${claim}
       inserted as (
         insert into orders (${insertedColumns})
         select ${insertedValues(o)} from claimed
         on conflict (merchant_id, merchant_order_id) where status <> 'FAILED' do nothing
-        returning ${columns}
+        returning id
       ),
       ${jobs}
-      select * from inserted where (select count(*) from ${sql.identifier([JOBS_NOTIFIED])}) >= 0`);
+      select id from inserted where (select count(*) from ${sql.identifier([JOBS_NOTIFIED])}) >= 0`);
   } catch (err) {
     if (err instanceof ForeignKeyIntegrityConstraintViolationError && err.constraint === 'idempotency_keys_order_id_fkey') return null;
     throw err;
