@@ -317,9 +317,13 @@ export async function loadAndMarkVendorPending(db: Db, marks: readonly { id: str
   // first asker only: the second gets null and goes the long way, as it would one statement later.
   const first = new Map<string, number>();
   marks.forEach((m, i) => first.has(m.id) || first.set(m.id, i));
+  // updated_at is left as the insert set it, milliseconds before: it is what the stale-attempt
+  // sweep reads (orders_creating_idx), and an update that changes no indexed column can be HOT,
+  // written without a new entry in each of the orders' indexes. The mark of a later vendor, after
+  // a failure or a re-queue, still moves it (markVendorPending).
   const rows = await db.any(sql.type(orderRow)`
     update orders
-    set pending_vendor = m.mark_vendor, vendors_tried = array_append(vendors_tried, m.mark_vendor), updated_at = now()
+    set pending_vendor = m.mark_vendor, vendors_tried = array_append(vendors_tried, m.mark_vendor)
     from ${sql.unnest([...first.keys()].map((id) => [id, marks[first.get(id)!].vendorCode]), ['uuid', 'text'])} as m(mark_id, mark_vendor)
     where orders.id = m.mark_id and status = 'CREATING' and pending_vendor is null and not (m.mark_vendor = any(vendors_tried))
       and ${vendorUsable(sql.fragment`m.mark_vendor`)}

@@ -55,6 +55,25 @@ t.test('sixty orders created at once: each answered with its own order, one even
   t.equal((again.json as { data: { merchant_order_id: string } }).data.merchant_order_id, bodies[7].body.merchant_order_id, 'a replay answers the stored confirmation');
 });
 
+t.test("a fresh attempt's mark leaves updated_at as the insert set it, so it can be a HOT update", async (t) => {
+  const merchant = await makeMerchant(stack.api.ctx);
+  const id = await pool.oneFirst(sql.type(z.object({ id: z.string() }))`
+    insert into orders (id, merchant_id, ref_code, merchant_order_id, api, amount, payment_method, status, qr_token)
+    values (gen_random_uuid(), ${merchant.merchant_id}, ${`ORD-HOT-${Date.now()}`}, ${`hot-${Date.now()}`}, 'V1', 25000, 'QRIS', 'CREATING', ${`tok-hot-${Date.now()}`})
+    returning id`);
+  const before = await pool.oneFirst(sql.type(z.object({ at: z.date() }))`select updated_at as at from orders where id = ${id}`);
+  // Room on the row's page for its new version (the updates of the tests before may have used it).
+  await pool.query(sql.unsafe`vacuum orders`);
+  const hot = await pool.transaction(async (tx) => {
+    const [marked] = await loadAndMarkVendorPending(tx, [{ id, vendorCode: 'sim' }]);
+    t.equal(marked?.pending_vendor, 'sim', 'marked');
+    return tx.oneFirst(sql.type(z.object({ n: z.number() }))`select pg_stat_get_xact_tuples_hot_updated('orders'::regclass)::int as n`);
+  });
+  t.equal(hot, 1, 'written as a HOT update: no new index entries');
+  const after = await pool.oneFirst(sql.type(z.object({ at: z.date() }))`select updated_at as at from orders where id = ${id}`);
+  t.equal(after.getTime(), before.getTime(), 'updated_at unchanged');
+});
+
 t.test('an attempt asked for twice in one mark batch is marked for the first asker only', async (t) => {
   const merchant = await makeMerchant(stack.api.ctx);
   // An attempt left CREATING with no vendor pending: as the API inserts it, before the worker.
