@@ -12,7 +12,7 @@
 import type { PgBoss } from 'pg-boss';
 import { completeJobs } from 'pg-boss/dist/plans.js';
 import { FragmentToken, type FragmentSqlToken } from '@slonik/sql-tag';
-import type { QueueName } from './queue.ts';
+import { perQueue, type QueueName } from './queue.ts';
 
 /** pg-boss's schema (its default, which Kasir keeps; db/job-claim.ts reads the same). */
 const SCHEMA = 'pgboss';
@@ -26,22 +26,8 @@ export const JOBS_COMPLETED = 'jobs_completed';
  */
 export type JobsCompletion = (source: string) => FragmentSqlToken;
 
-const built = new WeakMap<PgBoss, Map<string, Promise<JobsCompletion>>>();
-
 /** The completion for queue `name`; its table is read once per pg-boss instance. */
-export function completionFor(boss: PgBoss, name: QueueName): Promise<JobsCompletion> {
-  let byName = built.get(boss);
-  if (!byName) built.set(boss, (byName = new Map()));
-  let ready = byName.get(name);
-  if (!ready) {
-    ready = load(boss, name).catch((err: unknown) => {
-      byName.delete(name);
-      throw err;
-    });
-    byName.set(name, ready);
-  }
-  return ready;
-}
+export const completionFor = perQueue(load);
 
 /** pg-boss's statement is `WITH results AS (<the update> RETURNING id) SELECT <count and ids>`: its update is what is kept. */
 const SHAPE = /^\s*WITH results AS \(\s*(UPDATE [\s\S]+?RETURNING id)\s*\)\s*SELECT COUNT\(\*\)[^()]*\(array_agg\(id\)[^()]*\)[^()]*FROM results\s*$/;

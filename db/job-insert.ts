@@ -13,7 +13,7 @@
 import type { PgBoss } from 'pg-boss';
 import { insertJobs, notifyChannelSql } from 'pg-boss/dist/plans.js';
 import { FragmentToken, type FragmentSqlToken } from '@slonik/sql-tag';
-import { queues, type Payload, type QueueName } from './queue.ts';
+import { perQueue, queues, type Payload, type QueueName } from './queue.ts';
 
 /** pg-boss's schema (its default, which Kasir keeps; db/job-claim.ts reads the same). */
 const SCHEMA = 'pgboss';
@@ -24,7 +24,7 @@ export const JOBS_NOTIFIED = 'jobs_notified';
 /** The CTEs that insert one job per payload of `data` if the caller's CTE `gate` returned a row. */
 export type JobsFragment<Q extends QueueName> = (gate: string, data: readonly Payload<Q>[]) => FragmentSqlToken;
 
-const built = new WeakMap<PgBoss, Map<string, Promise<JobsFragment<QueueName>>>>();
+const built = perQueue(load);
 
 /**
  * For queue `name`: a builder of the CTEs `queued_jobs` (pg-boss's insert, one job per payload,
@@ -32,20 +32,10 @@ const built = new WeakMap<PgBoss, Map<string, Promise<JobsFragment<QueueName>>>>
  * wake-up). The queue's table and notify setting are read once per pg-boss instance.
  */
 export function jobsFor<Q extends QueueName>(boss: PgBoss, name: Q): Promise<JobsFragment<Q>> {
-  let byName = built.get(boss);
-  if (!byName) built.set(boss, (byName = new Map()));
-  let ready = byName.get(name);
-  if (!ready) {
-    ready = load(boss, name).catch((err: unknown) => {
-      byName.delete(name);
-      throw err;
-    });
-    byName.set(name, ready);
-  }
-  return ready as Promise<JobsFragment<Q>>;
+  return built(boss, name) as Promise<JobsFragment<Q>>;
 }
 
-async function load<Q extends QueueName>(boss: PgBoss, name: Q): Promise<JobsFragment<Q>> {
+async function load(boss: PgBoss, name: QueueName): Promise<JobsFragment<QueueName>> {
   const queue = await boss.getQueue(name);
   if (!queue) throw new Error(`queue ${name} does not exist`);
   const insert = insertJobs(SCHEMA, { table: queue.table, name, returnId: true, notify: false });

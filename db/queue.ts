@@ -230,6 +230,29 @@ export function inTransaction(tx: Db): SendOptions['db'] {
   };
 }
 
+/**
+ * A value derived once per pg-boss instance and queue, such as a statement built from the
+ * queue's table (db/job-insert.ts, db/job-complete.ts). A derivation that fails is forgotten, so
+ * the next call tries again.
+ */
+export function perQueue<T>(derive: (boss: PgBoss, name: QueueName) => Promise<T>): (boss: PgBoss, name: QueueName) => Promise<T> {
+  const built = new WeakMap<PgBoss, Map<QueueName, Promise<T>>>();
+  return (boss, name) => {
+    let byName = built.get(boss);
+    if (!byName) built.set(boss, (byName = new Map()));
+    let ready = byName.get(name);
+    if (!ready) {
+      const forget = byName;
+      ready = derive(boss, name).catch((err: unknown) => {
+        forget.delete(name);
+        throw err;
+      });
+      byName.set(name, ready);
+    }
+    return ready;
+  };
+}
+
 export function parsePayload<Q extends QueueName>(name: Q, job: Job<unknown>): Payload<Q> {
   return queues[name].schema.parse(job.data) as Payload<Q>;
 }

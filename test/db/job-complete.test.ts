@@ -2,54 +2,23 @@
 // in its own statement (db/orders.sql.ts confirmAttempts with db/job-complete.ts): the job ends
 // as pg-boss's own complete leaves it, column for column, and only a job still held at the
 // attempt the worker fetched, of an attempt this statement confirmed, is completed.
-import { randomUUID } from 'node:crypto';
 import t from 'tap';
-import pg from 'pg';
-import type { Job, PgBoss } from 'pg-boss';
+import type { Job } from 'pg-boss';
 import { completionFor } from '../../db/job-complete.ts';
 import { jobsFor } from '../../db/job-insert.ts';
 import { ORDER_OUTCOME_CHANNEL } from '../../db/orders.ts';
-import { confirmAttempts, insertOrderAndQueue, type Confirmation, type NewOrder } from '../../db/orders.sql.ts';
-import { createPool } from '../../db/pool.ts';
-import { startBoss } from '../../db/queue.ts';
-import { newQrToken, newRefCode } from '../../db/ref-codes.ts';
-import { createSealer, newMasterKey } from '../../db/secrets.ts';
+import { confirmAttempts, insertOrderAndQueue, type Confirmation } from '../../db/orders.sql.ts';
 import { upsertVendor } from '../../db/vendors.ts';
-import { testDatabase } from '../helpers/db.ts';
-import { makeMerchant } from '../helpers/factories.ts';
+import { queueTestbed } from '../helpers/db.ts';
+import { newAttempt } from '../helpers/factories.ts';
 
-const url = await testDatabase(t);
-const pool = await createPool(url, { size: 2, name: 'test' });
-t.teardown(() => pool.end());
-const boss: PgBoss = await startBoss(url, { role: 'sender', preparedStatements: false, poolSize: 2 });
-t.teardown(() => boss.stop({ graceful: false }));
-const client = new pg.Client({ connectionString: url });
-await client.connect();
-t.teardown(() => client.end());
-const sealer = createSealer(newMasterKey());
-const merchant = await makeMerchant({ pool, sealer });
+const { pool, boss, client, sealer, merchantId } = await queueTestbed(t);
 for (const code of ['sim', 'simb']) await upsertVendor(pool, sealer, { code, kind: 'simulator', baseUrl: 'http://127.0.0.1:9', credentials: {} });
-const merchantId = merchant.merchant_id;
 const completion = await completionFor(boss, 'order-create');
 
 /** A CREATING attempt and its order-create job, fetched by a worker: as the vendor worker holds it. */
 async function heldAttempt(): Promise<{ orderId: string; job: Job<unknown> }> {
-  const o: NewOrder = {
-    id: randomUUID(),
-    merchantId,
-    refCode: newRefCode('ORD'),
-    merchantOrderId: `INV-${randomUUID()}`,
-    api: 'V1',
-    amount: 15_000,
-    customerName: null,
-    customerEmail: null,
-    customerPhone: null,
-    notifyUrl: null,
-    returnUrl: null,
-    metadataJson: null,
-    expireMinutes: 15,
-    qrToken: newQrToken(),
-  };
+  const o = newAttempt(merchantId);
   await insertOrderAndQueue(pool, null, o, (await jobsFor(boss, 'order-create'))('inserted', [{ order_id: o.id, merchant_id: merchantId }]));
   const [job] = await boss.fetch('order-create', { batchSize: 1 });
   t.equal((job.data as { order_id: string }).order_id, o.id, 'the fetched job is the attempt just made');

@@ -4,44 +4,17 @@
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import pg from 'pg';
-import type { PgBoss } from 'pg-boss';
 import { notifyChannelSql } from 'pg-boss/dist/plans.js';
 import { jobsFor } from '../../db/job-insert.ts';
 import { insertOrderAndQueue, type NewOrder } from '../../db/orders.sql.ts';
-import { createPool, type Db } from '../../db/pool.ts';
-import { sendJob, startBoss } from '../../db/queue.ts';
-import { newQrToken, newRefCode } from '../../db/ref-codes.ts';
-import { createSealer, newMasterKey } from '../../db/secrets.ts';
-import { testDatabase } from '../helpers/db.ts';
-import { makeMerchant } from '../helpers/factories.ts';
+import type { Db } from '../../db/pool.ts';
+import { sendJob } from '../../db/queue.ts';
+import { queueTestbed } from '../helpers/db.ts';
+import { newAttempt } from '../helpers/factories.ts';
 
-const url = await testDatabase(t);
-const pool = await createPool(url, { size: 2, name: 'test' });
-t.teardown(() => pool.end());
-const boss: PgBoss = await startBoss(url, { role: 'sender', preparedStatements: false, poolSize: 2 });
-t.teardown(() => boss.stop({ graceful: false }));
-const client = new pg.Client({ connectionString: url });
-await client.connect();
-t.teardown(() => client.end());
-const merchant = await makeMerchant({ pool, sealer: createSealer(newMasterKey()) });
-const merchantId = merchant.merchant_id;
+const { url, pool, boss, client, merchantId } = await queueTestbed(t);
 
-const order = (merchantOrderId = `INV-${randomUUID()}`): NewOrder => ({
-  id: randomUUID(),
-  merchantId,
-  refCode: newRefCode('ORD'),
-  merchantOrderId,
-  api: 'V1',
-  amount: 15_000,
-  customerName: null,
-  customerEmail: null,
-  customerPhone: null,
-  notifyUrl: null,
-  returnUrl: null,
-  metadataJson: null,
-  expireMinutes: 15,
-  qrToken: newQrToken(),
-});
+const order = (merchantOrderId?: string): NewOrder => newAttempt(merchantId, merchantOrderId);
 const key = () => ({ merchantId, key: randomUUID(), requestHash: Buffer.alloc(32, 7) });
 const create = async (o: NewOrder, k: ReturnType<typeof key> | null, db: Db = pool) =>
   insertOrderAndQueue(db, k, o, (await jobsFor(boss, 'order-create'))('inserted', [{ order_id: o.id, merchant_id: merchantId }]));

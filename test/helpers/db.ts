@@ -2,6 +2,11 @@
 // CREATE DATABASE ... TEMPLATE copies files, far faster than migrating each time.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import type { PgBoss } from 'pg-boss';
+import { createPool } from '../../db/pool.ts';
+import { startBoss } from '../../db/queue.ts';
+import { createSealer, newMasterKey } from '../../db/secrets.ts';
+import { makeMerchant } from './factories.ts';
 
 interface Teardown {
   teardown(fn: () => unknown): void;
@@ -54,4 +59,23 @@ export async function testDatabase(t: Teardown): Promise<string> {
   }
   t.teardown(() => admin((c) => c.query(`drop database if exists "${name}" with (force)`)));
   return urlFor(name);
+}
+
+/**
+ * A fresh test database with what a test of Kasir's statements around pg-boss needs: the app's
+ * pool, a pg-boss that sends (its queues created), a plain client for reading the job table, and
+ * a merchant. All closed at teardown.
+ */
+export async function queueTestbed(t: Teardown) {
+  const url = await testDatabase(t);
+  const pool = await createPool(url, { size: 2, name: 'test' });
+  t.teardown(() => pool.end());
+  const boss: PgBoss = await startBoss(url, { role: 'sender', preparedStatements: false, poolSize: 2 });
+  t.teardown(() => boss.stop({ graceful: false }));
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  t.teardown(() => client.end());
+  const sealer = createSealer(newMasterKey());
+  const merchant = await makeMerchant({ pool, sealer });
+  return { url, pool, boss, client, sealer, merchantId: merchant.merchant_id };
 }

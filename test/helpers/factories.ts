@@ -1,9 +1,11 @@
 // Test data built through the same service functions the ops CLI uses.
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { createBrand } from '../../db/brands.ts';
 import { createMerchant, setMerchantStatus, type MerchantStatus } from '../../db/merchants.ts';
 import { defaultBrand } from '../../db/brands.ts';
+import type { NewOrder } from '../../db/orders.sql.ts';
 import type { Pool } from '../../db/pool.ts';
+import { newQrToken, newRefCode } from '../../db/ref-codes.ts';
 import type { Sealer } from '../../db/secrets.ts';
 
 export interface MerchantOptions {
@@ -29,4 +31,24 @@ export async function makeMerchant(ctx: { pool: Pool; sealer: Sealer }, options:
 
 export async function makeBrand(ctx: { pool: Pool }, domain = `${randomBytes(4).toString('hex')}.example.test`) {
   return createBrand(ctx.pool, { domain, name: `Brand ${domain}`, logoUrl: `https://${domain}/logo.png`, supportEmail: `help@${domain}` });
+}
+
+/** A V1 create attempt as the API builds it, for tests that call the create's statements directly. */
+export function newAttempt(merchantId: string, merchantOrderId = `INV-${randomUUID()}`): NewOrder {
+  return {
+    id: randomUUID(),
+    merchantId,
+    refCode: newRefCode('ORD'),
+    merchantOrderId,
+    api: 'V1',
+    amount: 15_000,
+    customerName: null,
+    customerEmail: null,
+    customerPhone: null,
+    notifyUrl: null,
+    returnUrl: null,
+    metadataJson: null,
+    expireMinutes: 15,
+    qrToken: newQrToken(),
+  };
 }
