@@ -17,7 +17,7 @@ import { perQueue, type QueueName } from './queue.ts';
 /** pg-boss's schema (its default, which Kasir keeps; db/job-claim.ts reads the same). */
 const SCHEMA = 'pgboss';
 
-/** The CTE a completion defines: the ids of the jobs it completed (`select id from jobs_completed`). */
+/** The CTE a completion defines: the jobs it completed, with the attempt each was completed at (`id`, `retry_count`). */
 export const JOBS_COMPLETED = 'jobs_completed';
 
 /**
@@ -46,10 +46,12 @@ async function load(boss: PgBoss, name: QueueName): Promise<JobsCompletion> {
     const text = update
       .replace(/\$1(?![0-9])/, () => `'${name}'`)
       .replace(/\$2(?![0-9])/, () => `array(select job_id from ${source})`)
-      // The job's own output: pg-boss's update names its table unaliased, as the target.
-      .replace(/\$3(?![0-9])/, () => `(select s.output from ${source} s where s.job_id = ${queue.table}.id)`)
+      // The job's own output: pg-boss's update names its table unaliased, as the target. The
+      // attempt too, so two attempts of one job in a batch (one retried elsewhere) give one row.
+      .replace(/\$3(?![0-9])/, () => `(select s.output from ${source} s where s.job_id = ${queue.table}.id and s.retry_count = ${queue.table}.retry_count)`)
       // The attempt pairs as pg-boss builds them (attemptPairs): the id's canonical text, a colon, the retry count.
       .replace(/\$4(?![0-9])/, () => `array(select job_id::text || ':' || retry_count::text from ${source})`);
-    return { type: FragmentToken, sql: `${JOBS_COMPLETED} as (${text})`, values: [] } as unknown as FragmentSqlToken;
+    // pg-boss returns the ids; the attempt beside them tells two attempts of one job apart.
+    return { type: FragmentToken, sql: `${JOBS_COMPLETED} as (${text}, retry_count)`, values: [] } as unknown as FragmentSqlToken;
   };
 }

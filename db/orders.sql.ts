@@ -317,10 +317,13 @@ export async function loadAndMarkVendorPending(db: Db, marks: readonly { id: str
   // first asker only: the second gets null and goes the long way, as it would one statement later.
   const first = new Map<string, number>();
   marks.forEach((m, i) => first.has(m.id) || first.set(m.id, i));
-  // updated_at is left as the insert set it, milliseconds before: it is what the stale-attempt
-  // sweep reads (orders_creating_idx), and an update that changes no indexed column can be HOT,
-  // written without a new entry in each of the orders' indexes. The mark of a later vendor, after
-  // a failure or a re-queue, still moves it (markVendorPending).
+  // updated_at is left as the insert set it (milliseconds before, unless the job waited in a
+  // backlog): it is what the stale-attempt sweep reads (orders_creating_idx), and an update that
+  // changes no indexed column can be HOT, written without a new entry in each of the orders'
+  // indexes. So the sweep's 300 s count from the insert: after a backlog of nearly that, it may
+  // re-queue an attempt whose first call is in flight, and that job asks the pending vendor
+  // first, as after a crash. The mark of a later vendor, after a failure or a re-queue, still
+  // moves it (markVendorPending).
   const rows = await db.any(sql.type(orderRow)`
     update orders
     set pending_vendor = m.mark_vendor, vendors_tried = array_append(vendors_tried, m.mark_vendor)
@@ -375,8 +378,8 @@ export async function confirmAttempts(db: Db, cs: readonly Confirmation[], chann
   // One queue's jobs per batch: the statement embeds one completion.
   const completion = cs.find((c) => c.settle)?.settle?.completion;
   if (cs.some((c) => c.settle && c.settle.completion !== completion)) throw new Error('confirmations settling jobs of different queues cannot share a statement');
-  const completed = completion ? completion('settled_jobs') : sql.fragment`${sql.identifier([JOBS_COMPLETED])} as (select null::uuid as id where false)`;
-  const rows = await db.any(sql.type(z.object({ id: z.string(), settled: z.boolean() }))`
+  const completed = completion ? completion('settled_jobs') : sql.fragment`${sql.identifier([JOBS_COMPLETED])} as (select null::uuid as id, null::int as retry_count where false)`;
+  const rows = await db.any(sql.type(z.object({ id: z.string(), jobs: z.array(z.string()) }))`
     with input as materialized (
       select * from ${sql.unnest(
         cs.map((c) => [c.orderId, c.vendorCode, c.vendorOrderId, c.qrisString, c.source, JSON.stringify(c.detail ?? null), c.responseBody, c.settle?.id ?? null, c.settle?.retryCount ?? null]),
@@ -412,10 +415,13 @@ export async function confirmAttempts(db: Db, cs: readonly Confirmation[], chann
     -- the waiting request sends it without reading it back: the id, a newline, the answer.
     select c.id, pg_notify(${channel}, c.id::text || coalesce(
              (select chr(10) || a.response_body from answer a where a.order_id = c.id and octet_length(a.response_body) <= ${NOTIFIED_ANSWER_MAX_BYTES} limit 1), '')) as notified,
-           exists (select 1 from input i join ${sql.identifier([JOBS_COMPLETED])} j on j.id = i.c_job where i.c_id = c.id) as settled
+           -- The job attempts completed for this order: two confirmations of one order in a
+           -- batch (two attempts of its job) each learn whether their own was.
+           array(select j.id::text || ':' || j.retry_count from input i join ${sql.identifier([JOBS_COMPLETED])} j on j.id = i.c_job and j.retry_count = i.c_retry
+                 where i.c_id = c.id) as jobs
     from confirmed c`);
-  const byId = new Map(rows.map((r) => [r.id, r.settled]));
-  return cs.map((c) => ({ confirmed: byId.has(c.orderId), settled: byId.get(c.orderId) === true }));
+  const byId = new Map(rows.map((r) => [r.id, new Set(r.jobs)]));
+  return cs.map((c) => ({ confirmed: byId.has(c.orderId), settled: c.settle !== undefined && byId.get(c.orderId)?.has(`${c.settle.id}:${c.settle.retryCount}`) === true }));
 }
 
 /**

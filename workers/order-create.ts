@@ -102,6 +102,13 @@ async function loadFresh(ctx: WorkerContext, payload: { order_id: string; mercha
   return { order, routed: { ...routed, vendors }, premarked: first.code };
 }
 
+let completionWarned = false;
+function completionUnavailable(err: unknown): null {
+  if (!completionWarned) logger.warn({ err }, "order-create jobs completed by the work loop: pg-boss's completion cannot be embedded");
+  completionWarned = true;
+  return null;
+}
+
 export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id: string; merchant_id?: string }, job?: { id: string; retryCount: number }) {
   const fresh = await loadFresh(ctx, payload);
   // The vendor already recorded as pending by loadFresh: its call needs no second mark.
@@ -153,8 +160,11 @@ export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id:
       const problem = validateVendorQris(result.value.qrisString, order.amount);
       if (!problem) {
         // The job is completed by the confirmation's own statement when it confirms (one commit
-        // for both); otherwise the work loop completes it as any other.
-        const settle = job && { completion: await completionFor(ctx.boss, 'order-create'), id: job.id, retryCount: job.retryCount };
+        // for both); otherwise the work loop completes it as any other, as it does when the
+        // completion cannot be built (a pg-boss whose text Kasir does not know): the QR in hand
+        // is confirmed either way.
+        const completion = job && (await completionFor(ctx.boss, 'order-create').catch(completionUnavailable));
+        const settle = job && completion ? { completion, id: job.id, retryCount: job.retryCount } : undefined;
         const done = await confirmOrder(ctx.pool, order, { vendorCode: vendor.code, ...result.value }, 'vendor-worker', baseUrl, settle);
         return done === 'settled' ? new Completed({ confirmed: vendor.code }) : { confirmed: vendor.code };
       }

@@ -90,3 +90,19 @@ t.test('an attempt not confirmed (no longer CREATING): its job is not completed 
   t.same(await confirmAttempts(pool, [settling(confirmation(orderId), job)], ORDER_OUTCOME_CHANNEL), [{ confirmed: false, settled: false }]);
   t.equal((await jobRow(job.id)).state, 'active', 'left for the work loop, which settles what the handler returns');
 });
+
+t.test('two attempts of one job confirming in one batch: the attempt still held completes it, and only it is told so', async (t) => {
+  const { orderId, job } = await heldAttempt();
+  // Retried elsewhere while this attempt's vendor call ran: the job's current attempt is the next one.
+  await client.query(`update pgboss.job set retry_count = retry_count + 1 where id = $1`, [job.id]);
+  const current = { ...job, retryCount: job.retryCount + 1 };
+  const results = await confirmAttempts(
+    pool,
+    [settling(confirmation(orderId, 'sim'), job), settling(confirmation(orderId, 'simb'), current)],
+    ORDER_OUTCOME_CHANNEL,
+  );
+  t.same(results.map((r) => r.settled), [false, true], 'the stale attempt is not told its job was completed; the current one is');
+  const row = await jobRow(job.id);
+  t.equal(row.state, 'completed');
+  t.same(row.output, { confirmed: 'simb' }, "the current attempt's output");
+});
