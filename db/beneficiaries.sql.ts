@@ -1,6 +1,7 @@
 // One function per statement on the beneficiary aggregate (table beneficiaries).
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
+import { idRow } from './row-shapes.ts';
 
 /** NAME_MISMATCH: the account exists, but the bank names another holder than the one saved (verified_name is the bank's). */
 export const verificationStatus = z.enum(['PENDING', 'VERIFIED', 'NAME_MISMATCH', 'FAILED']);
@@ -52,7 +53,7 @@ export interface NewBeneficiary {
  * on this row, so their traffic never waits for a beneficiary.
  */
 export function lockMerchantDefaults(db: Db, merchantId: string) {
-  return db.oneFirst(sql.type(z.object({ id: z.string() }))`
+  return db.oneFirst(sql.type(idRow)`
     select id from merchants where id = ${merchantId} for no key update`);
 }
 
@@ -112,7 +113,7 @@ export function findBeneficiary(db: Db, id: string) {
 
 /** Soft delete, which also gives up the default; null when there was no live row to delete. */
 export function softDeleteBeneficiary(db: Db, merchantId: string, id: string) {
-  return db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+  return db.maybeOneFirst(sql.type(idRow)`
     update beneficiaries set deleted_at = now(), is_default = false, updated_at = now()
     where id = ${id} and merchant_id = ${merchantId} and deleted_at is null
     returning id`);
@@ -139,7 +140,7 @@ export function recordAttemptFailure(db: Db, id: string, problem: string) {
  * a row a job is writing right now is left to it, and two schedulers share the work.
  */
 export function failOverdueVerifications(db: Db, olderThanSeconds: number, limit: number, fallback: string) {
-  return db.anyFirst(sql.type(z.object({ id: z.string() }))`
+  return db.anyFirst(sql.type(idRow)`
     with overdue as (
       select id from beneficiaries
       where verification_status = 'PENDING' and verification_requested_at < now() - make_interval(secs => ${olderThanSeconds})

@@ -4,6 +4,7 @@
 // and the URLs they hand to payers are on that brand's domain (brandBaseUrl).
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
+import { idRow } from './row-shapes.ts';
 
 const brandRow = z.object({
   id: z.string(),
@@ -39,7 +40,7 @@ export async function createBrand(
 
 /** Sets a brand's checkout language; false when no brand has the domain. */
 export async function setCheckoutLanguage(db: Db, domain: string, language: 'id' | 'en'): Promise<boolean> {
-  const updated = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+  const updated = await db.maybeOneFirst(sql.type(idRow)`
     update brands set checkout_language = ${language} where domain = ${domain.toLowerCase()} returning id`);
   return updated !== null;
 }

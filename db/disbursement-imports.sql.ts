@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
 import { disbursementStatus, type NewDisbursement } from './disbursements.sql.ts';
 import { role, type Role } from './users.sql.ts';
+import { countRow } from './row-shapes.ts';
 
 export interface NewImport {
   id: string;
@@ -84,7 +85,7 @@ export function listMerchantImports(db: Db, merchantId: string, page: number, li
       where i.merchant_id = ${merchantId}
       order by i.created_at desc, i.id desc
       limit ${limit} offset ${(page - 1) * limit}`),
-    db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from disbursement_imports where merchant_id = ${merchantId}`),
+    db.oneFirst(sql.type(countRow)`select count(*)::int as n from disbursement_imports where merchant_id = ${merchantId}`),
   ]);
 }
 

@@ -1,6 +1,7 @@
 // One function per statement on the disbursement aggregate (disbursements, disbursement_events).
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
+import { countRow, totalRow } from './row-shapes.ts';
 
 export const disbursementStatus = z.enum(['PENDING', 'IN_REVIEW', 'ON_PROCESS', 'SUCCESS', 'FAILED', 'REJECTED']);
 export type DisbursementStatus = z.infer<typeof disbursementStatus>;
@@ -101,7 +102,7 @@ export function insertDisbursement(db: Db, d: NewDisbursement, source: string) {
  * running total (migration 020), one row.
  */
 export async function disbursedToday(db: Db, merchantId: string): Promise<number> {
-  const total = await db.maybeOneFirst(sql.type(z.object({ total: z.number() }))`
+  const total = await db.maybeOneFirst(sql.type(totalRow)`
     select total from disbursement_daily_totals
     where merchant_id = ${merchantId} and wib_date = (now() at time zone 'Asia/Jakarta')::date`);
   return total ?? 0;
@@ -109,7 +110,7 @@ export async function disbursedToday(db: Db, merchantId: string): Promise<number
 
 /** Adds `amount` to today's running total (in the transaction that writes the rows); returns the new total. */
 export function addToDailyTotal(db: Db, merchantId: string, amount: number): Promise<number> {
-  return db.oneFirst(sql.type(z.object({ total: z.number() }))`
+  return db.oneFirst(sql.type(totalRow)`
     insert into disbursement_daily_totals (merchant_id, wib_date, total)
     values (${merchantId}, (now() at time zone 'Asia/Jakarta')::date, ${amount})
     on conflict (merchant_id, wib_date) do update set total = disbursement_daily_totals.total + excluded.total
@@ -158,7 +159,7 @@ export function listMerchantDisbursements(db: Db, merchantId: string, page: numb
       select ${columns} from disbursements where ${where}
       order by created_at desc, id desc
       limit ${limit} offset ${(page - 1) * limit}`),
-    db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from disbursements where ${where}`),
+    db.oneFirst(sql.type(countRow)`select count(*)::int as n from disbursements where ${where}`),
   ]);
 }
 

@@ -2,6 +2,7 @@
 // type's CSV (one per type: its CSV columns are its select list, in order).
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
+import { countRow, idRow } from './row-shapes.ts';
 
 export const exportType = z.enum(['orders', 'settlements', 'disbursements', 'balance_history']);
 export type ExportType = z.infer<typeof exportType>;
@@ -63,7 +64,7 @@ export function listMerchantExports(db: Db, merchantId: string, page: number, li
       select ${columns} from exports where merchant_id = ${merchantId}
       order by created_at desc, id desc
       limit ${limit} offset ${(page - 1) * limit}`),
-    db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from exports where merchant_id = ${merchantId}`),
+    db.oneFirst(sql.type(countRow)`select count(*)::int as n from exports where merchant_id = ${merchantId}`),
   ]);
 }
 
@@ -88,7 +89,7 @@ export function claimExport(db: Db, id: string) {
  * attempts' claims queue behind the lock until the build commits or rolls back.
  */
 export function lockExportAttempt(db: Db, id: string, attempt: number) {
-  return db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+  return db.maybeOneFirst(sql.type(idRow)`
     select id from exports where id = ${id} and attempt = ${attempt} and status = 'PROCESSING'
     for update`);
 }
@@ -125,9 +126,11 @@ export function failExport(db: Db, id: string, attempt: number, error: string) {
     returning ${columns}`);
 }
 
+const readExportChunkRow = z.object({ data: z.instanceof(Buffer) });
+
 /** One stored chunk of a file, or null past its end. */
 export function readExportChunk(db: Db, exportId: string, seq: number) {
-  return db.maybeOneFirst(sql.type(z.object({ data: z.instanceof(Buffer) }))`
+  return db.maybeOneFirst(sql.type(readExportChunkRow)`
     select data from export_chunks where export_id = ${exportId} and seq = ${seq}`);
 }
 

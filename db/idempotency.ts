@@ -12,6 +12,7 @@ import { sql, type Db } from './pool.ts';
 import { ApiError } from './errors.ts';
 import type { Pool } from './pool.ts';
 import { constantTimeEqual } from './secrets.ts';
+import { countRow } from './row-shapes.ts';
 
 export interface IdempotentRequest {
   merchantId: string;
@@ -27,13 +28,15 @@ const held = z.object({ operation: z.string(), request_hash: z.instanceof(Buffer
 
 const hashOf = (r: IdempotentRequest) => createHash('sha256').update(r.operation).update('\n').update(r.rawBody).digest();
 
+const claimKeyRow = z.object({ claimed: z.boolean() });
+
 /**
  * Claims the key inside `tx` (with a placeholder answer that `storeAnswer` replaces before the
  * commit), or returns the answer stored for it. Throws IDEMPOTENCY_KEY_REUSED on a mismatch.
  */
 export async function claimKey(tx: Db, r: IdempotentRequest): Promise<Claim> {
   const hash = hashOf(r);
-  const claimed = await tx.maybeOneFirst(sql.type(z.object({ claimed: z.boolean() }))`
+  const claimed = await tx.maybeOneFirst(sql.type(claimKeyRow)`
     insert into idempotent_responses (merchant_id, key, operation, request_hash, response_status, response_body)
     values (${r.merchantId}, ${r.key}, ${r.operation}, ${sql.binary(hash)}, 0, '')
     on conflict do nothing
@@ -67,7 +70,7 @@ export function deleteAnswersOlderThan(db: Db, olderThanHours: number, limit: nu
  */
 export function deleteKeysOlderThan(db: Db, table: 'idempotent_responses' | 'idempotency_keys', olderThanHours: number, limit: number) {
   const t = sql.identifier([table]);
-  return db.oneFirst(sql.type(z.object({ n: z.number() }))`
+  return db.oneFirst(sql.type(countRow)`
     with old as (
       select merchant_id as old_merchant_id, key as old_key from ${t}
       where created_at < now() - make_interval(hours => ${olderThanHours})

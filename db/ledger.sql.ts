@@ -2,6 +2,7 @@
 // Only db/ledger.ts calls the writers.
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
+import { countRow, idRow, merchantIdRow } from './row-shapes.ts';
 
 export const accountKind = z.enum([
   'WALLET',
@@ -85,6 +86,8 @@ export async function addPaidOrderToProfitTotals(db: Db, orderId: string, mdr: n
     where o.id = ${orderId} and o.status in ('PAID', 'REFUNDED') and o.paid_at is not null`);
 }
 
+const fillOrderFeesAfterRow = z.object({ last_id: z.string().nullable(), visited: z.number(), filled: z.number() });
+
 /**
  * Keeps the fee of orders paid before migration 105 on the order, from their ORDER_PAYMENT
  * transfer's FEE_REVENUE leg: the orders after `afterId` in id order, `limit` of them visited,
@@ -93,7 +96,7 @@ export async function addPaidOrderToProfitTotals(db: Db, orderId: string, mdr: n
  * own fee; the update re-reads such a row and leaves it (mdr_amount is no longer null).
  */
 export function fillOrderFeesAfter(db: Db, afterId: string, limit: number) {
-  return db.one(sql.type(z.object({ last_id: z.string().nullable(), visited: z.number(), filled: z.number() }))`
+  return db.one(sql.type(fillOrderFeesAfterRow)`
     with batch as (
       select id from orders where id > ${afterId}::uuid order by id limit ${limit}
     ), filled as (
@@ -114,7 +117,7 @@ export function fillOrderFeesAfter(db: Db, afterId: string, limit: number) {
  * nothing is written). The caller holds the accounts' locks and computed the balances.
  */
 export function insertTransfer(db: Db, t: TransferRow) {
-  return db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+  return db.maybeOneFirst(sql.type(idRow)`
     with transfer as (
       insert into ledger_transfers (merchant_id, kind, reference_type, reference_id, ref_code, description)
       values (${t.merchantId}, ${t.kind}, ${t.referenceType}, ${t.referenceId}, ${t.refCode}, ${t.description})
@@ -139,18 +142,22 @@ export function insertTransfer(db: Db, t: TransferRow) {
 }
 
 export function findTransfer(db: Db, kind: TransferKind, referenceId: string) {
-  return db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+  return db.maybeOneFirst(sql.type(idRow)`
     select id from ledger_transfers where kind = ${kind} and reference_id = ${referenceId}`);
 }
 
+const accountStateRow = z.object({ balance: z.number(), version: z.number() });
+
 /** An account's balance and version as last committed, unlocked (null: not opened yet). */
 export function accountState(db: Db, merchantId: string, kind: AccountKind) {
-  return db.maybeOne(sql.type(z.object({ balance: z.number(), version: z.number() }))`
+  return db.maybeOne(sql.type(accountStateRow)`
     select balance, version from ledger_accounts where merchant_id = ${merchantId} and kind = ${kind}`);
 }
 
+const accountBalanceRow = z.object({ balance: z.number() });
+
 export function accountBalance(db: Db, merchantId: string, kind: AccountKind) {
-  return db.maybeOneFirst(sql.type(z.object({ balance: z.number() }))`
+  return db.maybeOneFirst(sql.type(accountBalanceRow)`
     select balance from ledger_accounts where merchant_id = ${merchantId} and kind = ${kind}`);
 }
 
@@ -245,9 +252,9 @@ export function listMovements(db: Db, merchantId: string, kind: AccountKind, pag
     // Unfiltered, the account's version counts its postings; a type or a period sums the kept
     // per-day counts (ledger_posting_counts, migration 102) of its kind and days.
     filter.type === undefined && !dated
-      ? db.oneFirst(sql.type(z.object({ n: z.number() }))`
+      ? db.oneFirst(sql.type(countRow)`
           select coalesce((select version from ledger_accounts where merchant_id = ${merchantId} and kind = ${kind}), 0)::int as n`)
-      : db.oneFirst(sql.type(z.object({ n: z.number() }))`
+      : db.oneFirst(sql.type(countRow)`
           select coalesce(sum(n), 0)::int as n from ledger_posting_counts
           where account_id = ${accountOf(merchantId, kind)}
             ${filter.type === undefined ? sql.fragment`` : sql.fragment`and transfer_kind = ${filter.type}`}
@@ -499,16 +506,18 @@ export function findTransfersWithoutPostings(db: Db) {
 
 /** The merchants whose accounts changed since their last proved posting (all, before any audit). */
 export function merchantsChangedSinceCheckpoint(db: Db) {
-  return db.anyFirst(sql.type(z.object({ merchant_id: z.string() }))`
+  return db.anyFirst(sql.type(merchantIdRow)`
     select distinct a.merchant_id from ledger_accounts a left join ledger_audit_balances b on b.account_id = a.id
     where a.balance <> coalesce(b.balance, 0) or a.version <> coalesce(b.version, 0)`);
 }
 
 /** Every merchant holding ledger accounts, in id order: the full audit's chunks. */
 export function ledgerMerchants(db: Db) {
-  return db.anyFirst(sql.type(z.object({ merchant_id: z.string() }))`
+  return db.anyFirst(sql.type(merchantIdRow)`
     select distinct merchant_id from ledger_accounts order by merchant_id`);
 }
+
+const recordAuditCheckpointRow = z.object({ postings: z.number() });
 
 /**
  * Records the accounts of `merchants` (null: all) as proved up to their latest posting, at the
@@ -517,7 +526,7 @@ export function ledgerMerchants(db: Db) {
  */
 export function recordAuditCheckpoint(db: Db, merchants: readonly string[] | null) {
   const where = merchants === null ? sql.fragment`true` : sql.fragment`a.merchant_id = any(${sql.array([...merchants], 'uuid')})`;
-  return db.oneFirst(sql.type(z.object({ postings: z.number() }))`
+  return db.oneFirst(sql.type(recordAuditCheckpointRow)`
     with proved as (
       insert into ledger_audit_balances as b (account_id, last_seq, balance, version)
       select a.id, coalesce((select max(p.seq) from ledger_postings p where p.account_id = a.id), 0), a.balance, a.version
@@ -530,9 +539,11 @@ export function recordAuditCheckpoint(db: Db, merchants: readonly string[] | nul
     select coalesce(sum(a.version), 0)::bigint as postings from ledger_accounts a where ${where}`);
 }
 
+const lastCleanAuditStartRow = z.object({ started_at: z.date() });
+
 /** When the last clean audit run started: the incremental audit reads payments since then. */
 export function lastCleanAuditStart(db: Db) {
-  return db.maybeOneFirst(sql.type(z.object({ started_at: z.date() }))`
+  return db.maybeOneFirst(sql.type(lastCleanAuditStartRow)`
     select started_at from ledger_audit_runs where problems = 0 order by started_at desc limit 1`);
 }
 
@@ -542,15 +553,19 @@ export function recordAuditRun(db: Db, run: { mode: 'FULL' | 'INCREMENTAL'; star
     values (${run.mode}, ${run.startedAt.toISOString()}, ${run.accounts}, ${run.postings}, ${run.problems})`);
 }
 
+const accountsAndPostingsRow = z.object({ accounts: z.number(), postings: z.number() });
+
 /** Each account's cached version is its count of postings: a count of the scope's postings without reading them. */
 export function accountsAndPostings(db: Db, merchants: readonly string[] | null) {
   const where = merchants === null ? sql.fragment`true` : sql.fragment`merchant_id = any(${sql.array([...merchants], 'uuid')})`;
-  return db.one(sql.type(z.object({ accounts: z.number(), postings: z.number() }))`
+  return db.one(sql.type(accountsAndPostingsRow)`
     select count(*)::int as accounts, coalesce(sum(version), 0)::bigint as postings from ledger_accounts where ${where}`);
 }
 
+const ledgerCountsRow = z.object({ accounts: z.number(), transfers: z.number(), postings: z.number() });
+
 export function ledgerCounts(db: Db) {
-  return db.one(sql.type(z.object({ accounts: z.number(), transfers: z.number(), postings: z.number() }))`
+  return db.one(sql.type(ledgerCountsRow)`
     select (select count(*) from ledger_accounts)::int as accounts,
            (select count(*) from ledger_transfers)::int as transfers,
            (select count(*) from ledger_postings)::int as postings`);

@@ -5,6 +5,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
+import { idRow } from './row-shapes.ts';
 import {
   hashApiKey,
   newApiKey,
@@ -68,7 +69,7 @@ export async function createMerchant(db: Db, sealer: Sealer, input: NewMerchant)
   const legacyClientId = `KSR${randomBytes(8).toString('hex').toUpperCase()}`;
   const legacyClientSecret = newLegacyClientSecret();
   const newId = randomUUID();
-  const id = await db.oneFirst(sql.type(z.object({ id: z.string() }))`
+  const id = await db.oneFirst(sql.type(idRow)`
     insert into merchants (id, brand_id, name, settlement_type, api_key_hash, webhook_secret_enc, notify_url,
                            legacy_client_id, legacy_client_secret_enc)
     values (${newId}, ${input.brandId}, ${input.name}, ${input.settlementType}, ${sql.binary(hashApiKey(apiKey))},
@@ -96,17 +97,19 @@ export async function getMerchant(db: Db, id: string): Promise<MerchantRow> {
 }
 
 export async function setMerchantStatus(db: Db, id: string, status: MerchantStatus): Promise<void> {
-  const updated = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+  const updated = await db.maybeOneFirst(sql.type(idRow)`
     update merchants set status = ${status}, updated_at = now() where id = ${id} returning id`);
   if (!updated) throw new MerchantNotFound(id);
 }
 
 /** The merchant's default webhook URL (orders and disbursements without their own); null: none. */
 export async function setNotifyUrl(db: Db, id: string, url: string | null): Promise<void> {
-  const updated = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+  const updated = await db.maybeOneFirst(sql.type(idRow)`
     update merchants set notify_url = ${url}, updated_at = now() where id = ${id} returning id`);
   if (!updated) throw new MerchantNotFound(id);
 }
+
+const rotateApiKeyRow = z.object({ previous_api_key_expires_at: z.date().nullable() });
 
 /**
  * Replaces the API key and returns the new one. With graceMinutes > 0 the key being replaced
@@ -116,7 +119,7 @@ export async function setNotifyUrl(db: Db, id: string, url: string | null): Prom
  */
 export async function rotateApiKey(db: Db, id: string, graceMinutes = 0): Promise<{ apiKey: string; previousValidUntil: Date | null }> {
   const apiKey = newApiKey();
-  const updated = await db.maybeOne(sql.type(z.object({ previous_api_key_expires_at: z.date().nullable() }))`
+  const updated = await db.maybeOne(sql.type(rotateApiKeyRow)`
     update merchants
     set previous_api_key_hash = case when ${graceMinutes} > 0 then api_key_hash end,
         previous_api_key_expires_at = case when ${graceMinutes} > 0 then now() + make_interval(mins => ${graceMinutes}) end,
@@ -130,7 +133,7 @@ export async function rotateApiKey(db: Db, id: string, graceMinutes = 0): Promis
 /** Replaces the legacy client secret; the old one stops working at once. Returns the new secret. */
 export async function rotateLegacyClientSecret(db: Db, sealer: Sealer, id: string): Promise<string> {
   const secret = newLegacyClientSecret();
-  const updated = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+  const updated = await db.maybeOneFirst(sql.type(idRow)`
     update merchants
     set legacy_client_secret_enc = ${sql.binary(sealer.seal(secret, legacyClientSecretPlace(id)))}, updated_at = now()
     where id = ${id} returning id`);
@@ -139,7 +142,7 @@ export async function rotateLegacyClientSecret(db: Db, sealer: Sealer, id: strin
 }
 
 export async function setWebhookSecret(db: Db, sealer: Sealer, id: string, secret: string | null): Promise<void> {
-  const updated = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+  const updated = await db.maybeOneFirst(sql.type(idRow)`
     update merchants
     set webhook_secret_enc = ${secret === null ? null : sql.binary(sealer.seal(secret, webhookSecretPlace(id)))}, updated_at = now()
     where id = ${id} returning id`);
@@ -147,7 +150,7 @@ export async function setWebhookSecret(db: Db, sealer: Sealer, id: string, secre
 }
 
 export async function setLegacyPublicKey(db: Db, id: string, pem: string): Promise<void> {
-  const updated = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+  const updated = await db.maybeOneFirst(sql.type(idRow)`
     update merchants set legacy_public_key = ${pem}, updated_at = now() where id = ${id} returning id`);
   if (!updated) throw new MerchantNotFound(id);
 }
@@ -198,9 +201,11 @@ export async function setMoneySettings(db: Db, id: string, s: Partial<Omit<Merch
 export const settlementAccount = z.object({ bank_id: z.string(), account_number: z.string(), account_name: z.string() });
 export type SettlementAccount = z.infer<typeof settlementAccount>;
 
+const getSettlementAccountRow = z.object({ bank_id: z.string().nullable(), account_number: z.string().nullable(), account_name: z.string().nullable() });
+
 /** Where a MANUAL merchant's settlements are paid; null until an operator sets it. */
 export async function getSettlementAccount(db: Db, id: string): Promise<SettlementAccount | null> {
-  const row = await db.maybeOne(sql.type(z.object({ bank_id: z.string().nullable(), account_number: z.string().nullable(), account_name: z.string().nullable() }))`
+  const row = await db.maybeOne(sql.type(getSettlementAccountRow)`
     select settlement_bank_id as bank_id, settlement_account_number as account_number, settlement_account_name as account_name
     from merchants where id = ${id}`);
   if (!row) throw new MerchantNotFound(id);
@@ -210,7 +215,7 @@ export async function getSettlementAccount(db: Db, id: string): Promise<Settleme
 
 /** Sets the bank account settlements are paid to; the next settlement built uses it. */
 export async function setSettlementAccount(db: Db, id: string, account: { bankId: string; accountNumber: string; accountName: string }): Promise<void> {
-  const updated = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+  const updated = await db.maybeOneFirst(sql.type(idRow)`
     update merchants
     set settlement_bank_id = ${account.bankId}, settlement_account_number = ${account.accountNumber},
         settlement_account_name = ${account.accountName}, updated_at = now()

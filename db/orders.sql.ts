@@ -6,6 +6,7 @@ import { deleteKeysOlderThan } from './idempotency.ts';
 import { JOBS_COMPLETED, type JobsCompletion } from './job-complete.ts';
 import { JOBS_NOTIFIED } from './job-insert.ts';
 import { sql, type Db } from './pool.ts';
+import { countRow, idRow } from './row-shapes.ts';
 
 export const orderStatus = z.enum(['CREATING', 'PENDING', 'PAID', 'EXPIRED', 'REFUNDED', 'FAILED']);
 export type OrderStatus = z.infer<typeof orderStatus>;
@@ -148,7 +149,7 @@ export async function insertOrderAndQueue(db: Db, k: { merchantId: string; key: 
   try {
     // Only the id comes back: the caller needs to know that it went through, not the full order
     // row (29 columns, one a subquery, for pg to describe and parse and zod to check).
-    return await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+    return await db.maybeOneFirst(sql.type(idRow)`
       with ${claim}
       inserted as (
         insert into orders (${insertedColumns})
@@ -195,8 +196,10 @@ export function findMerchantOrder(db: Db, merchantId: string, refCode: string) {
     where ref_code = ${refCode} and merchant_id = ${merchantId} and status not in ('CREATING', 'FAILED')`);
 }
 
+const findOrderByQrTokenRow = z.object({ qris_string: z.string().nullable(), status: orderStatus });
+
 export function findOrderByQrToken(db: Db, token: string) {
-  return db.maybeOne(sql.type(z.object({ qris_string: z.string().nullable(), status: orderStatus }))`
+  return db.maybeOne(sql.type(findOrderByQrTokenRow)`
     select qris_string, status from orders where qr_token = ${token}`);
 }
 
@@ -280,11 +283,11 @@ export function listMerchantOrders(db: Db, merchantId: string, filter: OrderFilt
  */
 export function countMerchantOrders(db: Db, merchantId: string, filter: OrderFilter) {
   if (filter.merchantOrderId === undefined && filter.dateFrom === undefined && filter.dateTo === undefined) {
-    return db.oneFirst(sql.type(z.object({ n: z.number() }))`
+    return db.oneFirst(sql.type(countRow)`
       select coalesce(sum(n), 0)::bigint as n from order_counts
       where merchant_id = ${merchantId} ${filter.status === undefined ? sql.fragment`` : sql.fragment`and status = ${filter.status}`}`);
   }
-  return db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::bigint as n from orders where ${listedWhere(merchantId, filter)}`);
+  return db.oneFirst(sql.type(countRow)`select count(*)::bigint as n from orders where ${listedWhere(merchantId, filter)}`);
 }
 
 /**
@@ -365,6 +368,8 @@ export interface SettleJob {
   retryCount: number;
 }
 
+const confirmAttemptsRow = z.object({ id: z.string(), jobs: z.array(z.string()) });
+
 /**
  * Many attempts' confirmations in one statement (db/orders.ts gathers those finishing together):
  * for each, whether it was confirmed (false: it was not CREATING any more) and whether its job
@@ -379,7 +384,7 @@ export async function confirmAttempts(db: Db, cs: readonly Confirmation[], chann
   const completion = cs.find((c) => c.settle)?.settle?.completion;
   if (cs.some((c) => c.settle && c.settle.completion !== completion)) throw new Error('confirmations settling jobs of different queues cannot share a statement');
   const completed = completion ? completion('settled_jobs') : sql.fragment`${sql.identifier([JOBS_COMPLETED])} as (select null::uuid as id, null::int as retry_count where false)`;
-  const rows = await db.any(sql.type(z.object({ id: z.string(), jobs: z.array(z.string()) }))`
+  const rows = await db.any(sql.type(confirmAttemptsRow)`
     with input as materialized (
       select * from ${sql.unnest(
         cs.map((c) => [c.orderId, c.vendorCode, c.vendorOrderId, c.qrisString, c.source, JSON.stringify(c.detail ?? null), c.responseBody, c.settle?.id ?? null, c.settle?.retryCount ?? null]),
@@ -461,9 +466,11 @@ export function setOrderPaid(db: Db, id: string, p: { paidAt: Date; rrn: string 
     returning ${columns}`);
 }
 
+const findOrderRefByVendorOrderIdRow = z.object({ ref_code: z.string() });
+
 /** The ref_code of the order holding a vendor's own id for its QR (callbacks that name only that id). */
 export function findOrderRefByVendorOrderId(db: Db, vendorCode: string, vendorOrderId: string) {
-  return db.maybeOneFirst(sql.type(z.object({ ref_code: z.string() }))`
+  return db.maybeOneFirst(sql.type(findOrderRefByVendorOrderIdRow)`
     select ref_code from orders where vendor_order_id = ${vendorOrderId} and vendor_code = ${vendorCode}
     order by created_at desc limit 1`);
 }
@@ -502,7 +509,7 @@ export function expireDueOrders(db: Db, limit: number) {
  * however often, and by however many processes, this runs (like the payout claimStale* statements).
  */
 export function claimStaleCreating(db: Db, olderThanSeconds: number, limit: number) {
-  return db.anyFirst(sql.type(z.object({ id: z.string() }))`
+  return db.anyFirst(sql.type(idRow)`
     update orders set updated_at = now()
     where id in (
       select id from orders

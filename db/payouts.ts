@@ -25,9 +25,11 @@ export async function recordPayoutReference(db: Db, reference: string, kind: Pay
                          else array_append(payout_references.vendors, ${vendorCode}) end`);
 }
 
+const findPayoutReferenceRow = z.object({ kind: z.enum(['DISBURSEMENT', 'SETTLEMENT']), payout_id: z.string(), vendors: z.array(z.string()) });
+
 /** A reference Kasir sent: its payout, and the vendors it was sent to (empty: not known, sent before they were kept). */
 export function findPayoutReference(db: Db, reference: string) {
-  return db.maybeOne(sql.type(z.object({ kind: z.enum(['DISBURSEMENT', 'SETTLEMENT']), payout_id: z.string(), vendors: z.array(z.string()) }))`
+  return db.maybeOne(sql.type(findPayoutReferenceRow)`
     select kind, payout_id, vendors from payout_references where reference = ${reference}`);
 }
 
@@ -69,6 +71,8 @@ export async function returnPayout(
   return completeSettlement(tx, boss, { reference }, { status: 'FAILED', ...outcome }, speaker);
 }
 
+const payoutStatusRow = z.object({ id: z.string(), status: z.string() });
+
 /**
  * The statements both payout tables share: the same vendor columns and the same life (waiting
  * for the worker, then in flight at a vendor). `waiting` are the statuses a quiet chain can be
@@ -97,7 +101,7 @@ export function payoutStatements(table: 'disbursements' | 'settlements', waiting
      * only after another quiet period.
      */
     claimStale(db: Db, olderThanSeconds: number, limit: number) {
-      return db.any(sql.type(z.object({ id: z.string(), status: z.string() }))`
+      return db.any(sql.type(payoutStatusRow)`
         with stale as (
           select id from ${t}
           where status = any(${sql.array([...waiting], 'text')}) and unresolved_at is null
@@ -141,7 +145,7 @@ export async function settlePayoutByHand(
       await completeDisbursement(tx, boss, { id: d.id }, completion, source, { operator_reason: outcome.reason, evidence: outcome.evidence });
       return { kind: 'DISBURSEMENT' as const, id: d.id, status: outcome.status };
     }
-    const s = await tx.maybeOne(sql.type(z.object({ id: z.string(), status: z.string() }))`
+    const s = await tx.maybeOne(sql.type(payoutStatusRow)`
       select id, status from settlements where ref_code = ${ref} for update`);
     if (!s) throw new SettleRefused(`no settlement ${ref}`);
     if (s.status !== 'PROCESSING') throw new SettleRefused(`settlement ${ref} is ${s.status}: only one PROCESSING at a vendor can be settled by hand`);

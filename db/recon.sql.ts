@@ -2,6 +2,7 @@
 // records a reconciliation compares with a vendor's report (db/recon.ts says what each means).
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
+import { codeRow, countRow, idRow } from './row-shapes.ts';
 
 export const reconKind = z.enum(['PAID_AT_VENDOR_ONLY', 'PAID_IN_KASIR_ONLY', 'AMOUNT_DIFFERS', 'STATUS_DIFFERS', 'PAID_TWICE', 'NO_KASIR_RECORD']);
 export type ReconKind = z.infer<typeof reconKind>;
@@ -118,6 +119,8 @@ export function kasirByReference(db: Db, l: Lookup) {
     ${refunds(sql.fragment`o.ref_code = any(${text(l.refundOrderRefs)})`)}`);
 }
 
+const kasirSentRow = kasirRow.extend({ order_vendor_id: z.string().nullable() });
+
 /**
  * What a vendor without a list is asked about, record by record: what Kasir sent it in
  * [from, to) (any status), the orders it paid then, and the orders created earlier that could
@@ -128,7 +131,7 @@ export function kasirByReference(db: Db, l: Lookup) {
 export function kasirSent(db: Db, vendorCode: string, from: Date, to: Date) {
   const since = sql.timestamp(from);
   const until = sql.timestamp(to);
-  return db.any(sql.type(kasirRow.extend({ order_vendor_id: z.string().nullable() }))`
+  return db.any(sql.type(kasirSentRow)`
     select k.*, null::text as order_vendor_id from (
       ${orders(sql.fragment`o.vendor_code = ${vendorCode} and o.created_at >= ${since} and o.created_at < ${until}`)}
       union all
@@ -161,7 +164,7 @@ export function findVendorCosts(db: Db, vendorCode: string) {
 /** Sets the costs given (undefined: unchanged; null: no assumption); false for an unknown vendor. */
 export async function setVendorCosts(db: Db, vendorCode: string, costs: Partial<VendorCosts>): Promise<boolean> {
   const keep = (column: keyof VendorCosts) => costs[column] === undefined;
-  const updated = await db.maybeOneFirst(sql.type(z.object({ code: z.string() }))`
+  const updated = await db.maybeOneFirst(sql.type(codeRow)`
     update vendors
     set cost_payment_bps = case when ${keep('cost_payment_bps')} then cost_payment_bps else ${costs.cost_payment_bps ?? null}::int4 end,
         cost_payout = case when ${keep('cost_payout')} then cost_payout else ${costs.cost_payout ?? null}::int8 end,
@@ -210,7 +213,7 @@ export function insertRun(db: Db, run: { id: string; vendorCode: string; day: st
 
 /** Fails a RUNNING run of the vendor and day started more than `seconds` ago (its process died). */
 export function failStaleRun(db: Db, vendorCode: string, day: string, seconds: number) {
-  return db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+  return db.maybeOneFirst(sql.type(idRow)`
     update recon_runs set status = 'FAILED', error = 'abandoned: its process stopped before it finished', finished_at = now()
     where vendor_code = ${vendorCode} and day = ${day}::date and status = 'RUNNING'
       and started_at < now() - make_interval(secs => ${seconds})
@@ -308,6 +311,8 @@ export interface NewDifference {
   repair: string | null;
 }
 
+const recordDifferencesRow = differenceRow.extend({ inserted: z.boolean() });
+
 /**
  * Writes what a run found for its vendor and day: OPEN differences it no longer finds are
  * removed (a rerun replaces them), known ones are kept with their state and marked as found by
@@ -319,7 +324,7 @@ export async function recordDifferences(db: Db, run: { id: string; vendorCode: s
     where vendor_code = ${run.vendorCode} and day = ${run.day}::date and status = 'OPEN'
       and not (fingerprint = any(${sql.array(found.map((d) => d.fingerprint), 'text')}))`);
   if (found.length === 0) return [];
-  const rows = await db.any(sql.type(differenceRow.extend({ inserted: z.boolean() }))`
+  const rows = await db.any(sql.type(recordDifferencesRow)`
     insert into recon_differences (run_id, last_run_id, vendor_code, day, kind, subject, fingerprint, reference, vendor_reference,
                                    merchant_id, kasir_amount, vendor_amount, kasir_status, vendor_status, detail, repair)
     select ${run.id}, ${run.id}, ${run.vendorCode}, ${run.day}::date, d.kind, d.subject, d.fingerprint, d.reference, d.vendor_reference,
@@ -379,7 +384,7 @@ export function findDifference(db: Db, id: string) {
 }
 
 export function countOpenDifferences(db: Db, vendorCode: string, day: string) {
-  return db.oneFirst(sql.type(z.object({ n: z.number() }))`
+  return db.oneFirst(sql.type(countRow)`
     select count(*)::int as n from recon_differences where vendor_code = ${vendorCode} and day = ${day}::date and status = 'OPEN'`);
 }
 

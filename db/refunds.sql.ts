@@ -1,6 +1,7 @@
 // One function per statement on refunds.
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
+import { countRow, idRow, totalRow } from './row-shapes.ts';
 
 export const refundStatus = z.enum(['PENDING', 'SUCCEEDED', 'FAILED']);
 export type RefundStatus = z.infer<typeof refundStatus>;
@@ -61,7 +62,7 @@ export function listMerchantRefunds(db: Db, merchantId: string, filter: RefundFi
       where ${where}
       order by r.created_at desc, r.id desc
       limit ${limit} offset ${(page - 1) * limit}`),
-    db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from refunds r where ${where}`),
+    db.oneFirst(sql.type(countRow)`select count(*)::int as n from refunds r where ${where}`),
   ]);
 }
 
@@ -75,12 +76,12 @@ export function findMerchantRefund(db: Db, merchantId: string, key: { id: string
 
 /** What is already refunded or being refunded on an order (failed refunds give it back). */
 export function refundedAmount(db: Db, orderId: string) {
-  return db.oneFirst(sql.type(z.object({ total: z.number() }))`
+  return db.oneFirst(sql.type(totalRow)`
     select coalesce(sum(amount), 0)::bigint as total from refunds where order_id = ${orderId} and status <> 'FAILED'`);
 }
 
 export function succeededAmount(db: Db, orderId: string) {
-  return db.oneFirst(sql.type(z.object({ total: z.number() }))`
+  return db.oneFirst(sql.type(totalRow)`
     select coalesce(sum(amount), 0)::bigint as total from refunds where order_id = ${orderId} and status = 'SUCCEEDED'`);
 }
 
@@ -160,7 +161,7 @@ export function noteRefundPending(db: Db, id: string, vendorRefundId: string | n
 
 /** PENDING refunds nobody has worked on for a while; touched so each is picked once per period. */
 export function claimStaleRefunds(db: Db, olderThanSeconds: number, limit: number) {
-  return db.anyFirst(sql.type(z.object({ id: z.string() }))`
+  return db.anyFirst(sql.type(idRow)`
     with stale as (
       select id from refunds
       where status = 'PENDING' and unresolved_at is null and updated_at < now() - make_interval(secs => ${olderThanSeconds})

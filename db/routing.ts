@@ -270,9 +270,11 @@ export function forgetScores(): void {
   cache = null;
 }
 
+const demotedNowRow = z.object({ key: z.string() });
+
 /** The vendors demoted per method at the last judgement, as `vendor|method`. */
 async function demotedNow(db: Db): Promise<Set<string>> {
-  const rows = await db.any(sql.type(z.object({ key: z.string() }))`select vendor_code || '|' || method as key from vendor_health where demoted`);
+  const rows = await db.any(sql.type(demotedNowRow)`select vendor_code || '|' || method as key from vendor_health where demoted`);
   return new Set(rows.map((r) => r.key));
 }
 

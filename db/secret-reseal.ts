@@ -49,13 +49,15 @@ function listNotCurrent(db: Db, c: Sealed, current: Buffer, after: string | null
     limit ${BATCH}`);
 }
 
+const replaceSealedRow = z.object({ row_id: z.string() });
+
 function replaceSealed(db: Db, c: Sealed, rows: { rowId: string; old: Buffer; next: Buffer }[]) {
   const table = sql.identifier([c.table]);
   const key = sql.identifier([c.key]);
   const column = sql.identifier([c.column]);
   // Rows are locked in key order first (a fixed order), so two runs, or a run and another
   // transaction locking several of these rows in order, cannot deadlock.
-  return db.anyFirst(sql.type(z.object({ row_id: z.string() }))`
+  return db.anyFirst(sql.type(replaceSealedRow)`
     with batch as (
       select * from ${sql.unnest(rows.map((r) => [r.rowId, r.old.toString('hex'), r.next.toString('hex')]), [c.keyType, 'text', 'text'])}
         as b(row_id, old_hex, next_hex)

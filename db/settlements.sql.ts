@@ -4,6 +4,7 @@
 import type { FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
+import { countRow, idRow } from './row-shapes.ts';
 
 export const settlementStatus = z.enum(['PENDING', 'PROCESSING', 'PAID', 'FAILED', 'CANCELLED']);
 export type SettlementStatus = z.infer<typeof settlementStatus>;
@@ -90,9 +91,11 @@ export function lockSettleableOrders(db: Db, m: { merchantId: string; periodEnd:
     from c`);
 }
 
+const markOrdersSettledRow = z.object({ order_count: z.number(), gross_amount: z.number() });
+
 /** Marks the same orders settled by the settlement; returns how many (and their gross, to cross-check). */
 export function markOrdersSettled(db: Db, m: { merchantId: string; periodEnd: Date; accrualAccountId: number; settlementId: string }) {
-  return db.one(sql.type(z.object({ order_count: z.number(), gross_amount: z.number() }))`
+  return db.one(sql.type(markOrdersSettledRow)`
     with marked as (
       update orders o set is_settled = true, settlement_id = ${m.settlementId}, updated_at = now()
       from ledger_transfers t, ledger_postings p
@@ -186,13 +189,15 @@ export function lockSettlement(db: Db, where: { id: string } | { refCode: string
   return db.maybeOne(sql.type(settlementRow)`select ${columns} from settlements s where ${match} for update`);
 }
 
+const lockSettlementAttemptRow = settlementRow.extend({ attempt_vendors: z.array(z.string()).nullable() });
+
 /**
  * A settlement by its ref_code whatever its current attempt, locked, with the vendors the given
  * attempt's reference was sent to (payout_references; empty when not known). For a vendor's
  * word on an attempt that is not the current one.
  */
 export function lockSettlementAttempt(db: Db, where: { refCode: string; attempt: number }, reference: string) {
-  return db.maybeOne(sql.type(settlementRow.extend({ attempt_vendors: z.array(z.string()).nullable() }))`
+  return db.maybeOne(sql.type(lockSettlementAttemptRow)`
     select ${columns}, (select pr.vendors from payout_references pr where pr.reference = ${reference} and pr.kind = 'SETTLEMENT' and pr.payout_id = s.id) as attempt_vendors
     from settlements s where s.ref_code = ${where.refCode} and s.payout_attempt > ${where.attempt}
     for update of s`);
@@ -209,7 +214,7 @@ export function listMerchantSettlements(db: Db, merchantId: string, page: number
       select ${columns} from settlements s where s.merchant_id = ${merchantId}
       order by s.created_at desc, s.id desc
       limit ${limit} offset ${(page - 1) * limit}`),
-    db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from settlements where merchant_id = ${merchantId}`),
+    db.oneFirst(sql.type(countRow)`select count(*)::int as n from settlements where merchant_id = ${merchantId}`),
   ]);
 }
 
@@ -230,7 +235,7 @@ export function listSettlements(db: Db, f: { merchantId: string | null; date: st
  * settleable orders, or a failed refund to give back. Ordered, so reruns walk them alike.
  */
 export function merchantsToSettle(db: Db, periodEnd: Date, merchantId: string | null) {
-  return db.anyFirst(sql.type(z.object({ id: z.string() }))`
+  return db.anyFirst(sql.type(idRow)`
     select m.id from merchants m
     where m.settlement_type = 'MANUAL' and m.status = 'ACTIVE'
       and (${merchantId}::uuid is null or m.id = ${merchantId}::uuid)
@@ -280,9 +285,11 @@ export function changeStatus(db: Db, id: string, change: StatusChange) {
     select ${columns} from s`);
 }
 
+const releaseSettlementRow = z.object({ orders: z.number(), refunds: z.number(), give_backs: z.number() });
+
 /** A cancelled settlement lets go of its orders and refunds, so the day can be built again. */
 export function releaseSettlement(db: Db, id: string) {
-  return db.one(sql.type(z.object({ orders: z.number(), refunds: z.number(), give_backs: z.number() }))`
+  return db.one(sql.type(releaseSettlementRow)`
     with orders_freed as (
       update orders set is_settled = false, settlement_id = null, updated_at = now() where settlement_id = ${id} returning 1
     ), refunds_freed as (

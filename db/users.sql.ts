@@ -52,6 +52,8 @@ export function findUser(db: Db, id: string) {
   return db.maybeOne(sql.type(userRow)`select ${columns} from merchant_users where id = ${id}`);
 }
 
+const lockTeamRow = z.object({ id: z.string(), role });
+
 /**
  * Locks every current user of the merchant, in id order so two team changes of one merchant
  * queue up instead of deadlocking. The last-owner rule is checked on these locked rows: two
@@ -59,7 +61,7 @@ export function findUser(db: Db, id: string) {
  * A team is tens of rows; new rows inserted meanwhile can only add owners, never remove one.
  */
 export function lockTeam(db: Db, merchantId: string) {
-  return db.any(sql.type(z.object({ id: z.string(), role }))`
+  return db.any(sql.type(lockTeamRow)`
     select id, role from merchant_users
     where merchant_id = ${merchantId} and removed_at is null
     order by id
@@ -111,9 +113,11 @@ export function revokeKey(db: Db, keyId: string) {
     returning id, merchant_id, user_id, created_at, revoked_at`);
 }
 
+const countLiveKeysRow = z.object({ user_id: z.string(), live_keys: z.number() });
+
 /** Live keys per current user of the merchant (for the operator's listing). */
 export function countLiveKeys(db: Db, merchantId: string) {
-  return db.any(sql.type(z.object({ user_id: z.string(), live_keys: z.number() }))`
+  return db.any(sql.type(countLiveKeysRow)`
     select user_id, count(*)::int as live_keys from api_keys
     where merchant_id = ${merchantId} and revoked_at is null
     group by user_id`);

@@ -119,9 +119,11 @@ export function readRecentOutcomes(db: Db, windowSeconds: number): Promise<reado
     where bucket_start > now() - make_interval(secs => ${windowSeconds})`);
 }
 
+const readOutcomeTimelineRow = z.object({ bucket_ms: z.number(), vendor_code: z.string(), calls: z.number(), ok: z.number(), unknown: z.number(), failed: z.number() });
+
 /** A's share over time, for the routing bench: calls per bucket and vendor of one method since `since`. */
 export function readOutcomeTimeline(db: Db, method: string, since: Date) {
-  return db.any(sql.type(z.object({ bucket_ms: z.number(), vendor_code: z.string(), calls: z.number(), ok: z.number(), unknown: z.number(), failed: z.number() }))`
+  return db.any(sql.type(readOutcomeTimelineRow)`
     select (extract(epoch from bucket_start) * 1000)::int8 as bucket_ms, vendor_code, sum(ok + failed + unknown)::int as calls, sum(ok)::int as ok, sum(unknown)::int as unknown, sum(failed)::int as failed
     from vendor_outcomes
     where method = ${method} and bucket_start >= ${since.toISOString()}::timestamptz

@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { sql, type Db } from './pool.ts';
 import type { SealedPlace, Sealer } from './secrets.ts';
+import { codeRow, countRow, idRow } from './row-shapes.ts';
 
 /** A vendor as the adapters see it, credentials opened. */
 export interface VendorRecord {
@@ -113,7 +114,7 @@ export type Removal =
  */
 export async function removeVendor(db: Db, sealer: Sealer, code: string, options: { force?: boolean } = {}): Promise<Removal> {
   return db.transaction(async (tx): Promise<Removal> => {
-    const found = await tx.maybeOneFirst(sql.type(z.object({ code: z.string() }))`
+    const found = await tx.maybeOneFirst(sql.type(codeRow)`
       select code from vendors where code = ${code} and removed_at is null for update`);
     if (found === null) return { outcome: 'unknown' };
     const held = await vendorInFlight(tx, code);
@@ -129,7 +130,7 @@ export async function removeVendor(db: Db, sealer: Sealer, code: string, options
 }
 
 export async function setVendorEnabled(db: Db, code: string, enabled: boolean): Promise<boolean> {
-  const updated = await db.maybeOneFirst(sql.type(z.object({ code: z.string() }))`
+  const updated = await db.maybeOneFirst(sql.type(codeRow)`
     update vendors set enabled = ${enabled}, updated_at = now() where code = ${code} and removed_at is null returning code`);
   return updated !== null;
 }
@@ -139,7 +140,7 @@ export async function setVendorEnabled(db: Db, code: string, enabled: boolean): 
  * holds): a stack holding one says so in /healthz and its startup log.
  */
 export async function sandboxVendorCodes(db: Db): Promise<readonly string[]> {
-  return db.anyFirst(sql.type(z.object({ code: z.string() }))`
+  return db.anyFirst(sql.type(codeRow)`
     select code from vendors where sandbox and removed_at is null order by code`);
 }
 
@@ -173,6 +174,8 @@ export type RouteMode = z.infer<typeof routeMode>;
 /** A routed vendor, with the priority its route gives it (lower first). */
 export type RoutedVendor = VendorRecord & { priority: number };
 
+const routeOfRow = vendorRow.extend({ priority: z.number(), mode: routeMode });
+
 /**
  * The route for a merchant and method: the merchant's own routes when it has any for this
  * method, else the platform default routes; its enabled vendors in priority order, and its mode
@@ -180,7 +183,7 @@ export type RoutedVendor = VendorRecord & { priority: number };
  * adaptive route reorders them is db/routing.ts.
  */
 export async function routeOf(db: Db, sealer: Sealer, merchantId: string, method: RouteMethod): Promise<{ mode: RouteMode; vendors: RoutedVendor[] }> {
-  const rows = await db.any(sql.type(vendorRow.extend({ priority: z.number(), mode: routeMode }))`
+  const rows = await db.any(sql.type(routeOfRow)`
     with own as (
       select vendor_code, priority from vendor_routes where merchant_id = ${merchantId} and method = ${method}
     ), chosen as (
@@ -208,7 +211,7 @@ export async function routeVendors(db: Db, sealer: Sealer, merchantId: string, m
  * waits until the record handed over is committed (and counted by removeVendor's in-flight check).
  */
 export async function holdUsableVendor(db: Db, code: string): Promise<boolean> {
-  const row = await db.maybeOneFirst(sql.type(z.object({ code: z.string() }))`
+  const row = await db.maybeOneFirst(sql.type(codeRow)`
     select code from vendors where code = ${code} and enabled and removed_at is null for share`);
   return row !== null;
 }
@@ -231,7 +234,7 @@ export async function setRouteMode(db: Db, input: { merchantId: string | null; m
 }
 
 export async function removeRoute(db: Db, input: { merchantId: string | null; method: RouteMethod; vendorCode: string }): Promise<boolean> {
-  const removed = await db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+  const removed = await db.maybeOneFirst(sql.type(idRow)`
     delete from vendor_routes
     where merchant_id is not distinct from ${input.merchantId} and method = ${input.method} and vendor_code = ${input.vendorCode}
     returning id`);
@@ -250,12 +253,14 @@ export function storedEventId(eventId: string): string {
   return eventId.length <= MAX_EVENT_ID ? eventId : `sha256:${createHash('sha256').update(eventId).digest('hex')}`;
 }
 
+const recordCallbackRow = z.object({ event_id: z.string() });
+
 /** Records a verified callback; false when this event id was seen before (a duplicate). */
 export async function recordCallback(
   db: Db,
   input: { vendorCode: string; eventId: string; type: string; reference: string; payload: unknown },
 ): Promise<boolean> {
-  const inserted = await db.maybeOneFirst(sql.type(z.object({ event_id: z.string() }))`
+  const inserted = await db.maybeOneFirst(sql.type(recordCallbackRow)`
     insert into vendor_callbacks (vendor_code, event_id, type, reference, payload)
     values (${input.vendorCode}, ${storedEventId(input.eventId)}, ${input.type}, ${input.reference}, ${sql.jsonb(input.payload as never)})
     on conflict do nothing
@@ -267,7 +272,7 @@ export async function recordCallback(
 
 /** Callbacks received before `before` that still hold their payload. */
 export function countCallbackPayloads(db: Db, before: Date) {
-  return db.oneFirst(sql.type(z.object({ n: z.number() }))`
+  return db.oneFirst(sql.type(countRow)`
     select count(*)::bigint as n from vendor_callbacks where received_at < ${before.toISOString()}::timestamptz and payload is not null`);
 }
 
@@ -276,7 +281,7 @@ export function countCallbackPayloads(db: Db, before: Date) {
  * event id), which recognises a repeated callback, stays until deleteCallbackKeys.
  */
 export function dropCallbackPayloads(db: Db, before: Date, batch: number) {
-  return db.oneFirst(sql.type(z.object({ n: z.number() }))`
+  return db.oneFirst(sql.type(countRow)`
     with dropped as (
       update vendor_callbacks c set payload = null
       from (select vendor_code, event_id from vendor_callbacks
@@ -289,13 +294,13 @@ export function dropCallbackPayloads(db: Db, before: Date, batch: number) {
 }
 
 export function countCallbackKeys(db: Db, before: Date) {
-  return db.oneFirst(sql.type(z.object({ n: z.number() }))`
+  return db.oneFirst(sql.type(countRow)`
     select count(*)::bigint as n from vendor_callbacks where received_at < ${before.toISOString()}::timestamptz`);
 }
 
 /** Deletes up to `batch` callback keys received before `before`: long past any vendor's retries. */
 export function deleteCallbackKeys(db: Db, before: Date, batch: number) {
-  return db.oneFirst(sql.type(z.object({ n: z.number() }))`
+  return db.oneFirst(sql.type(countRow)`
     with gone as (
       delete from vendor_callbacks where (vendor_code, event_id) in (
         select vendor_code, event_id from vendor_callbacks where received_at < ${before.toISOString()}::timestamptz

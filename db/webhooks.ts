@@ -13,6 +13,7 @@ import type { PgBoss } from 'pg-boss';
 import { z } from 'zod';
 import { sql, type Db, type Pool } from './pool.ts';
 import { inTransaction } from './queue.ts';
+import { countRow } from './row-shapes.ts';
 
 /** The pg-boss queue of delivery attempts (its contract is in db/queue.ts). */
 export const WEBHOOK_QUEUE = 'webhook-deliver';
@@ -54,6 +55,8 @@ export function deliveryJob(id: string, url: string, startAfter?: number) {
   return { data: { delivery_id: id }, group: { id: destinationOf(url) }, ...(startAfter === undefined ? {} : { startAfter }) };
 }
 
+const deliveryTargetRow = z.object({ id: z.string(), url: z.string() });
+
 /**
  * Writes deliveries (skipping those with no URL at all) and queues their first attempt.
  * `tx` must be the caller's open transaction.
@@ -65,7 +68,7 @@ export async function enqueueWebhooks(tx: Db, boss: PgBoss, deliveries: NewDeliv
     const id = randomUUID();
     return [id, d.merchantId, d.orderId, d.disbursementId ?? null, d.settlementId ?? null, d.exportId ?? null, d.event, d.url, stampedBody(d.body, id, at), d.sample ?? false];
   });
-  const written = await tx.any(sql.type(z.object({ id: z.string(), url: z.string() }))`
+  const written = await tx.any(sql.type(deliveryTargetRow)`
     insert into webhook_deliveries (id, merchant_id, order_id, disbursement_id, settlement_id, export_id, event, url, body, sample)
     select d.id, d.merchant_id, d.order_id, d.disbursement_id, d.settlement_id, d.export_id, d.event, coalesce(d.url, m.notify_url), d.body, d.sample
     from ${sql.unnest(rows, ['uuid', 'uuid', 'uuid', 'uuid', 'uuid', 'uuid', 'text', 'text', 'text', 'bool'])}
@@ -172,6 +175,8 @@ export interface AttemptRecord {
   retryInSeconds: number | null;
 }
 
+const recordAttemptsRow = z.object({ delivery_id: z.string(), attempt: z.number() });
+
 /**
  * Records a batch of attempts in one statement: each delivery moves on (DELIVERED on success;
  * else PENDING with its next attempt time, or FAILED when the schedule is exhausted) and gets
@@ -181,7 +186,7 @@ export interface AttemptRecord {
 export async function recordAttempts(tx: Db, records: readonly AttemptRecord[]): Promise<Map<string, number>> {
   if (records.length === 0) return new Map();
   const rows = records.map((a) => [a.deliveryId, a.ok, a.statusCode, Math.round(a.latencyMs), a.error, a.ok ? null : a.retryInSeconds]);
-  const recorded = await tx.any(sql.type(z.object({ delivery_id: z.string(), attempt: z.number() }))`
+  const recorded = await tx.any(sql.type(recordAttemptsRow)`
     with a as (
       select * from ${sql.unnest(rows, ['uuid', 'bool', 'int4', 'int4', 'text', 'int4'])}
         as a(id, ok, status_code, latency_ms, error, retry_in)
@@ -209,7 +214,7 @@ export async function recordAttempts(tx: Db, records: readonly AttemptRecord[]):
  */
 export function resendDelivery(pool: Pool, boss: PgBoss, id: string): Promise<boolean> {
   return pool.transaction(async (tx) => {
-    const reopened = await tx.maybeOne(sql.type(z.object({ id: z.string(), url: z.string() }))`
+    const reopened = await tx.maybeOne(sql.type(deliveryTargetRow)`
       update webhook_deliveries set status = 'PENDING', next_attempt_at = now(), updated_at = now()
       where id = ${id} returning id, url`);
     if (!reopened) return false;
@@ -259,7 +264,7 @@ export async function listMerchantDeliveries(db: Db, merchantId: string, filter:
       order by w.created_at desc, w.id desc limit ${limit} offset ${(page - 1) * limit}`),
     // The kept counts (webhook_delivery_counts, migration 104): counting the deliveries took
     // 72-146 ms for a merchant with 250,000 of them.
-    db.oneFirst(sql.type(z.object({ n: z.number() }))`
+    db.oneFirst(sql.type(countRow)`
       select coalesce(sum(n), 0)::int as n from webhook_delivery_counts
       where merchant_id = ${merchantId}
         ${filter.status ? sql.fragment`and status = ${filter.status}` : sql.fragment``}
@@ -288,6 +293,8 @@ export function listDeliveriesByRef(db: Db, ref: string) {
     order by w.created_at, w.id`);
 }
 
+const recentSamplesRow = z.object({ count: z.number(), free_in: z.number().nullable() });
+
 /**
  * The merchant's sample deliveries of the last `windowSeconds`, counted under a transaction lock
  * per merchant (so two requests cannot both take the last place), and how many seconds until the
@@ -295,7 +302,7 @@ export function listDeliveriesByRef(db: Db, ref: string) {
  */
 export async function recentSamples(tx: Db, merchantId: string, windowSeconds: number): Promise<{ count: number; freeInSeconds: number }> {
   await tx.query(sql.unsafe`select pg_advisory_xact_lock(hashtext('webhook-samples'), hashtext(${merchantId}))`);
-  const row = await tx.one(sql.type(z.object({ count: z.number(), free_in: z.number().nullable() }))`
+  const row = await tx.one(sql.type(recentSamplesRow)`
     select count(*)::int as count,
            ceil(extract(epoch from min(created_at) + make_interval(secs => ${windowSeconds}) - now()))::int as free_in
     from webhook_deliveries
@@ -311,9 +318,11 @@ export function ensureAttemptPartitions(db: Db, ahead: number) {
     select webhook_attempts_month(now() + make_interval(months => m)) from generate_series(0, ${ahead}) as m`);
 }
 
+const attemptMonthsEndedBeforeRow = z.object({ name: z.string(), month_end: z.date() });
+
 /** The monthly partitions of webhook_attempts whose month ended before `before`, oldest first, with their rows. */
 export async function attemptMonthsEndedBefore(db: Db, before: Date) {
-  const months = await db.any(sql.type(z.object({ name: z.string(), month_end: z.date() }))`
+  const months = await db.any(sql.type(attemptMonthsEndedBeforeRow)`
     select c.relname as name,
            (to_date(right(c.relname, 8), '"y"YYYY"m"MM') + interval '1 month')::timestamp at time zone 'UTC' as month_end
     from pg_inherits i join pg_class c on c.oid = i.inhrelid
@@ -324,7 +333,7 @@ export async function attemptMonthsEndedBefore(db: Db, before: Date) {
 
 /** Rows in one partition (named by attemptMonthsEndedBefore). */
 export function countAttemptPartition(db: Db, name: string) {
-  return db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::bigint as n from ${sql.identifier([name])}`);
+  return db.oneFirst(sql.type(countRow)`select count(*)::bigint as n from ${sql.identifier([name])}`);
 }
 
 /**
@@ -344,7 +353,7 @@ const endedBefore = (before: Date) =>
   sql.fragment`created_at < ${before.toISOString()}::timestamptz and status <> 'PENDING' and updated_at < ${before.toISOString()}::timestamptz`;
 
 export function countEndedDeliveries(db: Db, before: Date) {
-  return db.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::bigint as n from webhook_deliveries where ${endedBefore(before)}`);
+  return db.oneFirst(sql.type(countRow)`select count(*)::bigint as n from webhook_deliveries where ${endedBefore(before)}`);
 }
 
 /**
@@ -353,7 +362,7 @@ export function countEndedDeliveries(db: Db, before: Date) {
  * its own transaction; SKIP LOCKED passes over a row a resend is reopening.
  */
 export function deleteEndedDeliveries(db: Db, before: Date, batch: number) {
-  return db.oneFirst(sql.type(z.object({ n: z.number() }))`
+  return db.oneFirst(sql.type(countRow)`
     with gone as (
       delete from webhook_deliveries where id in (
         select id from webhook_deliveries where ${endedBefore(before)} limit ${batch} for update skip locked)
