@@ -389,9 +389,14 @@ export async function confirmAttempts(db: Db, cs: readonly Confirmation[], chann
       select * from ${sql.unnest(
         cs.map((c) => [c.orderId, c.vendorCode, c.vendorOrderId, c.qrisString, c.source, JSON.stringify(c.detail ?? null), c.responseBody, c.settle?.id ?? null, c.settle?.retryCount ?? null]),
         ['uuid', 'text', 'text', 'text', 'text', 'text', 'text', 'uuid', 'int4'],
-      )} as t(c_id, c_vendor, c_vendor_order, c_qris, c_source, c_detail, c_body, c_job, c_retry)
+      )} with ordinality as t(c_id, c_vendor, c_vendor_order, c_qris, c_source, c_detail, c_body, c_job, c_retry, c_ord)
+    ), chosen as materialized (
+      -- One confirmation per order: two of one order in a batch (two attempts of its job) would
+      -- otherwise each write an order.created event, and the order, its event and the key's
+      -- answer could take their vendor from different ones. The first in the batch is the one.
+      select distinct on (c_id) * from input order by c_id, c_ord
     ), locked as materialized (
-      select o.id from orders o join input i on o.id = i.c_id
+      select o.id from orders o join chosen i on o.id = i.c_id
       where o.status = 'CREATING'
       order by order_counts_stripe(o.id), o.merchant_id, o.id
       for no key update of o
@@ -399,21 +404,22 @@ export async function confirmAttempts(db: Db, cs: readonly Confirmation[], chann
       update orders
       set status = 'PENDING', vendor_code = i.c_vendor, vendor_order_id = i.c_vendor_order,
           qris_string = i.c_qris, pending_vendor = null, updated_at = now()
-      from locked l join input i on i.c_id = l.id
+      from locked l join chosen i on i.c_id = l.id
       where orders.id = l.id and orders.status = 'CREATING'
       returning orders.id
     ), event as (
       insert into order_events (order_id, status, event, source, detail)
-      select c.id, 'PENDING', 'order.created', i.c_source, i.c_detail::jsonb from confirmed c join input i on i.c_id = c.id
+      select c.id, 'PENDING', 'order.created', i.c_source, i.c_detail::jsonb from confirmed c join chosen i on i.c_id = c.id
     ), answer as (
       update idempotency_keys k set response_status = 201, response_body = i.c_body
-      from confirmed c join input i on i.c_id = c.id
+      from confirmed c join chosen i on i.c_id = c.id
       where k.order_id = c.id and k.response_body is null
       returning k.order_id, k.response_body
     ), settled_jobs as (
-      -- The jobs of the attempts confirmed here, with the output the worker would have given them.
-      select i.c_job as job_id, i.c_retry as retry_count, jsonb_build_object('confirmed', i.c_vendor) as output
-      from confirmed c join input i on i.c_id = c.id
+      -- The jobs of the attempts confirmed here (every attempt of a confirmed order: its work is
+      -- done), each with the output the worker would have given it: the vendor the order took.
+      select i.c_job as job_id, i.c_retry as retry_count, jsonb_build_object('confirmed', ch.c_vendor) as output
+      from confirmed c join input i on i.c_id = c.id join chosen ch on ch.c_id = c.id
       where i.c_job is not null
     ), ${completed}
     -- The notification carries the answer just stored (when it fits NOTIFY's 8,000 bytes), so

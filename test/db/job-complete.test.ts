@@ -91,7 +91,7 @@ t.test('an attempt not confirmed (no longer CREATING): its job is not completed 
   t.equal((await jobRow(job.id)).state, 'active', 'left for the work loop, which settles what the handler returns');
 });
 
-t.test('two attempts of one job confirming in one batch: the attempt still held completes it, and only it is told so', async (t) => {
+t.test('two attempts of one job confirming in one batch: one confirmation counts; the attempt still held completes the job, and only it is told so', async (t) => {
   const { orderId, job } = await heldAttempt();
   // Retried elsewhere while this attempt's vendor call ran: the job's current attempt is the next one.
   await client.query(`update pgboss.job set retry_count = retry_count + 1 where id = $1`, [job.id]);
@@ -104,5 +104,11 @@ t.test('two attempts of one job confirming in one batch: the attempt still held 
   t.same(results.map((r) => r.settled), [false, true], 'the stale attempt is not told its job was completed; the current one is');
   const row = await jobRow(job.id);
   t.equal(row.state, 'completed');
-  t.same(row.output, { confirmed: 'simb' }, "the current attempt's output");
+  // One confirmation of the order counts, the first in the batch: the order, its one event and
+  // the job's output all name its vendor.
+  const order = (await client.query(`select vendor_code from orders where id = $1`, [orderId])).rows[0];
+  t.equal(order.vendor_code, 'sim', 'the order takes the first confirmation');
+  const events = (await client.query(`select detail from order_events where order_id = $1 and event = 'order.created'`, [orderId])).rows;
+  t.same(events.map((e) => e.detail), [{ vendor: 'sim' }], 'one order.created event, of that confirmation');
+  t.same(row.output, { confirmed: 'sim' }, 'the job output names the vendor the order took');
 });
