@@ -444,6 +444,13 @@ t.test('registry', async (t) => {
   t.match(value(await g.queryQris('ORD-NOPE')), { status: 'NOT_FOUND' });
   t.throws(() => gatewayFor({ ...sim.vendor(), kind: 'paypal' }), /no adapter for kind paypal/);
   t.throws(() => gatewayFor({ ...sim.vendor(), credentials: {} }), /secret is required/);
+  // Built once per configuration (the vendor worker asks per job); a changed one is built anew.
+  t.equal(gatewayFor({ ...sim.vendor() }), g, 'the same configuration: the adapter built before');
+  t.not(gatewayFor(sim.vendor(), { timeoutMs: 1234 }), g, 'another timeout: another adapter');
+  const rotated = gatewayFor({ ...sim.vendor(), credentials: { ...sim.vendor().credentials, secret: 'not-the-secret' } });
+  t.not(rotated, g, 'another secret: another adapter');
+  t.match(await rotated.queryQris('ORD-NOPE'), { kind: 'failed', reason: /401/ }, 'which signs with the new secret');
+  t.match(value(await gatewayFor(sim.vendor()).queryQris('ORD-NOPE')), { status: 'NOT_FOUND' }, 'and the first still with its own');
 });
 
 t.test('the simulator as its own process', async (t) => {
