@@ -368,12 +368,14 @@ export interface SettleJob {
   retryCount: number;
 }
 
-const confirmAttemptsRow = z.object({ id: z.string(), jobs: z.array(z.string()) });
+const confirmAttemptsRow = z.object({ id: z.string(), chosen: z.number(), jobs: z.array(z.string()) });
 
 /**
  * Many attempts' confirmations in one statement (db/orders.ts gathers those finishing together):
- * for each, whether it was confirmed (false: it was not CREATING any more) and whether its job
- * was completed with it (`settle`: still held at the attempt the worker fetched). The rows
+ * for each, whether it was confirmed (false: it was not CREATING any more, or another
+ * confirmation of the same order came first in the batch) and whether its job was completed with
+ * it (`settle`: still held at the attempt the worker fetched; the jobs of every attempt of an
+ * order confirmed here are, whichever confirmation the order took). The rows
  * are locked in the order of their order_counts counter (stripe, merchant), and the update walks
  * them in that order (the plan drives it from the locked rows), so the per-row count trigger
  * locks the counters in one order in every batch: two batches wait on each other rather than
@@ -424,15 +426,22 @@ export async function confirmAttempts(db: Db, cs: readonly Confirmation[], chann
     ), ${completed}
     -- The notification carries the answer just stored (when it fits NOTIFY's 8,000 bytes), so
     -- the waiting request sends it without reading it back: the id, a newline, the answer.
-    select c.id, pg_notify(${channel}, c.id::text || coalesce(
+    select c.id, (select ch.c_ord from chosen ch where ch.c_id = c.id)::int as chosen, pg_notify(${channel}, c.id::text || coalesce(
              (select chr(10) || a.response_body from answer a where a.order_id = c.id and octet_length(a.response_body) <= ${NOTIFIED_ANSWER_MAX_BYTES} limit 1), '')) as notified,
            -- The job attempts completed for this order: two confirmations of one order in a
            -- batch (two attempts of its job) each learn whether their own was.
            array(select j.id::text || ':' || j.retry_count from input i join ${sql.identifier([JOBS_COMPLETED])} j on j.id = i.c_job and j.retry_count = i.c_retry
                  where i.c_id = c.id) as jobs
     from confirmed c`);
-  const byId = new Map(rows.map((r) => [r.id, new Set(r.jobs)]));
-  return cs.map((c) => ({ confirmed: byId.has(c.orderId), settled: c.settle !== undefined && byId.get(c.orderId)?.has(`${c.settle.id}:${c.settle.retryCount}`) === true }));
+  const byId = new Map(rows.map((r) => [r.id, { chosen: r.chosen, jobs: new Set(r.jobs) }]));
+  return cs.map((c, i) => {
+    const row = byId.get(c.orderId);
+    return {
+      // Only the confirmation the order took (ordinality counts from 1); another of the same order is told no, as in a later batch.
+      confirmed: row?.chosen === i + 1,
+      settled: c.settle !== undefined && row?.jobs.has(`${c.settle.id}:${c.settle.retryCount}`) === true,
+    };
+  });
 }
 
 /**

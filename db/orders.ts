@@ -173,9 +173,10 @@ const confirmer = perPool((db: Db, cs: Confirmation[]) => confirmAttempts(db, cs
  * shared with the confirmations finishing at the same time, on the hottest path. `attempt` is the CREATING row as the worker loaded
  * it; nothing the response shows changes while an attempt is CREATING, so the response is
  * rendered from it (`baseUrl`: the public URL it links to). With `settle`, the worker's job is
- * completed in that statement too. Returns 'settled' (confirmed, and the job completed),
- * 'confirmed', or false when the attempt was already resolved (a duplicate job, or a payment
- * that came first: completePaidAttempt).
+ * completed in that statement too. Returns 'settled' when the job was completed there (the
+ * order confirmed by this attempt or, two attempts of one job meeting in one batch, by the
+ * other), 'confirmed', or false when the attempt was already resolved (a duplicate job, or a
+ * payment that came first: completePaidAttempt).
  */
 export async function confirmOrder(
   db: Db,
@@ -201,7 +202,9 @@ export async function confirmOrder(
   // Not an attempt any more. If it was paid meanwhile (the payer was quicker than the vendor's
   // answer), the vendor holding it now gives the QR it made; nothing else changes.
   await completePaidAttempt(db, { orderId: attempt.id, ...vendor });
-  return false;
+  // Its job may still have ended in the statement, with the confirmation the order took: the
+  // work loop must then leave it.
+  return settled ? 'settled' : false;
 }
 
 /** No vendor produced a QR (or none is routed): the attempt fails and frees its id. */

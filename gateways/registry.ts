@@ -3,6 +3,7 @@
 // Every adapter comes back measured (one place for every vendor): each call's duration and
 // outcome, by vendor code and operation; a call that throws counts as unknown. Calls that start
 // something (a QR, a payout) are also counted for adaptive routing (db/vendor-outcomes.ts).
+import { createHash } from 'node:crypto';
 import { observeVendorCall } from '../db/metrics.ts';
 import { recordVendorOutcome } from '../db/vendor-outcomes.ts';
 import type { Gateway, Outcome, VendorRecord } from './gateway.ts';
@@ -33,7 +34,8 @@ const built = new Map<string, Gateway>();
 const BUILT_MAX = 1_000;
 
 export function gatewayFor(vendor: VendorRecord, options: { timeoutMs?: number } = {}): Gateway {
-  const key = JSON.stringify([vendor.kind, vendor.code, vendor.baseUrl, vendor.credentials, options.timeoutMs ?? null]);
+  // A digest, so the map's keys hold no credentials (an old secret's adapter goes when the map is cleared).
+  const key = createHash('sha256').update(JSON.stringify([vendor.kind, vendor.code, vendor.baseUrl, vendor.credentials, options.timeoutMs ?? null])).digest('base64');
   const hit = built.get(key);
   if (hit) return hit;
   const create = adapters[vendor.kind];

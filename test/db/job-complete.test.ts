@@ -2,6 +2,7 @@
 // in its own statement (db/orders.sql.ts confirmAttempts with db/job-complete.ts): the job ends
 // as pg-boss's own complete leaves it, column for column, and only a job still held at the
 // attempt the worker fetched, of an attempt this statement confirmed, is completed.
+import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import type { Job } from 'pg-boss';
 import { completionFor } from '../../db/job-complete.ts';
@@ -17,9 +18,10 @@ for (const code of ['sim', 'simb']) await upsertVendor(pool, sealer, { code, kin
 const completion = await completionFor(boss, 'order-create');
 
 /** A CREATING attempt and its order-create job, fetched by a worker: as the vendor worker holds it. */
-async function heldAttempt(): Promise<{ orderId: string; job: Job<unknown> }> {
+async function heldAttempt(key: string | null = null): Promise<{ orderId: string; job: Job<unknown> }> {
   const o = newAttempt(merchantId);
-  await insertOrderAndQueue(pool, null, o, (await jobsFor(boss, 'order-create'))('inserted', [{ order_id: o.id, merchant_id: merchantId }]));
+  const claim = key === null ? null : { merchantId, key, requestHash: Buffer.alloc(32, 7) };
+  await insertOrderAndQueue(pool, claim, o, (await jobsFor(boss, 'order-create'))('inserted', [{ order_id: o.id, merchant_id: merchantId }]));
   const [job] = await boss.fetch('order-create', { batchSize: 1 });
   t.equal((job.data as { order_id: string }).order_id, o.id, 'the fetched job is the attempt just made');
   return { orderId: o.id, job };
@@ -32,7 +34,7 @@ const confirmation = (orderId: string, vendorCode = 'sim'): Confirmation => ({
   qrisString: 'qris',
   source: 'vendor-worker',
   detail: { vendor: vendorCode },
-  responseBody: '{}',
+  responseBody: JSON.stringify({ vendor: vendorCode }),
 });
 const settling = (c: Confirmation, job: Job<unknown>): Confirmation => ({ ...c, settle: { completion, id: job.id, retryCount: job.retryCount } });
 const jobRow = async (id: string) => (await client.query(`select * from pgboss.job where id = $1`, [id])).rows[0];
@@ -92,7 +94,8 @@ t.test('an attempt not confirmed (no longer CREATING): its job is not completed 
 });
 
 t.test('two attempts of one job confirming in one batch: one confirmation counts; the attempt still held completes the job, and only it is told so', async (t) => {
-  const { orderId, job } = await heldAttempt();
+  const key = randomUUID();
+  const { orderId, job } = await heldAttempt(key);
   // Retried elsewhere while this attempt's vendor call ran: the job's current attempt is the next one.
   await client.query(`update pgboss.job set retry_count = retry_count + 1 where id = $1`, [job.id]);
   const current = { ...job, retryCount: job.retryCount + 1 };
@@ -101,6 +104,7 @@ t.test('two attempts of one job confirming in one batch: one confirmation counts
     [settling(confirmation(orderId, 'sim'), job), settling(confirmation(orderId, 'simb'), current)],
     ORDER_OUTCOME_CHANNEL,
   );
+  t.same(results.map((r) => r.confirmed), [true, false], 'only the confirmation the order took is told it confirmed');
   t.same(results.map((r) => r.settled), [false, true], 'the stale attempt is not told its job was completed; the current one is');
   const row = await jobRow(job.id);
   t.equal(row.state, 'completed');
@@ -111,4 +115,6 @@ t.test('two attempts of one job confirming in one batch: one confirmation counts
   const events = (await client.query(`select detail from order_events where order_id = $1 and event = 'order.created'`, [orderId])).rows;
   t.same(events.map((e) => e.detail), [{ vendor: 'sim' }], 'one order.created event, of that confirmation');
   t.same(row.output, { confirmed: 'sim' }, 'the job output names the vendor the order took');
+  const answer = (await client.query(`select response_body from idempotency_keys where merchant_id = $1 and key = $2`, [merchantId, key])).rows[0];
+  t.same(JSON.parse(answer.response_body), { vendor: 'sim' }, "the key's stored answer is that confirmation's");
 });
