@@ -26,7 +26,8 @@ export const vendorKinds = Object.keys(adapters);
 
 // Adapters built, by everything one is built from. Building one costs more than many calls
 // through it (a signing key prepared, a child logger, the measured wrappers), and the vendor
-// worker asks for one per job: about 0.1 ms of its CPU per order. A vendor whose base URL or
+// worker asks for one per job (with the simulator the saving is within the bench's noise;
+// docs/performance.md). A vendor whose base URL or
 // credentials changed is another key, so it gets an adapter of its own; adapters hold no state
 // of a call between calls (SNAP's access tokens are kept by the client module, by vendor).
 const built = new Map<string, Gateway>();
