@@ -1,8 +1,8 @@
 // webhook-deliver: delivery attempts of outbox rows, and their record.
 //
 // The body is the stored bytes (the same on every attempt); the signature headers are made
-// fresh per attempt. Requests to one destination (a URL's origin) share a keep-alive agent, so
-// a burst to one merchant reuses its connections instead of opening one per webhook. The URL is
+// fresh per attempt. Requests to one destination (a URL's origin) share a keep-alive connection
+// pool, so a burst to one merchant reuses its connections instead of opening one per webhook. The URL is
 // checked here by the create-time rules (IP-literal hosts are connected to without a lookup);
 // names are then checked on the addresses they resolve to, inside the lookup each new
 // connection uses.
@@ -13,9 +13,8 @@
 // if its job completes. A worker dying before that leaves the jobs to pg-boss's retry: delivery
 // is at-least-once, and receivers dedupe on webhook-id (stable across attempts).
 // workers/webhook-dispatch.ts decides which jobs run when.
-import { Agent as HttpAgent, request as httpRequest, type OutgoingHttpHeaders } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { Job } from 'pg-boss';
+import { Pool } from 'undici';
 import { logger } from '../db/logger.ts';
 import { webhookSecretOf } from '../db/merchants.ts';
 import { webhookAttempts } from '../db/metrics.ts';
@@ -105,91 +104,88 @@ export async function loadBatch(ctx: WorkerContext, deliveryIds: readonly string
   return out;
 }
 
-interface Agents {
-  http: HttpAgent;
-  https: HttpsAgent;
-  lastUsed: number;
-}
+type Lookup = ReturnType<typeof guardedLookup>;
 
 /**
- * Keep-alive agents, one per destination, each holding at most `sockets` connections (the
- * dispatcher's limit of requests in flight to a destination). Idle connections close after a
- * minute; agents unused for ten minutes are dropped.
+ * Keep-alive connection pools (undici), one per destination, each holding at most `sockets`
+ * connections (the dispatcher's limit of requests in flight to a destination). Every new
+ * connection resolves its name through `lookup`, which refuses private addresses. An idle
+ * connection closes after a minute, or sooner when the receiver's Keep-Alive hint says it will
+ * close it; pools unused for ten minutes are closed.
  */
-export class DestinationAgents {
-  readonly #agents = new Map<string, Agents>();
+export class DestinationPools {
+  readonly #pools = new Map<string, { pool: Pool; lastUsed: number }>();
   readonly #sockets: number;
+  readonly #lookup: Lookup;
   #lastSweep = Date.now();
 
-  constructor(sockets: number) {
+  constructor(sockets: number, lookup: Lookup) {
     this.#sockets = sockets;
+    this.#lookup = lookup;
   }
 
-  for(destination: string): { http: HttpAgent; https: HttpsAgent } {
+  for(destination: string): Pool {
     const now = Date.now();
     if (now - this.#lastSweep > 60_000) this.#sweep(now);
-    let agents = this.#agents.get(destination);
-    if (!agents) {
-      const options = { keepAlive: true, maxSockets: this.#sockets, maxFreeSockets: this.#sockets, timeout: 60_000, scheduling: 'lifo' as const };
-      agents = { http: new HttpAgent(options), https: new HttpsAgent(options), lastUsed: now };
-      this.#agents.set(destination, agents);
+    let held = this.#pools.get(destination);
+    if (!held) {
+      const pool = new Pool(destination, {
+        connections: this.#sockets,
+        keepAliveTimeout: 60_000,
+        keepAliveMaxTimeout: 60_000,
+        connect: { lookup: this.#lookup as never },
+      });
+      held = { pool, lastUsed: now };
+      this.#pools.set(destination, held);
     }
-    agents.lastUsed = now;
-    return { http: agents.http, https: agents.https };
+    held.lastUsed = now;
+    return held.pool;
   }
 
   #sweep(now: number) {
     this.#lastSweep = now;
-    for (const [destination, agents] of this.#agents) {
-      if (now - agents.lastUsed < 600_000) continue;
-      agents.http.destroy();
-      agents.https.destroy();
-      this.#agents.delete(destination);
+    for (const [destination, held] of this.#pools) {
+      if (now - held.lastUsed < 600_000) continue;
+      void held.pool.destroy().catch(() => undefined);
+      this.#pools.delete(destination);
     }
   }
 
   destroy() {
-    for (const agents of this.#agents.values()) {
-      agents.http.destroy();
-      agents.https.destroy();
-    }
-    this.#agents.clear();
+    for (const held of this.#pools.values()) void held.pool.destroy().catch(() => undefined);
+    this.#pools.clear();
   }
 }
 
 /**
  * One POST: resolves with the answer's status once its body has been read (and dropped), so the
- * connection goes back to the agent. No redirects are followed; `timeoutMs` bounds the whole
- * exchange, connection included. node:http rather than got: this is the delivery path's only
- * HTTP call and got's per-request work (options, hooks, its stream wrapper) was a third of the
- * webhook worker's CPU in a burst.
+ * connection goes back to the pool. No redirects are followed; `timeoutMs` bounds the whole
+ * exchange, connection included. undici rather than node:http (and got before it): this is the
+ * delivery path's only HTTP call, and a POST through undici's pool costs about half the CPU of
+ * one through node:http's agent (docs/decisions.md, Webhooks).
  */
-function post(url: URL, agent: HttpAgent, headers: OutgoingHttpHeaders, body: string, timeoutMs: number, lookup: ReturnType<typeof guardedLookup>): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const request = send(url, { method: 'POST', agent, headers, lookup: lookup as never }, (response) => {
-      response.on('error', reject);
-      response.on('end', () => resolve(response.statusCode ?? 0));
-      response.resume();
-    });
-    const timer = setTimeout(() => request.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-    request.on('error', reject);
-    request.on('close', () => clearTimeout(timer));
-    request.end(body);
-  });
+async function post(pool: Pool, url: URL, headers: Record<string, string>, body: string, timeoutMs: number): Promise<number> {
+  const signal = AbortSignal.timeout(timeoutMs);
+  try {
+    const response = await pool.request({ path: url.pathname + url.search, method: 'POST', headers, body, signal });
+    // An answer's body is not read: past 128 KiB the connection is closed instead of drained.
+    await response.body.dump({ limit: 128 * 1024, signal });
+    return response.statusCode;
+  } catch (err) {
+    if (signal.aborted) throw new Error(`no answer within ${timeoutMs} ms`);
+    throw err;
+  }
 }
 
 /** One attempt: never throws; a refused destination, a timeout or a non-2xx is a failed result. */
-export async function attempt(ctx: WorkerContext, agents: DestinationAgents, d: Sendable): Promise<AttemptResult> {
+export async function attempt(ctx: WorkerContext, pools: DestinationPools, d: Sendable): Promise<AttemptResult> {
   const started = performance.now();
   const { row } = d;
   try {
     assertDestinationAllowed(row.url, ctx.config.NOTIFY_URL_ALLOWLIST);
     const url = new URL(row.url);
-    const pair = agents.for(d.destination);
     const headers = {
       'content-type': 'application/json',
-      'content-length': Buffer.byteLength(row.body),
       'user-agent': 'Kasir-Webhooks/1.0',
       'x-kasir-event': row.event,
       // A sample (ops webhooks:trigger, POST /v1/webhook-deliveries/samples) says so in a header
@@ -197,7 +193,7 @@ export async function attempt(ctx: WorkerContext, agents: DestinationAgents, d: 
       ...(row.sample ? { 'x-kasir-sample': 'true' } : {}),
       ...signatureHeaders(d.secret, row.id, Math.floor(Date.now() / 1000), row.body),
     };
-    const statusCode = await post(url, url.protocol === 'https:' ? pair.https : pair.http, headers, row.body, ctx.config.WEBHOOK_TIMEOUT_MS, lookupOf(ctx));
+    const statusCode = await post(pools.for(d.destination), url, headers, row.body, ctx.config.WEBHOOK_TIMEOUT_MS);
     const ok = statusCode >= 200 && statusCode < 300;
     return { ok, blocked: false, statusCode, error: ok ? null : `HTTP ${statusCode}`, latencyMs: performance.now() - started };
   } catch (err) {
@@ -207,14 +203,6 @@ export async function attempt(ctx: WorkerContext, agents: DestinationAgents, d: 
     const message = blocked ? `blocked destination: ${(cause instanceof BlockedDestination ? cause : (err as Error)).message}` : (err as Error).message;
     return { ok: false, blocked, statusCode: null, error: message.slice(0, 500), latencyMs: performance.now() - started };
   }
-}
-
-const lookups = new WeakMap<readonly string[], ReturnType<typeof guardedLookup>>();
-function lookupOf(ctx: WorkerContext) {
-  const allowlist = ctx.config.NOTIFY_URL_ALLOWLIST;
-  let lookup = lookups.get(allowlist);
-  if (!lookup) lookups.set(allowlist, (lookup = guardedLookup(allowlist)));
-  return lookup;
 }
 
 /**

@@ -28,10 +28,11 @@
 import type { Job, PgBoss } from 'pg-boss';
 import { jobClaimer } from '../db/job-claim.ts';
 import { logger } from '../db/logger.ts';
+import { guardedLookup } from '../db/notify-url.ts';
 import { parsePayload } from '../db/queue.ts';
 import { WEBHOOK_QUEUE } from '../db/webhooks.ts';
 import type { WorkerContext } from './context.ts';
-import { attempt, DestinationAgents, loadBatch, recordBatch, type Sendable, type Settled } from './webhook-deliver.ts';
+import { attempt, DestinationPools, loadBatch, recordBatch, type Sendable, type Settled } from './webhook-deliver.ts';
 import { Doorbell, onNewJob } from './work.ts';
 
 /**
@@ -97,7 +98,7 @@ export interface Dispatcher {
 export async function startWebhookDispatch(ctx: WorkerContext): Promise<Dispatcher> {
   const boss: PgBoss = ctx.boss;
   const claim = jobClaimer(boss, WEBHOOK_QUEUE);
-  const agents = new DestinationAgents(PER_DESTINATION);
+  const pools = new DestinationPools(PER_DESTINATION, guardedLookup(ctx.config.NOTIFY_URL_ALLOWLIST));
   const destinations = new Map<string, Destination>();
   const heldJobs = new Map<string, Held>();
   const settled: Settled[] = [];
@@ -166,7 +167,7 @@ export async function startWebhookDispatch(ctx: WorkerContext): Promise<Dispatch
     while (d.inFlight.size < PER_DESTINATION && d.waiting.length) {
       const h = d.waiting.shift()!;
       d.inFlight.set(h.job.id, Date.now());
-      const running = attempt(ctx, agents, h.sendable!).then((result) => {
+      const running = attempt(ctx, pools, h.sendable!).then((result) => {
         d.inFlight.delete(h.job.id);
         attempts.delete(running);
         settle({ job: h.job, sendable: h.sendable, result });
@@ -282,7 +283,7 @@ export async function startWebhookDispatch(ctx: WorkerContext): Promise<Dispatch
         await recording;
       }
       clearInterval(heartbeat);
-      agents.destroy();
+      pools.destroy();
     },
   };
 }

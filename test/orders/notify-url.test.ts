@@ -4,7 +4,9 @@
 // none of this needs a network.
 import t from 'tap';
 import type { LookupAddress } from 'node:dns';
+import { createServer } from 'node:http';
 import { assertDestinationAllowed, BlockedDestination, checkNotifyUrl, guardedLookup, isPublicAddress } from '../../db/notify-url.ts';
+import { DestinationPools } from '../../workers/webhook-deliver.ts';
 
 const PRIVATE = [
   ['10/8', '10.0.0.1'],
@@ -200,6 +202,34 @@ t.test('the delivery-time lookup refuses every IPv6 form it is handed', async (t
   }
   const dotted = await resolve(lookup, 'localhost.');
   t.ok(dotted.err === null ? false : dotted.err instanceof BlockedDestination || dotted.err.code === 'ENOTFOUND', `localhost. is never reached: ${dotted.err?.message}`);
+});
+
+t.test("the webhook worker's connections resolve through the guarded lookup", async (t) => {
+  // A name the create-time rules cannot judge (here localhost, which they would refuse by name,
+  // asked for past them) is judged on its addresses when a connection is opened.
+  let received = 0;
+  const server = createServer((req, res) => {
+    received++;
+    res.end('ok');
+  });
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  t.teardown(() => server.close());
+  const port = (server.address() as { port: number }).port;
+
+  const guarded = new DestinationPools(2, guardedLookup([]));
+  const allowing = new DestinationPools(2, guardedLookup(['localhost']));
+  t.teardown(() => {
+    guarded.destroy();
+    allowing.destroy();
+  });
+  const post = (pools: DestinationPools) => pools.for(`http://localhost:${port}`).request({ path: '/hook', method: 'POST', body: '{}' });
+  const refused = await post(guarded).then(() => null, (err: unknown) => err);
+  t.ok(refused instanceof BlockedDestination, `localhost resolves to 127.0.0.1, so no connection is made: ${String(refused)}`);
+  t.equal(received, 0, 'the private receiver got nothing');
+  const answer = await post(allowing);
+  await answer.body.dump();
+  t.equal(answer.statusCode, 200, 'allowlisted, the same name is reached');
+  t.equal(received, 1);
 });
 
 t.test('isPublicAddress: one classification, failing closed', async (t) => {
