@@ -161,8 +161,9 @@ export class DestinationPools {
  * One POST: resolves with the answer's status once its body has been read (and dropped), so the
  * connection goes back to the pool. No redirects are followed; `timeoutMs` bounds the whole
  * exchange, connection included. undici rather than node:http (and got before it): this is the
- * delivery path's only HTTP call, and a POST through undici's pool costs about half the CPU of
- * one through node:http's agent (docs/decisions.md, Webhooks).
+ * delivery path's only HTTP call, and a POST through undici's pool costs about half the client
+ * CPU of one through node:http's agent, a tenth of the worker's CPU per delivery in the webhook
+ * bench (docs/decisions.md, "Webhook transport").
  */
 async function post(pool: Pool, url: URL, headers: Record<string, string>, body: string, timeoutMs: number): Promise<number> {
   const signal = AbortSignal.timeout(timeoutMs);
