@@ -166,6 +166,10 @@ export async function handleOrderCreate(ctx: WorkerContext, payload: { order_id:
         const completion = job && (await completionFor(ctx.boss, 'order-create').catch(completionUnavailable));
         const settle = job && completion ? { completion, id: job.id, retryCount: job.retryCount } : undefined;
         const done = await confirmOrder(ctx.pool, order, { vendorCode: vendor.code, ...result.value }, 'vendor-worker', baseUrl, settle);
+        // Not confirmed and not settled by the statement: the order stopped being an attempt while
+        // the vendor worked (another attempt of its job confirmed it, or it was paid first), so
+        // the QR this call made was not taken, and the job's output says so for jobs:list.
+        if (done === false) return { superseded: vendor.code };
         return done === 'settled' ? new Completed({ confirmed: vendor.code }) : { confirmed: vendor.code };
       }
       failures[vendor.code] = `unusable QRIS: ${problem}`;
