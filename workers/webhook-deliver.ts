@@ -109,19 +109,22 @@ type Lookup = ReturnType<typeof guardedLookup>;
 /**
  * Keep-alive connection pools (undici), one per destination, each holding at most `sockets`
  * connections (the dispatcher's limit of requests in flight to a destination). Every new
- * connection resolves its name through `lookup`, which refuses private addresses. An idle
- * connection closes after a minute, or sooner when the receiver's Keep-Alive hint says it will
- * close it; pools unused for ten minutes are closed.
+ * connection resolves its name through `lookup`, which refuses private addresses, and gives up
+ * after `timeoutMs` (a request's own abort does not reach a connection still being opened). An
+ * idle connection closes after a minute, or sooner when the receiver's Keep-Alive hint says it
+ * will close it; pools unused for ten minutes are closed.
  */
 export class DestinationPools {
   readonly #pools = new Map<string, { pool: Pool; lastUsed: number }>();
   readonly #sockets: number;
   readonly #lookup: Lookup;
+  readonly #timeoutMs: number;
   #lastSweep = Date.now();
 
-  constructor(sockets: number, lookup: Lookup) {
+  constructor(sockets: number, lookup: Lookup, timeoutMs: number) {
     this.#sockets = sockets;
     this.#lookup = lookup;
+    this.#timeoutMs = timeoutMs;
   }
 
   for(destination: string): Pool {
@@ -133,7 +136,7 @@ export class DestinationPools {
         connections: this.#sockets,
         keepAliveTimeout: 60_000,
         keepAliveMaxTimeout: 60_000,
-        connect: { lookup: this.#lookup as never },
+        connect: { lookup: this.#lookup as never, timeout: this.#timeoutMs },
       });
       held = { pool, lastUsed: now };
       this.#pools.set(destination, held);
@@ -166,15 +169,21 @@ export class DestinationPools {
  * bench (docs/decisions.md, "Webhook transport").
  */
 async function post(pool: Pool, url: URL, headers: Record<string, string>, body: string, timeoutMs: number): Promise<number> {
-  const signal = AbortSignal.timeout(timeoutMs);
+  // A timer cleared when the exchange ends (AbortSignal.timeout's would outlive it: one per
+  // delivery of a burst, each for the whole timeout).
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), timeoutMs);
+  const { signal } = abort;
   try {
     const response = await pool.request({ path: url.pathname + url.search, method: 'POST', headers, body, signal });
     // An answer's body is not read: past 128 KiB the connection is closed instead of drained.
     await response.body.dump({ limit: 128 * 1024, signal });
     return response.statusCode;
   } catch (err) {
-    if (signal.aborted) throw new Error(`no answer within ${timeoutMs} ms`);
+    if (signal.aborted && !(err instanceof BlockedDestination)) throw new Error(`no answer within ${timeoutMs} ms`);
     throw err;
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -98,7 +98,7 @@ export interface Dispatcher {
 export async function startWebhookDispatch(ctx: WorkerContext): Promise<Dispatcher> {
   const boss: PgBoss = ctx.boss;
   const claim = jobClaimer(boss, WEBHOOK_QUEUE);
-  const pools = new DestinationPools(PER_DESTINATION, guardedLookup(ctx.config.NOTIFY_URL_ALLOWLIST));
+  const pools = new DestinationPools(PER_DESTINATION, guardedLookup(ctx.config.NOTIFY_URL_ALLOWLIST), ctx.config.WEBHOOK_TIMEOUT_MS);
   const destinations = new Map<string, Destination>();
   const heldJobs = new Map<string, Held>();
   const settled: Settled[] = [];

@@ -216,8 +216,8 @@ t.test("the webhook worker's connections resolve through the guarded lookup", as
   t.teardown(() => server.close());
   const port = (server.address() as { port: number }).port;
 
-  const guarded = new DestinationPools(2, guardedLookup([]));
-  const allowing = new DestinationPools(2, guardedLookup(['localhost']));
+  const guarded = new DestinationPools(2, guardedLookup([]), 2_000);
+  const allowing = new DestinationPools(2, guardedLookup(['localhost']), 2_000);
   t.teardown(() => {
     guarded.destroy();
     allowing.destroy();
