@@ -2,9 +2,9 @@
 //
 // The body is the stored bytes (the same on every attempt); the signature headers are made
 // fresh per attempt. Requests to one destination (a URL's origin) share a keep-alive connection
-// pool, so a burst to one merchant reuses its connections instead of opening one per webhook. The URL is
-// checked here by the create-time rules (IP-literal hosts are connected to without a lookup);
-// names are then checked on the addresses they resolve to, inside the lookup each new
+// pool, so a burst to one merchant reuses its connections instead of opening one per webhook.
+// The URL is checked here by the create-time rules (IP-literal hosts are connected to without a
+// lookup); names are then checked on the addresses they resolve to, inside the lookup each new
 // connection uses.
 //
 // A batch of finished attempts is recorded in one transaction: one statement for every attempt
